@@ -1,0 +1,142 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// runFields are the Run fields with names of their own; everything else is Extra.
+var runFields = []string{"scenario", "backend", "resource", "fence", "seed", "ttl_ms"}
+
+type runAlias Run
+
+// MarshalJSON writes the named fields and the free-form Extra fields in one object.
+func (r Run) MarshalJSON() ([]byte, error) {
+	named, err := json.Marshal(runAlias(r))
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Extra) == 0 {
+		return named, nil
+	}
+	m := make(map[string]any, len(r.Extra)+len(runFields))
+	for k, v := range r.Extra {
+		m[k] = v
+	}
+	var n map[string]any
+	if err := json.Unmarshal(named, &n); err != nil {
+		return nil, err
+	}
+	for k, v := range n {
+		m[k] = v
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the named fields and keeps the rest in Extra.
+func (r *Run) UnmarshalJSON(b []byte) error {
+	var a runAlias
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	var all map[string]any
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for _, k := range runFields {
+		delete(all, k)
+	}
+	*r = Run(a)
+	if len(all) > 0 {
+		r.Extra = all
+	}
+	return nil
+}
+
+// Encode writes h as indented JSON.
+func Encode(w io.Writer, h *History) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(h)
+}
+
+// Decode reads and validates one history. name is used in error messages (a file
+// name, or "-" for standard input).
+func Decode(r io.Reader, name string) (*History, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var h History
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, describeJSONError(data, err))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: trailing data after the history object", name)
+	}
+	if err := h.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &h, nil
+}
+
+// ReadFile decodes and validates the history file at path.
+func ReadFile(path string) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Decode(f, path)
+}
+
+// WriteFile writes h to path.
+func WriteFile(path string, h *History) error {
+	var buf bytes.Buffer
+	if err := Encode(&buf, h); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// ErrMalformed marks a history that is not valid JSON of the v1 shape.
+var ErrMalformed = errors.New("malformed history")
+
+func describeJSONError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: truncated JSON (the file ends before the history object closes)", ErrMalformed)
+	case errors.As(err, &syn):
+		line, col := position(data, syn.Offset)
+		return fmt.Errorf("%w: line %d, column %d: %v", ErrMalformed, line, col, syn)
+	case errors.As(err, &typ):
+		line, col := position(data, typ.Offset)
+		return fmt.Errorf("%w: line %d, column %d: field %q: got JSON %s, want %s",
+			ErrMalformed, line, col, typ.Field, typ.Value, typ.Type)
+	default:
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+}
+
+func position(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line, col = 1, 1
+	for _, b := range data[:off] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}

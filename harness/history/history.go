@@ -1,0 +1,237 @@
+// Package history holds the recorded history of a fencecheck run: the v1 file format,
+// its validation, and a concurrency-safe recorder. It is the hand-off between a run and
+// the checkers, so it imports nothing heavy: `fencecheck check` works on a saved file
+// without any lock service.
+package history
+
+import (
+	"fmt"
+)
+
+// Format is the value of the "format" field of every v1 history file.
+const Format = "fencecheck.history/v1"
+
+// Kind is the kind of an operation.
+type Kind string
+
+// Operation kinds.
+const (
+	Acquire Kind = "acquire"
+	Release Kind = "release"
+	Write   Kind = "write"
+	Read    Kind = "read"
+)
+
+// Status is the outcome of an operation.
+type Status string
+
+// Operation outcomes.
+const (
+	// OK: the operation took effect.
+	OK Status = "ok"
+	// Fail: the operation definitely had no effect.
+	Fail Status = "fail"
+	// Unknown: the operation may or may not have taken effect; it never returned.
+	Unknown Status = "unknown"
+	// Rejected: a write refused by the fence; definitely no effect.
+	Rejected Status = "rejected"
+)
+
+// Op is one recorded operation. Times are nanoseconds since the run started, from a
+// monotonic clock.
+type Op struct {
+	ID     int    `json:"id"`
+	Client int    `json:"client"`
+	Kind   Kind   `json:"kind"`
+	Call   int64  `json:"call"`
+	Return *int64 `json:"return"`
+	Status Status `json:"status"`
+	// Token: acquire = token granted; write = token sent; read = token stored;
+	// release = token held.
+	Token int64 `json:"token"`
+	// Value: write = value sent (unique per write); read = value returned.
+	Value string `json:"value,omitempty"`
+	// ReadID names the read, in the same critical section, this write's value was
+	// computed from (read-modify-write workloads).
+	ReadID *int `json:"read_id,omitempty"`
+	// Error is free text explaining a fail/unknown outcome.
+	Error string `json:"error,omitempty"`
+}
+
+// End returns the op's return time, or math.MaxInt64 when it never returned.
+func (o Op) End() int64 {
+	if o.Return == nil {
+		return Infinity
+	}
+	return *o.Return
+}
+
+// Infinity is the return time of an operation that never returned.
+const Infinity = int64(^uint64(0) >> 1)
+
+// Fault is one injected fault, with the interval it was active.
+type Fault struct {
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Start  int64  `json:"start"`
+	// End is when the fault healed; nil if it was still active when the run ended.
+	End    *int64 `json:"end"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Run describes the run that produced a history. Fields beyond the named ones are kept
+// in Extra and written back unchanged.
+type Run struct {
+	Scenario string `json:"scenario,omitempty"`
+	Backend  string `json:"backend,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	// Fence is "strict" (accept iff token > stored, the default) or "monotonic"
+	// (accept iff token >= stored).
+	Fence string         `json:"fence,omitempty"`
+	Seed  int64          `json:"seed"`
+	TTLms int64          `json:"ttl_ms,omitempty"`
+	Extra map[string]any `json:"-"`
+}
+
+// Fence rules.
+const (
+	FenceStrict    = "strict"
+	FenceMonotonic = "monotonic"
+)
+
+// History is a whole v1 history file.
+type History struct {
+	Format string  `json:"format"`
+	Run    Run     `json:"run"`
+	Ops    []Op    `json:"ops"`
+	Faults []Fault `json:"faults"`
+}
+
+// FenceRule returns the run's fence rule, defaulting to strict.
+func (h *History) FenceRule() string {
+	if h.Run.Fence == "" {
+		return FenceStrict
+	}
+	return h.Run.Fence
+}
+
+// Passes reports whether a write with token t passes the fence over a stored token.
+func Passes(fence string, t, stored int64) bool {
+	if fence == FenceMonotonic {
+		return t >= stored
+	}
+	return t > stored
+}
+
+// OpError is a validation error naming the op and field at fault.
+type OpError struct {
+	ID    int
+	Field string
+	Msg   string
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("op %d: field %q: %s", e.ID, e.Field, e.Msg)
+}
+
+// Validate checks that the history is internally consistent. The error names the op id
+// and field at fault.
+func (h *History) Validate() error {
+	if h.Format != Format {
+		return fmt.Errorf("field \"format\": got %q, want %q", h.Format, Format)
+	}
+	switch h.Run.Fence {
+	case "", FenceStrict, FenceMonotonic:
+	default:
+		return fmt.Errorf("field \"run.fence\": got %q, want %q or %q", h.Run.Fence, FenceStrict, FenceMonotonic)
+	}
+	ids := make(map[int]int, len(h.Ops)) // id -> index
+	values := make(map[string]int)       // write value -> op id
+	for i, o := range h.Ops {
+		if _, dup := ids[o.ID]; dup {
+			return &OpError{o.ID, "id", "duplicate id"}
+		}
+		ids[o.ID] = i
+		switch o.Kind {
+		case Acquire, Release, Write, Read:
+		default:
+			return &OpError{o.ID, "kind", fmt.Sprintf("unknown kind %q (want acquire, release, write or read)", o.Kind)}
+		}
+		switch o.Status {
+		case OK, Fail, Unknown:
+		case Rejected:
+			if o.Kind != Write {
+				return &OpError{o.ID, "status", fmt.Sprintf("status %q is for writes only, this op is a %s", o.Status, o.Kind)}
+			}
+		default:
+			return &OpError{o.ID, "status", fmt.Sprintf("unknown status %q (want ok, fail, unknown or rejected)", o.Status)}
+		}
+		if o.Client < 0 {
+			return &OpError{o.ID, "client", fmt.Sprintf("negative client %d", o.Client)}
+		}
+		if o.Call < 0 {
+			return &OpError{o.ID, "call", fmt.Sprintf("negative time %d", o.Call)}
+		}
+		if o.Status == Unknown {
+			if o.Return != nil {
+				return &OpError{o.ID, "return", "an unknown op never returned: return must be null"}
+			}
+		} else {
+			if o.Return == nil {
+				return &OpError{o.ID, "return", fmt.Sprintf("missing return time for a %s op", o.Status)}
+			}
+			if *o.Return < o.Call {
+				return &OpError{o.ID, "return", fmt.Sprintf("return %d is before call %d", *o.Return, o.Call)}
+			}
+		}
+		if o.Kind == Write {
+			if o.Value == "" {
+				return &OpError{o.ID, "value", "a write must carry a non-empty value (\"\" is the initial value)"}
+			}
+			if prev, dup := values[o.Value]; dup {
+				return &OpError{o.ID, "value", fmt.Sprintf("value %q was already written by op %d; write values must be unique", o.Value, prev)}
+			}
+			values[o.Value] = o.ID
+		}
+		if o.Kind == Acquire && o.Status == OK && o.Token == 0 {
+			return &OpError{o.ID, "token", "an ok acquire must carry the granted token"}
+		}
+	}
+	for _, o := range h.Ops {
+		if o.ReadID == nil {
+			continue
+		}
+		if o.Kind != Write {
+			return &OpError{o.ID, "read_id", "only writes carry read_id"}
+		}
+		j, ok := ids[*o.ReadID]
+		if !ok {
+			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which does not exist", *o.ReadID)}
+		}
+		r := h.Ops[j]
+		if r.Kind != Read || r.Client != o.Client {
+			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which is not a read of client %d", r.ID, o.Client)}
+		}
+		if r.Status != OK {
+			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read with status %s (want ok)", r.ID, r.Status)}
+		}
+	}
+	for i, f := range h.Faults {
+		if f.Kind == "" {
+			return fmt.Errorf("faults[%d]: field \"kind\": empty", i)
+		}
+		if f.End != nil && *f.End < f.Start {
+			return fmt.Errorf("faults[%d]: field \"end\": %d is before start %d", i, *f.End, f.Start)
+		}
+	}
+	return nil
+}
+
+// ByID returns a map from op id to op.
+func (h *History) ByID() map[int]*Op {
+	m := make(map[int]*Op, len(h.Ops))
+	for i := range h.Ops {
+		m[h.Ops[i].ID] = &h.Ops[i]
+	}
+	return m
+}

@@ -1,0 +1,129 @@
+package history
+
+import (
+	"sync"
+	"time"
+)
+
+// Recorder records operations and faults from many goroutines, with times taken from
+// one monotonic clock started at NewRecorder.
+type Recorder struct {
+	start time.Time
+
+	mu     sync.Mutex
+	nextID int
+	ops    []Op
+	faults []Fault
+	// watchers are told about every op that completes.
+	watchers []func(Op)
+}
+
+// NewRecorder starts the run's clock.
+func NewRecorder() *Recorder {
+	return &Recorder{start: time.Now(), nextID: 1}
+}
+
+// Now returns nanoseconds since the run started.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// Start returns the wall time the run started (for display only).
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Pending is an operation that has been called and not yet completed.
+type Pending struct {
+	r   *Recorder
+	idx int
+}
+
+// Begin records the call of an operation and returns its handle. The op's ID is
+// assigned here, so ids follow call order.
+func (r *Recorder) Begin(client int, kind Kind, token int64, value string, readID *int) *Pending {
+	now := r.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op := Op{ID: r.nextID, Client: client, Kind: kind, Call: now, Status: Unknown, Token: token, Value: value, ReadID: readID}
+	r.nextID++
+	r.ops = append(r.ops, op)
+	return &Pending{r: r, idx: len(r.ops) - 1}
+}
+
+// ID is the op's id.
+func (p *Pending) ID() int {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	return p.r.ops[p.idx].ID
+}
+
+// Done completes the operation with status s. For reads, token and value are what was
+// read; for acquires, token is the granted token; otherwise pass the values given to
+// Begin. Status Unknown leaves the op open forever.
+func (p *Pending) Done(s Status, token int64, value string, errText string) {
+	now := p.r.Now()
+	p.r.mu.Lock()
+	op := &p.r.ops[p.idx]
+	op.Status = s
+	op.Token = token
+	op.Value = value
+	op.Error = errText
+	if s != Unknown {
+		op.Return = &now
+	}
+	done := *op
+	watchers := p.r.watchers
+	p.r.mu.Unlock()
+	for _, w := range watchers {
+		w(done)
+	}
+}
+
+// Watch registers f to be called after every completed op. Call it before the run starts.
+func (r *Recorder) Watch(f func(Op)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watchers = append(r.watchers, f)
+}
+
+// FaultStart records the start of a fault and returns its index for FaultEnd.
+func (r *Recorder) FaultStart(kind, target, detail string) int {
+	now := r.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, Fault{Kind: kind, Target: target, Start: now, Detail: detail})
+	return len(r.faults) - 1
+}
+
+// FaultEnd records that fault i healed, appending to its detail if extra is not empty.
+func (r *Recorder) FaultEnd(i int, extra string) {
+	now := r.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := &r.faults[i]
+	if f.End == nil {
+		f.End = &now
+	}
+	if extra != "" {
+		if f.Detail != "" {
+			f.Detail += "; "
+		}
+		f.Detail += extra
+	}
+}
+
+// History returns a copy of everything recorded so far as a v1 history.
+func (r *Recorder) History(run Run) *History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := &History{Format: Format, Run: run}
+	h.Ops = append([]Op(nil), r.ops...)
+	h.Faults = append([]Fault{}, r.faults...)
+	for i := range h.Ops {
+		if h.Ops[i].ReadID != nil {
+			id := *h.Ops[i].ReadID
+			h.Ops[i].ReadID = &id
+		}
+	}
+	if h.Ops == nil {
+		h.Ops = []Op{}
+	}
+	return h
+}
