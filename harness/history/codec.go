@@ -114,7 +114,7 @@ func describeJSONError(data []byte, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: truncated JSON (the file ends before the history object closes)", ErrMalformed)
 	case errors.As(err, &syn):
-		line, col := position(data, syn.Offset)
+		line, col := position(data, syn.Offset-1) // Offset is just past the bad byte
 		return fmt.Errorf("%w: line %d, column %d: %v", ErrMalformed, line, col, syn)
 	case errors.As(err, &typ):
 		line, col := position(data, typ.Offset)

@@ -1,0 +1,105 @@
+// Package harness runs a workload of lock clients against a lock backend and a fenced
+// resource, with faults from the nemesis, and records the history. The interfaces here
+// are where behaviour varies: a lock Backend (naive, etcd, raft, ...) and a protected
+// Resource (register, database, ...). Implementations live in sub-packages.
+package harness
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNoEffect marks an error after which the operation definitely had no effect (a
+// refused connection, a lock that is busy, a request the server answered with a
+// refusal). Wrap it with %w. Any other error is recorded as an unknown outcome, because
+// the operation may have taken effect.
+var ErrNoEffect = errors.New("definitely no effect")
+
+// Backend is a lock service. It owns its servers (if any) and hands out one Locker per
+// harness client. Each client reaches the service through its own fault-proxy links, so
+// NewLocker receives the proxied addresses, one per entry of Endpoints, in the same order.
+type Backend interface {
+	// Name is the backend's name as users type it (e.g. "naive", "etcd").
+	Name() string
+	// Endpoints are the real server addresses (host:port) clients must reach.
+	Endpoints() []string
+	// NewLocker returns a lock client for harness client id that dials only the given
+	// addresses (proxied Endpoints, same order).
+	NewLocker(ctx context.Context, id int, addrs []string) (Locker, error)
+	// Close stops every server the backend started. Safe to call twice.
+	Close() error
+}
+
+// Locker is one client's handle on the lock service.
+type Locker interface {
+	// Acquire blocks until the lock is granted or ctx ends.
+	Acquire(ctx context.Context) (Lease, error)
+	// Close releases the client's resources (not the lock). Safe to call twice.
+	Close() error
+}
+
+// Lease is a granted lock.
+type Lease interface {
+	// Token is the fencing token of this grant.
+	Token() int64
+	// TTL is the lease's time to live as granted.
+	TTL() time.Duration
+	// Lost is closed when the client notices that the lease is gone (a renewal was
+	// refused or the session ended). A trusting client never looks at it.
+	Lost() <-chan struct{}
+	// Release gives the lock back.
+	Release(ctx context.Context) error
+}
+
+// Resource is the protected resource: a server (or store) that accepts writes carrying a
+// fencing token. Like Backend, each client reaches it through its own proxy links.
+type Resource interface {
+	// Name is the resource's name as users type it (e.g. "fenced", "unfenced").
+	Name() string
+	// Fence is the fence rule the resource claims to enforce: history.FenceStrict or
+	// history.FenceMonotonic.
+	Fence() string
+	// Endpoints are the real server addresses clients must reach.
+	Endpoints() []string
+	// NewClient returns a client for harness client id dialling the proxied addresses.
+	// gate is where a client with a check-then-write step must pause between the two
+	// (PauseAfterCheck); clients with one atomic write never call it.
+	NewClient(ctx context.Context, id int, addrs []string, gate Gate) (ResourceClient, error)
+	// Close stops the resource's servers. Safe to call twice.
+	Close() error
+}
+
+// ResourceClient reads and writes the protected data.
+type ResourceClient interface {
+	// Read returns the stored value and token.
+	Read(ctx context.Context) (value string, token int64, err error)
+	// Write stores value fenced by lease's token. accepted=false with a nil error means
+	// the fence refused it (no effect).
+	Write(ctx context.Context, lease Lease, value string) (accepted bool, err error)
+	// Close is safe to call twice.
+	Close() error
+}
+
+// PausePoint names a place in a client's critical section where a GC-like pause can stop it.
+type PausePoint string
+
+// Pause points, in the order a critical section reaches them.
+const (
+	// PauseAfterAcquire: the lease is granted, nothing read yet.
+	PauseAfterAcquire PausePoint = "after-acquire"
+	// PauseAfterRead: the value is read, the write not yet sent (Kleppmann's GC pause).
+	PauseAfterRead PausePoint = "after-read"
+	// PauseAfterCheck: a check-then-write resource has checked the token and not yet written.
+	PauseAfterCheck PausePoint = "after-check"
+	// PauseInWrite: the write is about to be sent; a "delay" fault lets it go and holds
+	// its bytes in the network.
+	PauseInWrite PausePoint = "in-write"
+)
+
+// Gate is where a client's worker may be stopped by the nemesis.
+type Gate interface {
+	// Pause returns at once unless a fault is armed for this point, in which case it
+	// blocks until the fault heals or ctx ends.
+	Pause(ctx context.Context, p PausePoint)
+}

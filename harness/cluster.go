@@ -1,0 +1,32 @@
+package harness
+
+import "context"
+
+// Cluster is implemented by backends whose lock service is a cluster of nodes the harness
+// started itself (embedded etcd, the raft lock service). The harness finds it by type
+// assertion; a backend without it (an external service) cannot take node faults, and the
+// harness refuses them with a clear error instead of skipping them.
+//
+// Node i is the server behind Endpoints()[i]. Links between clients and nodes are the
+// harness's own proxies; Cluster only controls the links between nodes.
+type Cluster interface {
+	// Nodes is the number of nodes.
+	Nodes() int
+	// Leader returns the index of the current leader, waiting (until ctx ends) for one.
+	Leader(ctx context.Context) (int, error)
+	// Isolate cuts every link between node i and the other nodes, both ways.
+	Isolate(ctx context.Context, i int) error
+	// StallNode holds every message to and from node i's peers (a paused process: its
+	// peers see silence, nothing is lost).
+	StallNode(ctx context.Context, i int) error
+	// Heal restores every link between nodes.
+	Heal(ctx context.Context) error
+}
+
+// Crasher is implemented by backends whose nodes can be crashed and restarted.
+type Crasher interface {
+	// Crash stops node i abruptly. keepData=false also loses its durable state.
+	Crash(ctx context.Context, i int) error
+	// Restart starts node i again on the same address.
+	Restart(ctx context.Context, i int, keepData bool) error
+}

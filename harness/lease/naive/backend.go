@@ -1,0 +1,219 @@
+package naive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"fencecheck/harness"
+	"fencecheck/harness/internal/jsonhttp"
+)
+
+// Config configures the naive backend.
+type Config struct {
+	// TTL of every lease.
+	TTL time.Duration
+	// Server configures the lock server the backend starts.
+	Server ServerConfig
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.TTL <= 0 {
+		return fmt.Errorf("naive: TTL must be positive, got %v", c.TTL)
+	}
+	if c.TTL < 10*time.Millisecond {
+		return fmt.Errorf("naive: TTL %v is below 10ms, shorter than the timing noise of this machine", c.TTL)
+	}
+	return nil
+}
+
+// Backend is the naive lock backend: it starts its own server.
+type Backend struct {
+	cfg Config
+	srv *Server
+}
+
+// New starts a naive lock server and returns its backend.
+func New(cfg Config) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	srv, err := StartServer(cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, srv: srv}, nil
+}
+
+// Name implements harness.Backend.
+func (b *Backend) Name() string { return "naive" }
+
+// Endpoints implements harness.Backend.
+func (b *Backend) Endpoints() []string { return []string{b.srv.Addr()} }
+
+// Server is the running lock server.
+func (b *Backend) Server() *Server { return b.srv }
+
+// Close implements harness.Backend.
+func (b *Backend) Close() error { return b.srv.Close() }
+
+// NewLocker implements harness.Backend.
+func (b *Backend) NewLocker(_ context.Context, id int, addrs []string) (harness.Locker, error) {
+	if len(addrs) != 1 {
+		return nil, fmt.Errorf("naive: want 1 address, got %d", len(addrs))
+	}
+	return NewLocker(addrs[0], fmt.Sprintf("c%d", id), b.cfg.TTL), nil
+}
+
+// Locker is a client of a naive lock server.
+type Locker struct {
+	owner string
+	ttl   time.Duration
+	http  *jsonhttp.Client
+
+	mu     sync.Mutex
+	leases map[*lease]struct{}
+	closed bool
+}
+
+// NewLocker returns a client of the lock server at addr that acquires as owner.
+func NewLocker(addr, owner string, ttl time.Duration) *Locker {
+	return &Locker{owner: owner, ttl: ttl, http: jsonhttp.New(addr), leases: map[*lease]struct{}{}}
+}
+
+// Acquire polls the server until the lock is granted or ctx ends.
+func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
+	poll := max(l.ttl/10, 5*time.Millisecond)
+	for {
+		var resp AcquireResponse
+		err := l.http.Do(ctx, "POST", "/acquire", AcquireRequest{Owner: l.owner, TTLms: l.ttl.Milliseconds()}, &resp)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Granted {
+			return l.start(resp.Token), nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			// The last answer was "busy": nothing was granted.
+			return nil, fmt.Errorf("%w: lock held by %s: %v", harness.ErrNoEffect, resp.Holder, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops every renewal. Safe to call twice.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	leases := make([]*lease, 0, len(l.leases))
+	for le := range l.leases {
+		leases = append(leases, le)
+	}
+	l.mu.Unlock()
+	for _, le := range leases {
+		le.stopRenewing()
+	}
+	return l.http.Close()
+}
+
+func (l *Locker) start(token int64) *lease {
+	le := &lease{l: l, token: token, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	l.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.leases[le] = struct{}{}
+	}
+	l.mu.Unlock()
+	if closed {
+		close(le.done)
+		return le
+	}
+	go le.renew()
+	return le
+}
+
+type lease struct {
+	l     *Locker
+	token int64
+
+	lost     chan struct{}
+	lostOnce sync.Once
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+func (le *lease) Token() int64          { return le.token }
+func (le *lease) TTL() time.Duration    { return le.l.ttl }
+func (le *lease) Lost() <-chan struct{} { return le.lost }
+
+func (le *lease) markLost() { le.lostOnce.Do(func() { close(le.lost) }) }
+
+func (le *lease) stopRenewing() {
+	le.stopOnce.Do(func() { close(le.stop) })
+	<-le.done
+	le.l.mu.Lock()
+	delete(le.l.leases, le)
+	le.l.mu.Unlock()
+}
+
+// renew extends the lease every TTL/3. It closes Lost when the server refuses, or when
+// no renewal has been confirmed for a whole TTL by the client's clock.
+func (le *lease) renew() {
+	defer close(le.done)
+	ttl := le.l.ttl
+	confirmed := time.Now()
+	tick := time.NewTicker(ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-le.stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ttl)
+		go func() { // the stop channel must also cut a renewal stuck in a stalled link
+			select {
+			case <-le.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		sent := time.Now()
+		var resp LeaseResponse
+		err := le.l.http.Do(ctx, "POST", "/renew", renewRequest{LeaseRequest{le.l.owner, le.token}, ttl.Milliseconds()}, &resp)
+		cancel()
+		switch {
+		case err == nil && resp.OK:
+			confirmed = sent
+		case err == nil:
+			le.markLost()
+			return
+		case time.Since(confirmed) >= ttl:
+			le.markLost()
+			return
+		}
+	}
+}
+
+// Release stops renewing and frees the lock on the server.
+func (le *lease) Release(ctx context.Context) error {
+	le.stopRenewing()
+	var resp LeaseResponse
+	if err := le.l.http.Do(ctx, "POST", "/release", LeaseRequest{le.l.owner, le.token}, &resp); err != nil {
+		return err
+	}
+	if !resp.OK {
+		return fmt.Errorf("%w: %w", harness.ErrNoEffect, ErrNotHolder)
+	}
+	return nil
+}
+
+// ErrNotHolder: the server no longer knows this lease (it expired and was granted again).
+var ErrNotHolder = errors.New("lease is no longer held")

@@ -1,0 +1,230 @@
+// Package naive is the naive TTL lock: one HTTP server on 127.0.0.1 that grants a lease
+// measured on its own clock and a token from a TokenSource, and the backend whose clients
+// hold it. It is the simplest lock a team might write, and the one every hazard of the
+// design brief can be shown on.
+//
+// Protocol (JSON over HTTP/1.1):
+//
+//	POST /acquire {"owner": "c0", "ttl_ms": 500}   -> {"granted": true, "token": 7, "ttl_ms": 500}
+//	POST /renew   {"owner": "c0", "token": 7}      -> {"ok": true}
+//	POST /release {"owner": "c0", "token": 7}      -> {"ok": true}
+package naive
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// TokenSource hands out fencing tokens.
+type TokenSource interface {
+	// Next returns the token for a new grant made at now (the server's clock).
+	Next(now time.Time) (int64, error)
+}
+
+// Counter is an in-memory counter: strictly increasing while the server lives, lost
+// when it restarts.
+type Counter struct {
+	mu   sync.Mutex
+	last int64
+}
+
+// Next implements TokenSource.
+func (c *Counter) Next(time.Time) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last++
+	return c.last, nil
+}
+
+// ServerConfig configures a naive lock server.
+type ServerConfig struct {
+	// Addr to listen on; default "127.0.0.1:0".
+	Addr string
+	// Tokens is the token source; default a fresh in-memory Counter.
+	Tokens TokenSource
+	// Now is the server's clock; default time.Now. Expiry is measured on it.
+	Now func() time.Time
+}
+
+// Server is a running naive lock server.
+type Server struct {
+	cfg  ServerConfig
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+
+	mu     sync.Mutex
+	holder string
+	token  int64
+	expiry time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartServer starts a naive lock server.
+func StartServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Tokens == nil {
+		cfg.Tokens = &Counter{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("naive lock server: listen: %w", err)
+	}
+	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /acquire", s.handleAcquire)
+	mux.HandleFunc("POST /renew", s.handleRenew)
+	mux.HandleFunc("POST /release", s.handleRelease)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the server. Safe to call twice.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = s.srv.Close()
+		<-s.done
+	})
+	return s.closeErr
+}
+
+// AcquireRequest is the body of POST /acquire.
+type AcquireRequest struct {
+	Owner string `json:"owner"`
+	TTLms int64  `json:"ttl_ms"`
+}
+
+// AcquireResponse answers POST /acquire.
+type AcquireResponse struct {
+	Granted bool   `json:"granted"`
+	Token   int64  `json:"token,omitempty"`
+	TTLms   int64  `json:"ttl_ms,omitempty"`
+	Holder  string `json:"holder,omitempty"`
+}
+
+// LeaseRequest is the body of POST /renew and POST /release.
+type LeaseRequest struct {
+	Owner string `json:"owner"`
+	Token int64  `json:"token"`
+}
+
+// LeaseResponse answers POST /renew and POST /release.
+type LeaseResponse struct {
+	OK bool `json:"ok"`
+}
+
+// Acquire grants the lock to owner if it is free or its lease has expired.
+func (s *Server) Acquire(req AcquireRequest) (AcquireResponse, error) {
+	if req.Owner == "" || req.TTLms <= 0 {
+		return AcquireResponse{}, errors.New("owner and a positive ttl_ms are required")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	if s.holder != "" && now.Before(s.expiry) {
+		return AcquireResponse{Granted: false, Holder: s.holder}, nil
+	}
+	tok, err := s.cfg.Tokens.Next(now)
+	if err != nil {
+		return AcquireResponse{}, fmt.Errorf("token source: %w", err)
+	}
+	ttl := time.Duration(req.TTLms) * time.Millisecond
+	s.holder, s.token, s.expiry = req.Owner, tok, now.Add(ttl)
+	return AcquireResponse{Granted: true, Token: tok, TTLms: req.TTLms}, nil
+}
+
+// Renew extends owner's lease by its TTL if it still holds it.
+func (s *Server) Renew(req LeaseRequest, ttl time.Duration) LeaseResponse {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	if s.holder != req.Owner || s.token != req.Token || !now.Before(s.expiry) {
+		return LeaseResponse{OK: false}
+	}
+	s.expiry = now.Add(ttl)
+	return LeaseResponse{OK: true}
+}
+
+// Release frees the lock if owner holds it with this token.
+func (s *Server) Release(req LeaseRequest) LeaseResponse {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holder != req.Owner || s.token != req.Token {
+		return LeaseResponse{OK: false}
+	}
+	s.holder, s.token, s.expiry = "", 0, time.Time{}
+	return LeaseResponse{OK: true}
+}
+
+func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
+	var req AcquireRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	resp, err := s.Acquire(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, resp)
+}
+
+// renewRequest carries the TTL to renew for; the naive server trusts the client's TTL.
+type renewRequest struct {
+	LeaseRequest
+	TTLms int64 `json:"ttl_ms"`
+}
+
+func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
+	var req renewRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.TTLms <= 0 {
+		http.Error(w, "a positive ttl_ms is required", http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, s.Renew(req.LeaseRequest, time.Duration(req.TTLms)*time.Millisecond))
+}
+
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	var req LeaseRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	writeJSON(w, s.Release(req))
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

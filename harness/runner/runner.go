@@ -1,0 +1,192 @@
+// Package runner runs one workload: it wires every client to the backend and the
+// resource through its own fault-proxy links, lets the nemesis strike, stops the clients,
+// heals everything, takes the final reads and returns the recorded history.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"fencecheck/harness"
+	"fencecheck/harness/history"
+	"fencecheck/nemesis"
+	"fencecheck/nemesis/proxy"
+)
+
+// Config is one run. Backend and Resource are started by the caller, who also closes them.
+type Config struct {
+	// Run is recorded as the history's "run" object.
+	Run      history.Run
+	Backend  harness.Backend
+	Resource harness.Resource
+	// Clients is the number of harness clients (default 3).
+	Clients int
+	// Duration is the least time the workload runs. The run goes on until every fault
+	// has fired and healed, plus Tail, but never past Duration+Limit.
+	Duration time.Duration
+	Tail     time.Duration
+	Limit    time.Duration
+	Faults   []nemesis.ClientFault
+	// OpTimeout bounds each read, write and release; AcquireTimeout each acquire.
+	OpTimeout      time.Duration
+	AcquireTimeout time.Duration
+	// Think is the longest pause between one client's critical sections.
+	Think  time.Duration
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() error {
+	if c.Backend == nil || c.Resource == nil {
+		return errors.New("runner: a backend and a resource are required")
+	}
+	if c.Clients == 0 {
+		c.Clients = 3
+	}
+	if c.Clients < 1 || c.Clients > 64 {
+		return fmt.Errorf("runner: clients must be between 1 and 64, got %d", c.Clients)
+	}
+	if c.Duration <= 0 {
+		return fmt.Errorf("runner: duration must be positive, got %v", c.Duration)
+	}
+	if c.OpTimeout <= 0 {
+		c.OpTimeout = 5 * time.Second
+	}
+	if c.AcquireTimeout <= 0 {
+		c.AcquireTimeout = 5 * time.Second
+	}
+	if c.Limit <= 0 {
+		c.Limit = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Run runs the workload and returns its history.
+func Run(ctx context.Context, cfg Config) (*history.History, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	rec := history.NewRecorder()
+	nem, err := nemesis.New(rec, cfg.Faults...)
+	if err != nil {
+		return nil, err
+	}
+	var links []*proxy.Link
+	defer func() {
+		for _, l := range links {
+			_ = l.Close()
+		}
+	}()
+	proxied := func(client int, targets []string) ([]string, error) {
+		addrs := make([]string, len(targets))
+		for i, t := range targets {
+			l, err := proxy.New(t)
+			if err != nil {
+				return nil, err
+			}
+			links = append(links, l)
+			nem.AddLinks(client, l)
+			addrs[i] = l.Addr()
+		}
+		return addrs, nil
+	}
+
+	workers := make([]*harness.Worker, cfg.Clients)
+	defer func() {
+		for _, w := range workers {
+			if w == nil {
+				continue
+			}
+			if w.Locker != nil {
+				_ = w.Locker.Close()
+			}
+			if w.Resource != nil {
+				_ = w.Resource.Close()
+			}
+		}
+	}()
+	for i := range workers {
+		lockAddrs, err := proxied(i, cfg.Backend.Endpoints())
+		if err != nil {
+			return nil, fmt.Errorf("client %d: %w", i, err)
+		}
+		resAddrs, err := proxied(i, cfg.Resource.Endpoints())
+		if err != nil {
+			return nil, fmt.Errorf("client %d: %w", i, err)
+		}
+		w := &harness.Worker{
+			ID: i, Gate: nem.Gate(i), Rec: rec,
+			OpTimeout: cfg.OpTimeout, AcquireTimeout: cfg.AcquireTimeout,
+			Think: cfg.Think,
+			// Each client's think times come from the seed, so the workload is reproducible.
+			Rand: rand.New(rand.NewPCG(uint64(cfg.Run.Seed), uint64(i))),
+		}
+		workers[i] = w
+		if w.Locker, err = cfg.Backend.NewLocker(ctx, i, lockAddrs); err != nil {
+			return nil, fmt.Errorf("client %d: lock client: %w", i, err)
+		}
+		if w.Resource, err = cfg.Resource.NewClient(ctx, i, resAddrs, w.Gate); err != nil {
+			return nil, fmt.Errorf("client %d: resource client: %w", i, err)
+		}
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Run(ctx, stop)
+		}()
+	}
+	waitForEnd(ctx, cfg, nem)
+	close(stop)
+	nem.Heal()
+	wg.Wait()
+
+	// Final reads, after every fault has healed, so a late stale write is seen.
+	for _, w := range workers {
+		w.FinalRead(ctx)
+	}
+	h := rec.History(cfg.Run)
+	cfg.Logger.Info("run finished", "ops", len(h.Ops), "faults", len(h.Faults), "elapsed", time.Duration(rec.Now()))
+	return h, ctx.Err()
+}
+
+// waitForEnd returns once the workload has run for Duration, every fault has fired and
+// healed, and Tail has passed since; or at Duration+Limit; or when ctx ends.
+func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis) {
+	start := time.Now()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var quietSince time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		el := time.Since(start)
+		if el >= cfg.Duration+cfg.Limit {
+			cfg.Logger.Warn("run hit its time limit with faults pending or active")
+			return
+		}
+		if nem.Pending() || nem.Active() {
+			quietSince = time.Time{}
+			continue
+		}
+		if quietSince.IsZero() {
+			quietSince = time.Now()
+		}
+		if el >= cfg.Duration && time.Since(quietSince) >= cfg.Tail {
+			return
+		}
+	}
+}

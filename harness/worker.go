@@ -1,0 +1,160 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"fencecheck/harness/history"
+)
+
+// Worker is one harness client: it loops acquire → read → write → release, recording
+// every operation, until told to stop.
+type Worker struct {
+	ID       int
+	Locker   Locker
+	Resource ResourceClient
+	Gate     Gate
+	Rec      *history.Recorder
+	// OpTimeout bounds every call but Acquire; a call that runs out is recorded unknown.
+	OpTimeout time.Duration
+	// AcquireTimeout bounds one Acquire (it also ends when the run stops).
+	AcquireTimeout time.Duration
+	// Think is the longest pause between critical sections (drawn from Rand).
+	Think time.Duration
+	Rand  *rand.Rand
+
+	writes int
+}
+
+// Run loops until stop is closed (checked between critical sections) or ctx ends. An
+// Acquire in progress when stop closes is abandoned; a critical section already holding
+// the lock finishes, so a paused client's late write is always recorded.
+func (w *Worker) Run(ctx context.Context, stop <-chan struct{}) {
+	acqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-acqCtx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		w.criticalSection(ctx, acqCtx)
+		if w.Think > 0 && w.Rand != nil {
+			d := time.Duration(w.Rand.Int64N(int64(w.Think)))
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-stop:
+				t.Stop()
+			}
+		}
+	}
+}
+
+func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
+	acq := w.Rec.Begin(w.ID, history.Acquire, 0, "", nil)
+	actx, cancel := context.WithTimeout(acqCtx, w.AcquireTimeout)
+	lease, err := w.Locker.Acquire(actx)
+	cancel()
+	if err != nil {
+		acq.Done(Outcome(err), 0, "", err.Error())
+		if acqCtx.Err() == nil {
+			// Back off a little so a refusing backend is not hammered.
+			sleep(acqCtx, 10*time.Millisecond)
+		}
+		return
+	}
+	acq.Done(history.OK, lease.Token(), "", "")
+	defer w.release(ctx, lease)
+
+	w.Gate.Pause(ctx, PauseAfterAcquire)
+	rd := w.Rec.Begin(w.ID, history.Read, 0, "", nil)
+	value, token, err := w.read(ctx)
+	if err != nil {
+		rd.Done(readOutcome(err), 0, "", err.Error())
+		return
+	}
+	rd.Done(history.OK, token, value, "")
+	readID := rd.ID()
+
+	w.Gate.Pause(ctx, PauseAfterRead)
+	w.Gate.Pause(ctx, PauseInWrite)
+	w.writes++
+	v := fmt.Sprintf("c%d-%d", w.ID, w.writes)
+	wr := w.Rec.Begin(w.ID, history.Write, lease.Token(), v, &readID)
+	wctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
+	accepted, err := w.Resource.Write(wctx, lease, v)
+	cancel()
+	switch {
+	case err != nil:
+		wr.Done(Outcome(err), lease.Token(), v, err.Error())
+	case accepted:
+		wr.Done(history.OK, lease.Token(), v, "")
+	default:
+		wr.Done(history.Rejected, lease.Token(), v, "refused by the fence")
+	}
+}
+
+func (w *Worker) read(ctx context.Context) (string, int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
+	defer cancel()
+	return w.Resource.Read(rctx)
+}
+
+func (w *Worker) release(ctx context.Context, lease Lease) {
+	rel := w.Rec.Begin(w.ID, history.Release, lease.Token(), "", nil)
+	rctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
+	err := lease.Release(rctx)
+	cancel()
+	if err != nil {
+		rel.Done(Outcome(err), lease.Token(), "", err.Error())
+		return
+	}
+	rel.Done(history.OK, lease.Token(), "", "")
+}
+
+// FinalRead records one read by the client after the faults have healed, so a late stale
+// write is seen.
+func (w *Worker) FinalRead(ctx context.Context) {
+	rd := w.Rec.Begin(w.ID, history.Read, 0, "", nil)
+	value, token, err := w.read(ctx)
+	if err != nil {
+		rd.Done(readOutcome(err), 0, "", err.Error())
+		return
+	}
+	rd.Done(history.OK, token, value, "")
+}
+
+// Outcome maps a call's error to a history status: fail when the error says the call
+// definitely had no effect, unknown otherwise.
+func Outcome(err error) history.Status {
+	if errors.Is(err, ErrNoEffect) {
+		return history.Fail
+	}
+	return history.Unknown
+}
+
+// readOutcome: a read has no effect either way; a failed read is recorded as fail so
+// it is not mistaken for an observation.
+func readOutcome(error) history.Status { return history.Fail }
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
