@@ -1,0 +1,133 @@
+package nemesis
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"fencecheck/harness"
+	"fencecheck/harness/history"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fakeLink struct {
+	mu      sync.Mutex
+	stalled bool
+	events  []string
+}
+
+func (l *fakeLink) Stall() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stalled = true
+	l.events = append(l.events, "stall")
+}
+func (l *fakeLink) Pass() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stalled = false
+	l.events = append(l.events, "pass")
+}
+func (l *fakeLink) isStalled() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stalled
+}
+
+func pauseFault() ClientFault {
+	return ClientFault{Kind: "pause", Point: harness.PauseAfterRead, StopWorker: true, MinHold: 20 * time.Millisecond, MaxHold: 10 * time.Second}
+}
+
+// The first client at the point is paused, its links stall, and it resumes only after
+// another client's write is accepted; the fault fires once and is recorded.
+func TestPauseHealsOnAnotherClientsWrite(t *testing.T) {
+	rec := history.NewRecorder()
+	n, err := New(rec, pauseFault())
+	require.NoError(t, err)
+	l0, l1 := &fakeLink{}, &fakeLink{}
+	n.AddLinks(0, l0)
+	n.AddLinks(1, l1)
+	ctx := context.Background()
+
+	n.Gate(0).Pause(ctx, harness.PauseAfterAcquire) // not the armed point: returns at once
+	resumed := make(chan struct{})
+	go func() {
+		n.Gate(0).Pause(ctx, harness.PauseAfterRead)
+		close(resumed)
+	}()
+	require.Eventually(t, func() bool { return n.Active() && l0.isStalled() }, 5*time.Second, time.Millisecond)
+	require.False(t, l1.isStalled(), "only the paused client's links stall")
+
+	// The paused client's own write does not end the pause; client 1's does.
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-resumed:
+		t.Fatal("resumed before another client's write was accepted")
+	default:
+	}
+	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.OK, 2, "c1-1", "")
+	<-resumed
+	require.False(t, l0.isStalled())
+	require.False(t, n.Pending())
+
+	n.Gate(1).Pause(ctx, harness.PauseAfterRead) // fired once only: returns at once
+	h := rec.History(history.Run{})
+	require.Len(t, h.Faults, 1)
+	f := h.Faults[0]
+	require.Equal(t, "client-0", f.Target)
+	require.NotNil(t, f.End)
+	require.Contains(t, f.Detail, "another client's write was accepted")
+	n.Heal()
+}
+
+// A delay fault stalls the links but lets the worker go on, and heals in the background.
+func TestDelayDoesNotStopWorker(t *testing.T) {
+	rec := history.NewRecorder()
+	f := pauseFault()
+	f.Kind, f.Point, f.StopWorker, f.MaxHold = "delay", harness.PauseInWrite, false, 50*time.Millisecond
+	n, err := New(rec, f)
+	require.NoError(t, err)
+	l := &fakeLink{}
+	n.AddLinks(2, l)
+	n.Gate(2).Pause(context.Background(), harness.PauseInWrite)
+	require.True(t, l.isStalled(), "returns at once with the links stalled")
+	require.Eventually(t, func() bool { return !n.Active() }, 5*time.Second, time.Millisecond)
+	h := rec.History(history.Run{})
+	require.Contains(t, h.Faults[0].Detail, "no other client's write was accepted")
+	n.Heal()
+}
+
+// Heal ends an active pause early and disarms the rest.
+func TestHealEndsPause(t *testing.T) {
+	rec := history.NewRecorder()
+	n, err := New(rec, pauseFault())
+	require.NoError(t, err)
+	l := &fakeLink{}
+	n.AddLinks(0, l)
+	done := make(chan struct{})
+	go func() {
+		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)
+		close(done)
+	}()
+	require.Eventually(t, n.Active, 5*time.Second, time.Millisecond)
+	n.Heal()
+	<-done
+	require.False(t, l.isStalled())
+	require.Equal(t, []string{"stall", "pass"}, l.events)
+}
+
+func TestValidate(t *testing.T) {
+	for _, f := range []ClientFault{
+		{Point: harness.PauseAfterRead, MinHold: 1, MaxHold: 2},
+		{Kind: "pause", MinHold: 1, MaxHold: 2},
+		{Kind: "pause", Point: harness.PauseAfterRead, MinHold: 3, MaxHold: 2},
+	} {
+		_, err := New(history.NewRecorder(), f)
+		require.Error(t, err)
+	}
+}
