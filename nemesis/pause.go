@@ -19,6 +19,8 @@ import (
 type Link interface {
 	Stall()
 	Pass()
+	// Blackhole closes the link's connections and refuses new ones until Pass.
+	Blackhole()
 }
 
 // ClientFault is a targeted fault on the first client to reach Point after the fault is
@@ -31,6 +33,10 @@ type ClientFault struct {
 	// StopWorker stops the client's worker at Point (a GC pause). When false the worker
 	// goes on and its next request is held in the stalled links (a delayed write).
 	StopWorker bool
+	// Partition cuts only the client's links to the lock service (blackhole: its
+	// connections close, new ones are refused) instead of stalling all its links; its
+	// link to the resource stays up.
+	Partition bool
 	// ArmAfter is how long after the run starts the fault is armed, so that the run
 	// first shows some normal critical sections.
 	ArmAfter time.Duration
@@ -40,6 +46,19 @@ type ClientFault struct {
 	// MaxHold ends the fault even if no other client's write was accepted meanwhile
 	// (then the run proves nothing, and the verdicts say inconclusive).
 	MaxHold time.Duration
+	// With are faults on other parts of the system (the lock service's leader, a node)
+	// started when this fault strikes and healed, in reverse order, when it heals.
+	With []Action
+}
+
+// Action is a fault on something other than the struck client.
+type Action struct {
+	// Kind is recorded in the history ("leader-isolation", "node-pause", "crash").
+	Kind string
+	// Start injects the fault and says what it hit. n gives it the clients' links.
+	Start func(ctx context.Context, n *Nemesis) (target, detail string, err error)
+	// Heal undoes it; nil if nothing needs undoing (a crash that already restarted).
+	Heal func(ctx context.Context) error
 }
 
 // Validate checks the fault's settings.
@@ -62,7 +81,8 @@ type Nemesis struct {
 	faults []ClientFault
 
 	mu     sync.Mutex
-	links  map[int][]Link
+	links  map[int][]Link // every link of a client
+	lock   map[int][]Link // its links to the lock service
 	fired  []bool
 	active map[*strike]struct{}
 	healed bool
@@ -86,16 +106,34 @@ func New(rec *history.Recorder, faults ...ClientFault) (*Nemesis, error) {
 			return nil, err
 		}
 	}
-	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}}
+	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}}
 	rec.Watch(n.observe)
 	return n, nil
 }
 
-// AddLinks registers links that belong to client (all its links to every server).
-func (n *Nemesis) AddLinks(client int, links ...Link) {
+// AddLinks registers links that belong to client; toLock marks its links to the lock
+// service (a partition cuts only those).
+func (n *Nemesis) AddLinks(client int, toLock bool, links ...Link) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.links[client] = append(n.links[client], links...)
+	if toLock {
+		n.lock[client] = append(n.lock[client], links...)
+	}
+}
+
+// NodeLinks returns every client's link to lock-service node i (the i-th of the
+// backend's endpoints), so a node pause can stall its client traffic too.
+func (n *Nemesis) NodeLinks(i int) []Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []Link
+	for _, ls := range n.lock {
+		if i < len(ls) {
+			out = append(out, ls[i])
+		}
+	}
+	return out
 }
 
 // Gate returns the pause gate for a client's worker.
@@ -144,20 +182,36 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	s := &strike{client: client, otherWrite: make(chan struct{}), heal: make(chan struct{})}
 	n.active[s] = struct{}{}
 	links := append([]Link(nil), n.links[client]...)
+	if f.Partition {
+		links = append([]Link(nil), n.lock[client]...)
+	}
 	n.wg.Add(1)
 	n.mu.Unlock()
 
-	detail := fmt.Sprintf("client %d stopped at %s", client, p)
-	if !f.StopWorker {
+	var detail string
+	switch {
+	case f.Partition:
+		detail = fmt.Sprintf("client %d cut off from the lock service at %s (it can still reach the resource), and stopped there", client, p)
+	case f.StopWorker:
+		detail = fmt.Sprintf("client %d stopped at %s, all its links stalled", client, p)
+	default:
 		detail = fmt.Sprintf("client %d's request at %s held in the network", client, p)
 	}
 	fi := n.rec.FaultStart(f.Kind, fmt.Sprintf("client-%d", client), detail)
 	for _, l := range links {
-		l.Stall()
+		if f.Partition {
+			l.Blackhole()
+		} else {
+			l.Stall()
+		}
 	}
+	heals := n.startActions(ctx, f.With)
 	hold := func() {
 		defer n.wg.Done()
 		extra := n.wait(ctx, f, s)
+		for i := len(heals) - 1; i >= 0; i-- {
+			heals[i]()
+		}
 		for _, l := range links {
 			l.Pass()
 		}
@@ -171,6 +225,35 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		return
 	}
 	go hold()
+}
+
+// startActions starts each action, recording it as a fault of its own, and returns the
+// functions that heal them. A failed action is recorded with its error, not hidden.
+func (n *Nemesis) startActions(ctx context.Context, actions []Action) []func() {
+	var heals []func()
+	for _, a := range actions {
+		target, detail, err := a.Start(ctx, n)
+		if err != nil {
+			fi := n.rec.FaultStart(a.Kind, target, "failed to start: "+err.Error())
+			n.rec.FaultEnd(fi, "")
+			continue
+		}
+		fi := n.rec.FaultStart(a.Kind, target, detail)
+		heal := a.Heal
+		heals = append(heals, func() {
+			// Healing must work even after the run's context ended.
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			extra := ""
+			if heal != nil {
+				if err := heal(hctx); err != nil {
+					extra = "heal failed: " + err.Error()
+				}
+			}
+			n.rec.FaultEnd(fi, extra)
+		})
+	}
+	return heals
 }
 
 // wait holds a strike for at least MinHold and until another client's write is accepted,

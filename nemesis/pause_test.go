@@ -33,6 +33,12 @@ func (l *fakeLink) Pass() {
 	l.stalled = false
 	l.events = append(l.events, "pass")
 }
+func (l *fakeLink) Blackhole() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stalled = true
+	l.events = append(l.events, "blackhole")
+}
 func (l *fakeLink) isStalled() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -50,8 +56,8 @@ func TestPauseHealsOnAnotherClientsWrite(t *testing.T) {
 	n, err := New(rec, pauseFault())
 	require.NoError(t, err)
 	l0, l1 := &fakeLink{}, &fakeLink{}
-	n.AddLinks(0, l0)
-	n.AddLinks(1, l1)
+	n.AddLinks(0, true, l0)
+	n.AddLinks(1, true, l1)
 	ctx := context.Background()
 
 	n.Gate(0).Pause(ctx, harness.PauseAfterAcquire) // not the armed point: returns at once
@@ -93,7 +99,7 @@ func TestDelayDoesNotStopWorker(t *testing.T) {
 	n, err := New(rec, f)
 	require.NoError(t, err)
 	l := &fakeLink{}
-	n.AddLinks(2, l)
+	n.AddLinks(2, false, l)
 	n.Gate(2).Pause(context.Background(), harness.PauseInWrite)
 	require.True(t, l.isStalled(), "returns at once with the links stalled")
 	require.Eventually(t, func() bool { return !n.Active() }, 5*time.Second, time.Millisecond)
@@ -108,7 +114,7 @@ func TestHealEndsPause(t *testing.T) {
 	n, err := New(rec, pauseFault())
 	require.NoError(t, err)
 	l := &fakeLink{}
-	n.AddLinks(0, l)
+	n.AddLinks(0, false, l)
 	done := make(chan struct{})
 	go func() {
 		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)

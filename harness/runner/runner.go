@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			_ = l.Close()
 		}
 	}()
-	proxied := func(client int, targets []string) ([]string, error) {
+	proxied := func(client int, toLock bool, targets []string) ([]string, error) {
 		addrs := make([]string, len(targets))
 		for i, t := range targets {
 			l, err := proxy.New(t)
@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 				return nil, err
 			}
 			links = append(links, l)
-			nem.AddLinks(client, l)
+			nem.AddLinks(client, toLock, l)
 			addrs[i] = l.Addr()
 		}
 		return addrs, nil
@@ -113,11 +113,11 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		}
 	}()
 	for i := range workers {
-		lockAddrs, err := proxied(i, cfg.Backend.Endpoints())
+		lockAddrs, err := proxied(i, true, cfg.Backend.Endpoints())
 		if err != nil {
 			return nil, fmt.Errorf("client %d: %w", i, err)
 		}
-		resAddrs, err := proxied(i, cfg.Resource.Endpoints())
+		resAddrs, err := proxied(i, false, cfg.Resource.Endpoints())
 		if err != nil {
 			return nil, fmt.Errorf("client %d: %w", i, err)
 		}

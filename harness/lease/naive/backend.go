@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,8 +17,13 @@ import (
 type Config struct {
 	// TTL of every lease.
 	TTL time.Duration
-	// Server configures the lock server the backend starts.
-	Server ServerConfig
+	// Variant picks the token source (default Memory).
+	Variant Variant
+	// Dir holds durable state (the persisted counter); required for Persisted.
+	Dir string
+	// Now is the lock server's clock (default time.Now): its expiry and wall-clock
+	// tokens read it.
+	Now func() time.Time
 }
 
 // Validate checks the configuration.
@@ -27,13 +34,23 @@ func (c Config) Validate() error {
 	if c.TTL < 10*time.Millisecond {
 		return fmt.Errorf("naive: TTL %v is below 10ms, shorter than the timing noise of this machine", c.TTL)
 	}
+	if _, ok := Variants()[c.Variant]; !ok && c.Variant != "" {
+		return fmt.Errorf("naive: unknown variant %q", c.Variant)
+	}
+	if c.Variant == Persisted && c.Dir == "" {
+		return fmt.Errorf("naive-persisted: a data directory is required")
+	}
 	return nil
 }
 
-// Backend is the naive lock backend: it starts its own server.
+// Backend is the naive lock backend: it starts its own server, and can crash and
+// restart it on the same address (harness.Crasher).
 type Backend struct {
-	cfg Config
-	srv *Server
+	cfg  Config
+	addr string
+
+	mu  sync.Mutex
+	srv *Server // nil while crashed
 }
 
 // New starts a naive lock server and returns its backend.
@@ -41,24 +58,88 @@ func New(cfg Config) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	srv, err := StartServer(cfg.Server)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b := &Backend{cfg: cfg}
+	srv, err := b.start("127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{cfg: cfg, srv: srv}, nil
+	b.srv, b.addr = srv, srv.Addr()
+	return b, nil
+}
+
+func (b *Backend) start(addr string) (*Server, error) {
+	tokens, err := NewTokens(b.cfg.Variant, b.cfg.Dir, b.cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	return StartServer(ServerConfig{Addr: addr, Tokens: tokens, Now: b.cfg.Now})
 }
 
 // Name implements harness.Backend.
-func (b *Backend) Name() string { return "naive" }
+func (b *Backend) Name() string {
+	if b.cfg.Variant == "" || b.cfg.Variant == Memory {
+		return "naive"
+	}
+	return "naive-" + string(b.cfg.Variant)
+}
 
 // Endpoints implements harness.Backend.
-func (b *Backend) Endpoints() []string { return []string{b.srv.Addr()} }
+func (b *Backend) Endpoints() []string { return []string{b.addr} }
 
-// Server is the running lock server.
-func (b *Backend) Server() *Server { return b.srv }
+// Server is the running lock server (nil while crashed).
+func (b *Backend) Server() *Server {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.srv
+}
 
 // Close implements harness.Backend.
-func (b *Backend) Close() error { return b.srv.Close() }
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil {
+		return nil
+	}
+	err := b.srv.Close()
+	b.srv = nil
+	return err
+}
+
+// Crash stops the lock server at once: connections are cut, calls in flight fail, and
+// everything it held in memory (the lease, an in-memory counter) is gone.
+func (b *Backend) Crash(_ context.Context, i int) error {
+	if i != 0 {
+		return fmt.Errorf("naive: there is one server, not node %d", i)
+	}
+	return b.Close()
+}
+
+// Restart starts the lock server again on the same address. With keepData=false the
+// persisted counter's file is removed first; an in-memory counter is lost either way.
+func (b *Backend) Restart(_ context.Context, i int, keepData bool) error {
+	if i != 0 {
+		return fmt.Errorf("naive: there is one server, not node %d", i)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv != nil {
+		return fmt.Errorf("naive: server is running")
+	}
+	if !keepData && b.cfg.Dir != "" {
+		if err := os.RemoveAll(filepath.Join(b.cfg.Dir, "token")); err != nil {
+			return err
+		}
+	}
+	srv, err := b.start(b.addr)
+	if err != nil {
+		return fmt.Errorf("naive: restart on %s: %w", b.addr, err)
+	}
+	b.srv = srv
+	return nil
+}
 
 // NewLocker implements harness.Backend.
 func (b *Backend) NewLocker(_ context.Context, id int, addrs []string) (harness.Locker, error) {

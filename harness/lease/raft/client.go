@@ -129,6 +129,9 @@ func (l *Locker) call(ctx context.Context, path string, req Request) (Response, 
 			}
 			continue
 		default:
+			// The node took the request and never answered (paused, partitioned): the
+			// next call starts at the next node instead of waiting on this one again.
+			l.target.Store(int64((target + 1) % n))
 			return Response{}, fmt.Errorf("raft lock %s via node %d: outcome unknown: %w", path, target, err)
 		}
 		switch resp.Status {

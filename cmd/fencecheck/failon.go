@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"fencecheck/models"
+)
+
+// parseFailOn parses --fail-on: a comma-separated list of properties.
+func parseFailOn(s string) ([]models.Property, error) {
+	var out []models.Property
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		found := false
+		for _, p := range models.Properties {
+			if string(p) == part {
+				out = append(out, p)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--fail-on: unknown property %q (want some of register, updates, tokens, mutex)", part)
+		}
+	}
+	return out, nil
+}
+
+// exitFor maps a report to the exit code under --fail-on: 1 when a chosen property is
+// violated, 3 when the checker timed out on one (nothing was proven), else 0.
+func exitFor(rep *models.Report, failOn []models.Property) int {
+	code := exitSafe
+	for _, p := range failOn {
+		switch rep.Verdicts[p] {
+		case models.Violated:
+			return exitViolated
+		case models.Unknown:
+			code = exitInternal
+		}
+	}
+	return code
+}

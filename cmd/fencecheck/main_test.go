@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = Main(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// The acceptance path of the core issue: unfenced exits 1 naming the stale write,
+// fenced exits 0 with a rejected stale write, and check on the saved history agrees.
+func TestRunAndRecheck(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		code     int
+		want     []string
+	}{
+		{"naive-unfenced-pause", exitViolated, []string{"register  VIOLATED", "it was ACCEPTED: the stale write got through", "result: UNSAFE"}},
+		{"naive-fenced-pause", exitSafe, []string{"register  held", "the fence rejected it", "result: safe"}},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := run(t, "run", "--out", out, tc.scenario)
+			require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			for _, w := range tc.want {
+				require.Contains(t, stdout, w)
+			}
+			files, err := filepath.Glob(filepath.Join(out, tc.scenario, "*", "history.json"))
+			require.NoError(t, err)
+			require.Len(t, files, 1)
+
+			var runVerdict struct {
+				Verdicts map[string]string `json:"verdicts"`
+			}
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(files[0]), "verdict.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &runVerdict))
+
+			code, stdout, _ = run(t, "check", "--json", files[0])
+			require.Equal(t, tc.code, code)
+			var checked struct {
+				File     string            `json:"file"`
+				Verdicts map[string]string `json:"verdicts"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(stdout), &checked))
+			require.Equal(t, files[0], checked.File)
+			require.Equal(t, runVerdict.Verdicts, checked.Verdicts)
+		})
+	}
+}
+
+func TestCheckHandWritten(t *testing.T) {
+	code, stdout, _ := run(t, "check", "--json", "testdata/stale-accepted.json", "testdata/concurrent-legal.json")
+	require.Equal(t, exitViolated, code)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 2)
+	var stale, legal struct {
+		Verdicts    map[string]string `json:"verdicts"`
+		StaleWrites []struct {
+			Write, Newer int
+		} `json:"stale_writes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &stale))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &legal))
+	require.Equal(t, "violated", stale.Verdicts["register"])
+	require.Len(t, stale.StaleWrites, 1)
+	require.Equal(t, 6, stale.StaleWrites[0].Write)
+	require.Equal(t, 5, stale.StaleWrites[0].Newer)
+	require.Equal(t, "held", legal.Verdicts["register"])
+
+	// --fail-on chooses which violations fail the run.
+	code, _, _ = run(t, "check", "--fail-on", "tokens", "testdata/stale-accepted.json")
+	require.Equal(t, exitSafe, code)
+	code, _, _ = run(t, "check", "--fail-on", "mutex", "testdata/stale-accepted.json")
+	require.Equal(t, exitViolated, code)
+
+	html := t.TempDir()
+	code, _, _ = run(t, "check", "--html", html, "testdata/stale-accepted.json")
+	require.Equal(t, exitViolated, code)
+	require.FileExists(t, filepath.Join(html, "stale-accepted", "porcupine-register.html"))
+}
+
+// Bad input gets one clear line naming what is wrong, and exit 2.
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "usage"},
+		{"unknown command", []string{"jepsen"}, `unknown command "jepsen"`},
+		{"truncated json", []string{"check", "testdata/truncated.json"}, "testdata/truncated.json: malformed history: truncated JSON"},
+		{"wrong type", []string{"check", "testdata/wrong-type.json"}, `field "ops.token": got JSON string, want int64`},
+		{"bad read_id", []string{"check", "testdata/bad-read-id.json"}, `op 1: field "read_id"`},
+		{"missing file", []string{"check", "testdata/nope.json"}, "testdata/nope.json"},
+		{"no files", []string{"check"}, "no history files"},
+		{"unknown backend", []string{"run", "--backend", "zookeeper"}, `unknown backend "zookeeper"`},
+		{"unknown resource", []string{"run", "--resource", "s3"}, `unknown resource "s3"`},
+		{"unknown fault", []string{"run", "--fault", "meteor"}, `unknown fault "meteor"`},
+		{"negative ttl", []string{"run", "--ttl", "-1s"}, "must not be negative"},
+		{"unknown scenario", []string{"run", "no-such-scenario"}, `unknown scenario "no-such-scenario"`},
+		{"bad flag", []string{"run", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
+		{"bad duration", []string{"run", "--ttl", "soon"}, `invalid value "soon"`},
+		{"bad fail-on", []string{"check", "--fail-on", "speed", "testdata/concurrent-legal.json"}, `unknown property "speed"`},
+		{"list args", []string{"list", "x"}, "takes no arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tc.args...)
+			require.Equal(t, exitUsage, code, "stdout:\n%s", stdout)
+			require.Contains(t, stderr, tc.want)
+			require.NotContains(t, stderr, "panic")
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	code, stdout, _ := run(t, "list")
+	require.Equal(t, exitSafe, code)
+	for _, w := range []string{"naive", "fenced", "unfenced", "toctou", "pause", "delay", "naive-fenced-pause", "register"} {
+		require.Contains(t, stdout, w)
+	}
+}

@@ -1,0 +1,31 @@
+// Package models turns a recorded history into verdicts.
+//
+// Four properties are checked, each twice: once by porcupine against a sequential model
+// (the judge), and once by a direct O(n log n) analysis that also explains what went
+// wrong (which write was stale, which update was lost). The two must agree on every
+// history; Report.Agree says whether they did.
+//
+//   - register: the resource is an atomic register that accepts a write iff its token
+//     passes the fence; reads return the current (value, token).
+//   - updates: every read-modify-write critical section is atomic: an accepted write read
+//     the value of the write accepted just before it.
+//   - tokens: grants carry strictly increasing tokens in real-time order.
+//   - mutex: at most one client believes it holds the lock at any time.
+//
+// The package imports only the history package, porcupine and the standard library: it
+// never needs a lock service, so a saved history can be re-checked anywhere.
+//
+// Semantics shared by the models and the direct analysis:
+//   - an op with status fail never took effect and is left out;
+//   - an op with status unknown may or may not have taken effect: it is open forever
+//     (it returns at "infinity"), so the checker may place it anywhere after its call,
+//     including after everything else, which is how "never applied" is expressed;
+//   - a client's ops after one of its unknown ops go to a fresh porcupine client id (a
+//     "stream"), so that every porcupine row stays sequential;
+//   - in the updates model, an unknown write whose value an ok read returned did take
+//     effect: it counts as ok, returning when that read returned (the register model
+//     needs no such patch, since it contains the read);
+//   - a hold of the lock runs from a client's ok acquire to its next release, whatever
+//     that release's outcome (the client stops believing it holds the lock when it calls
+//     release), or to the end of the history; an unknown release ends at its call.
+package models

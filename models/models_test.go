@@ -1,0 +1,524 @@
+package models
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"fencecheck/harness/history"
+)
+
+// builder writes small histories by hand. Ids follow the order ops are added; a return
+// of never means the op is unknown.
+type builder struct{ h *history.History }
+
+const never = -1
+
+func newHistory(fence string) *builder {
+	return &builder{h: &history.History{Format: history.Format, Run: history.Run{Fence: fence}, Faults: []history.Fault{}}}
+}
+
+func (b *builder) add(o history.Op, ret int64) int {
+	o.ID = len(b.h.Ops) + 1
+	if ret != never {
+		o.Return = &ret
+	}
+	b.h.Ops = append(b.h.Ops, o)
+	return o.ID
+}
+
+func (b *builder) write(c int, call, ret int64, s history.Status, tok int64, v string) int {
+	return b.add(history.Op{Client: c, Kind: history.Write, Call: call, Status: s, Token: tok, Value: v}, ret)
+}
+
+func (b *builder) rmw(c int, call, ret int64, s history.Status, tok int64, v string, readID int) int {
+	return b.add(history.Op{Client: c, Kind: history.Write, Call: call, Status: s, Token: tok, Value: v, ReadID: &readID}, ret)
+}
+
+func (b *builder) read(c int, call, ret int64, tok int64, v string) int {
+	return b.add(history.Op{Client: c, Kind: history.Read, Call: call, Status: history.OK, Token: tok, Value: v}, ret)
+}
+
+func (b *builder) acquire(c int, call, ret int64, s history.Status, tok int64) int {
+	return b.add(history.Op{Client: c, Kind: history.Acquire, Call: call, Status: s, Token: tok}, ret)
+}
+
+func (b *builder) release(c int, call, ret int64, s history.Status, tok int64) int {
+	return b.add(history.Op{Client: c, Kind: history.Release, Call: call, Status: s, Token: tok}, ret)
+}
+
+const (
+	ok       = history.OK
+	rejected = history.Rejected
+	unknown  = history.Unknown
+	failed   = history.Fail
+	strict   = history.FenceStrict
+	mono     = history.FenceMonotonic
+)
+
+type tcase struct {
+	name string
+	// build returns the history and the expected counterexample of the first violated
+	// property in want (nil: not checked).
+	build func() (*history.History, []int)
+	want  map[Property]Verdict // properties left out may come out any way
+	check func(t *testing.T, rep *Report)
+}
+
+func TestVerdicts(t *testing.T) {
+	cases := []tcase{
+		{
+			name: "token 42 accepted after the token-43 write returned, then read: register violated",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.acquire(1, 0, 5, ok, 43)
+				w43 := b.write(1, 10, 20, ok, 43, "c1-7")
+				w42 := b.write(0, 30, 40, ok, 42, "c0-1")
+				b.read(2, 50, 60, 42, "c0-1")
+				return b.h, []int{w42, w43}
+			},
+			want: map[Property]Verdict{Register: Violated},
+			check: func(t *testing.T, rep *Report) {
+				require.Len(t, rep.StaleWrites, 1)
+				s := rep.StaleWrites[0]
+				assert.Equal(t, StaleWrite{Write: 3, Client: 0, Token: 42, At: 30, Status: "accepted", Newer: 2, NewerClient: 1, NewerToken: 43, NewerAt: 20}, s)
+				assert.Equal(t, 1, rep.Evidence.StaleAccepted)
+				assert.Equal(t, 1, rep.Evidence.StaleAttempted)
+			},
+		},
+		{
+			name: "a stale value seen by a read after the newer write returned: register violated, SeenBy names the read",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				w42 := b.write(0, 0, 100, ok, 42, "c0-1") // slow: could have landed late
+				w43 := b.write(1, 10, 20, ok, 43, "c1-1")
+				r := b.read(2, 30, 40, 42, "c0-1")
+				return b.h, []int{w42, w43, r}
+			},
+			want: map[Property]Verdict{Register: Violated},
+			check: func(t *testing.T, rep *Report) {
+				require.Len(t, rep.StaleWrites, 1)
+				assert.Equal(t, 3, rep.StaleWrites[0].SeenBy)
+			},
+		},
+		{
+			name: "overlapping concurrent writes with a legal order, and a rejected stale write: held",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.write(0, 0, 10, ok, 6, "c0-1")
+				b.write(1, 2, 8, ok, 5, "c1-1") // lower token but concurrent: it can go first
+				b.read(2, 12, 14, 6, "c0-1")
+				b.write(1, 20, 25, rejected, 5, "c1-2")
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Held, Updates: Held},
+			check: func(t *testing.T, rep *Report) {
+				assert.Equal(t, 1, rep.Evidence.StaleRejected)
+				assert.Equal(t, 0, rep.Evidence.StaleAccepted)
+			},
+		},
+		{
+			name: "overlapping concurrent writes, no stale attempt, under a fault: inconclusive",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.write(0, 0, 10, ok, 6, "c0-1")
+				b.write(1, 2, 8, ok, 5, "c1-1")
+				b.read(2, 12, 14, 6, "c0-1")
+				end := int64(9)
+				b.h.Faults = []history.Fault{{Kind: "pause", Target: "client-1", Start: 3, End: &end}}
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Inconclusive, Updates: Inconclusive, Tokens: Inconclusive, Mutex: Held},
+		},
+		{
+			name: "the same without a fault: simply held",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.write(0, 0, 10, ok, 6, "c0-1")
+				b.write(1, 2, 8, ok, 5, "c1-1")
+				b.read(2, 12, 14, 6, "c0-1")
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Held, Updates: Held, Tokens: Held, Mutex: Held},
+		},
+		{
+			name: "rejected stale write: held with one rejection",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.write(1, 10, 20, ok, 43, "c1-7")
+				b.write(0, 30, 40, rejected, 42, "c0-1")
+				b.read(2, 50, 60, 43, "c1-7")
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Held},
+			check: func(t *testing.T, rep *Report) {
+				require.Len(t, rep.StaleWrites, 1)
+				assert.Equal(t, StaleWrite{Write: 2, Client: 0, Token: 42, At: 30, Status: "rejected", Newer: 1, NewerClient: 1, NewerToken: 43, NewerAt: 20}, rep.StaleWrites[0])
+				assert.Equal(t, 1, rep.Evidence.StaleRejected)
+				assert.Equal(t, 1, rep.Evidence.WritesRefused)
+			},
+		},
+		{
+			name: "lost update through a reused token under a monotonic fence: register held, updates violated",
+			build: func() (*history.History, []int) {
+				b := newHistory(mono)
+				b.acquire(0, 0, 1, ok, 7)
+				b.acquire(1, 0, 2, ok, 7) // the counter was lost: token 7 again
+				r0 := b.read(0, 2, 3, 0, "")
+				r1 := b.read(1, 3, 4, 0, "")
+				w0 := b.rmw(0, 5, 6, ok, 7, "c0-1", r0)
+				w1 := b.rmw(1, 7, 8, ok, 7, "c1-1", r1) // equal token passes a monotonic fence
+				b.write(2, 9, 10, rejected, 6, "c2-1")
+				b.read(2, 11, 12, 7, "c1-1")
+				return b.h, []int{w1, w0}
+			},
+			want: map[Property]Verdict{Register: Held, Updates: Violated, Tokens: Violated, Mutex: Violated},
+			check: func(t *testing.T, rep *Report) {
+				require.Len(t, rep.LostUpdates, 1)
+				l := rep.LostUpdates[0]
+				assert.Equal(t, 6, l.Write)
+				assert.Equal(t, 5, l.Lost)
+				assert.Equal(t, 4, l.ReadID)
+				assert.Equal(t, "", l.ReadValue)
+			},
+		},
+		{
+			name: "the same history under a strict fence: the equal token is a violation of the register",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				r0 := b.read(0, 2, 3, 0, "")
+				r1 := b.read(1, 3, 4, 0, "")
+				w0 := b.rmw(0, 5, 6, ok, 7, "c0-1", r0)
+				w1 := b.rmw(1, 7, 8, ok, 7, "c1-1", r1)
+				return b.h, []int{w1, w0}
+			},
+			want: map[Property]Verdict{Register: Violated, Updates: Violated},
+		},
+		{
+			name: "an update lost to a write that came between the read value's write and the write",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				p := b.write(0, 0, 1, ok, 1, "p")
+				r := b.read(1, 2, 3, 1, "p")
+				y := b.write(2, 4, 5, ok, 2, "y")
+				w := b.rmw(1, 6, 7, ok, 3, "w", r)
+				_ = p
+				return b.h, []int{w, y}
+			},
+			want: map[Property]Verdict{Register: Held, Updates: Violated},
+			check: func(t *testing.T, rep *Report) {
+				require.Len(t, rep.LostUpdates, 1)
+				assert.Equal(t, LostUpdate{Write: 4, Client: 1, ReadID: 2, ReadValue: "p", Lost: 3,
+					Explanation: rep.LostUpdates[0].Explanation}, rep.LostUpdates[0])
+			},
+		},
+		{
+			name: "a chain through an unknown write that a later read-modify-write read: updates held",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				r0 := b.read(0, 0, 1, 0, "")
+				b.rmw(0, 2, never, unknown, 1, "a", r0)
+				r1 := b.read(1, 5, 6, 1, "a")
+				b.rmw(1, 7, 8, ok, 2, "b", r1)
+				b.write(0, 9, 10, rejected, 1, "c0-2")
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Held, Updates: Held},
+		},
+		{
+			name: "tokens go backwards: tokens violated",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				a5 := b.acquire(0, 0, 1, ok, 5)
+				b.release(0, 2, 3, ok, 5)
+				a3 := b.acquire(1, 5, 6, ok, 3)
+				return b.h, []int{a3, a5}
+			},
+			want: map[Property]Verdict{Tokens: Violated, Mutex: Held},
+		},
+		{
+			name: "concurrent grants in either order: tokens held",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.acquire(0, 0, 10, ok, 5)
+				b.acquire(1, 2, 4, ok, 3)
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Tokens: Held, Mutex: Violated},
+		},
+		{
+			name: "overlapping holds: mutex violated with a positive validity gap",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				a0 := b.acquire(0, 0, 1, ok, 1)
+				a1 := b.acquire(1, 5, 6, ok, 2)
+				b.release(0, 10, 11, ok, 1)
+				b.release(1, 12, 13, ok, 2)
+				return b.h, []int{a0, a1}
+			},
+			want: map[Property]Verdict{Mutex: Violated, Tokens: Held},
+			check: func(t *testing.T, rep *Report) {
+				assert.Equal(t, int64(4), rep.Evidence.ValidityGapNanos) // [1,10] ∩ [6,12]
+				assert.Equal(t, int64(4), rep.Evidence.ValidityGapTotalNanos)
+			},
+		},
+		{
+			name: "a release that returned unknown ends the belief at its call",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.acquire(0, 0, 1, ok, 1)
+				b.release(0, 2, never, unknown, 1)
+				b.acquire(1, 3, 4, ok, 2)
+				b.release(1, 5, 6, ok, 2)
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Mutex: Held, Tokens: Held},
+			check: func(t *testing.T, rep *Report) {
+				assert.Equal(t, int64(0), rep.Evidence.ValidityGapNanos)
+			},
+		},
+		{
+			name: "a hold never released blocks every later acquire",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				a0 := b.acquire(0, 0, 1, ok, 1)
+				a1 := b.acquire(1, 5, 6, ok, 2)
+				b.release(1, 7, 8, ok, 2)
+				return b.h, []int{a0, a1}
+			},
+			want: map[Property]Verdict{Mutex: Violated},
+		},
+		{
+			name: "an unknown write nobody read explains a rejection",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.write(0, 0, never, unknown, 10, "u")
+				b.write(1, 1, 2, rejected, 7, "x")
+				b.write(2, 3, 4, ok, 11, "w")
+				b.read(2, 5, 6, 11, "w")
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Held},
+		},
+		{
+			name: "a rejection nothing can explain: register violated",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				x := b.write(1, 1, 2, rejected, 7, "x")
+				b.write(0, 3, never, unknown, 10, "u") // called after x returned
+				w := b.write(2, 5, 6, ok, 11, "w")
+				return b.h, []int{x, w}
+			},
+			want: map[Property]Verdict{Register: Violated},
+		},
+		{
+			name: "an unread unknown write with an accepted token cannot explain a rejection under a strict fence",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				b.write(0, 0, never, unknown, 5, "u")
+				x := b.write(1, 0, 1, rejected, 4, "x")
+				w := b.write(2, 2, 3, ok, 5, "w")
+				b.read(2, 4, 5, 5, "w")
+				return b.h, []int{x, w}
+			},
+			want: map[Property]Verdict{Register: Violated},
+		},
+		{
+			name: "the same under a monotonic fence: it can",
+			build: func() (*history.History, []int) {
+				b := newHistory(mono)
+				b.write(0, 0, never, unknown, 5, "u")
+				b.write(1, 0, 1, rejected, 4, "x")
+				b.write(2, 2, 3, ok, 5, "w")
+				b.read(2, 4, 5, 5, "w")
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Held},
+		},
+		{
+			name: "equal tokens under a monotonic fence: the write that must go first decides when the rejection is explained",
+			build: func() (*history.History, []int) {
+				// a could take effect at 0, but its value is read after b returned, so b
+				// goes first, at 1 at the earliest: too late for x, rejected by 0.
+				b := newHistory(mono)
+				a := b.write(0, 0, 10, ok, 5, "a")
+				bw := b.write(1, 1, 2, ok, 5, "b")
+				b.read(2, 3, 4, 5, "a")
+				x := b.write(3, 0, 0, rejected, 4, "x")
+				_, _ = a, bw
+				return b.h, []int{x, bw}
+			},
+			want: map[Property]Verdict{Register: Violated},
+		},
+		{
+			name: "the same with the rejection returning at 1: b explains it",
+			build: func() (*history.History, []int) {
+				b := newHistory(mono)
+				b.write(0, 0, 10, ok, 5, "a")
+				b.write(1, 1, 2, ok, 5, "b")
+				b.read(2, 3, 4, 5, "a")
+				b.write(3, 0, 1, rejected, 4, "x")
+				return b.h, nil
+			},
+			want: map[Property]Verdict{Register: Held},
+		},
+		{
+			name: "a read returns a value before its write was called",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				r := b.read(0, 0, 1, 1, "a")
+				w := b.write(1, 2, 3, ok, 1, "a")
+				return b.h, []int{r, w}
+			},
+			want: map[Property]Verdict{Register: Violated},
+		},
+		{
+			name: "a read returns a value no write wrote",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				r := b.read(0, 0, 1, 1, "ghost")
+				return b.h, []int{r}
+			},
+			want: map[Property]Verdict{Register: Violated},
+		},
+		{
+			name: "a read returns a rejected write's value",
+			build: func() (*history.History, []int) {
+				b := newHistory(strict)
+				w := b.write(1, 0, 1, rejected, 0, "a")
+				r := b.read(0, 2, 3, 0, "a")
+				return b.h, []int{r, w}
+			},
+			want: map[Property]Verdict{Register: Violated},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, wantCE := tc.build()
+			require.NoError(t, h.Validate())
+			rep, err := Check(context.Background(), h, Options{})
+			require.NoError(t, err)
+			require.True(t, rep.Agree, "porcupine and the direct analysis disagree: %+v", rep.Results)
+			for _, p := range Properties {
+				want, ok := tc.want[p]
+				if !ok {
+					continue
+				}
+				res, _ := rep.Result(p)
+				assert.Equal(t, want, rep.Verdicts[p], "%s: %s", p, res.Explanation)
+				assert.NotEmpty(t, res.Explanation)
+			}
+			if wantCE != nil {
+				for _, p := range Properties {
+					if tc.want[p] == Violated {
+						res, _ := rep.Result(p)
+						assert.Equal(t, wantCE, res.Counterexample, "%s counterexample (%s)", p, res.Explanation)
+						break
+					}
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, rep)
+			}
+		})
+	}
+}
+
+// A timed-out porcupine check is an Unknown verdict, not an error.
+func TestUnknownVerdictOnTimeout(t *testing.T) {
+	rep, err := Check(context.Background(), realisticHistory(10000), Options{Timeout: time.Nanosecond})
+	require.NoError(t, err)
+	for _, p := range Properties {
+		assert.Equal(t, Unknown, rep.Verdicts[p], p)
+	}
+	assert.True(t, rep.Agree, "a property porcupine did not decide cannot disagree")
+}
+
+func TestModelsStepContextStops(t *testing.T) {
+	b := newHistory(strict)
+	b.write(0, 0, 1, ok, 1, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m := newModel(ctx, Register, b.h, newValues(b.h))
+	okStep, _ := m.StepContext(context.Background(), regState{}, regOp{value: 1, token: 1, status: ok}, nil)
+	assert.False(t, okStep, "a cancelled caller context stops the step")
+	okStep, _ = m.Step(regState{}, regOp{value: 1, token: 1, status: ok}, nil)
+	assert.True(t, okStep, "Step itself stays pure (the visualizer replays with it)")
+}
+
+func TestOperations(t *testing.T) {
+	b := newHistory(strict)
+	b.write(0, 0, never, unknown, 1, "a") // client 0 goes on after an unknown op
+	b.write(0, 5, 6, ok, 5, "b")
+	b.write(1, 1, 2, ok, 3, "c")
+	b.write(0, 7, 8, failed, 4, "d") // never took effect: left out
+	b.read(1, 9, 10, 5, "b")
+	ops := Operations(Register, b.h)
+	require.Len(t, ops, 4)
+	byID := map[int]porcupine.Operation{}
+	for _, o := range ops {
+		byID[o.Metadata.(opMeta).ID] = o
+	}
+	assert.Equal(t, history.Infinity, byID[1].Return)
+	assert.Equal(t, 0, byID[1].ClientId)
+	assert.Equal(t, 1, byID[3].ClientId)
+	assert.Equal(t, 2, byID[2].ClientId, "after its unknown op, client 0 continues in a fresh row")
+	assert.NotContains(t, byID, 4)
+
+	m := Model(Register, b.h)
+	assert.Equal(t, "#1 c0 write(v=a, token 1) → unknown", m.DescribeOperation(byID[1].Input, nil))
+	assert.Equal(t, "#5 c1 read() → (b, token 5)", m.DescribeOperation(byID[5].Input, nil))
+	assert.Equal(t, `("b", token 5)`, m.DescribeState(regState{value: byID[5].Input.(regOp).value, token: 5}))
+	assert.True(t, porcupine.CheckOperations(m, ops))
+}
+
+func TestCheckErrors(t *testing.T) {
+	_, err := Check(context.Background(), nil, Options{})
+	require.Error(t, err)
+
+	b := newHistory(strict)
+	b.write(0, 0, 1, ok, 1, "a")
+	b.write(1, 0, 1, ok, 2, "a") // duplicate value
+	_, err = Check(context.Background(), b.h, Options{})
+	var oe *history.OpError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, 2, oe.ID)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	good := newHistory(strict)
+	good.write(0, 0, 1, ok, 1, "a")
+	_, err = Check(ctx, good.h, Options{})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestCheckLargeHistoryWithDeadline(t *testing.T) {
+	h := realisticHistory(10000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Check(ctx, h, Options{})
+	require.NoError(t, err)
+	assert.True(t, rep.Agree)
+	assert.Equal(t, Held, rep.Verdicts[Register])
+	assert.Equal(t, Held, rep.Verdicts[Updates])
+	assert.Equal(t, Held, rep.Verdicts[Tokens])
+	assert.Equal(t, Violated, rep.Verdicts[Mutex], "leases expire during pauses")
+	assert.Positive(t, rep.Evidence.StaleRejected)
+	assert.Zero(t, rep.Evidence.StaleAccepted)
+	assert.Positive(t, rep.Evidence.ValidityGapNanos)
+	assert.Positive(t, rep.Evidence.LongestNoAcceptedWriteNanos)
+}
+
+// When porcupine finds a violation the direct analysis missed (it never should), the
+// counterexample comes from porcupine's longest partial linearization.
+func TestPorcupineCounterexample(t *testing.T) {
+	b := newHistory(strict)
+	b.write(1, 10, 20, ok, 43, "c1-7")
+	w42 := b.write(0, 30, 40, ok, 42, "c0-1")
+	ce := porcupineCounterexample(Model(Register, b.h), Operations(Register, b.h), time.Second)
+	assert.Equal(t, []int{1, w42}, ce, "the last op porcupine placed and the one it could not")
+}

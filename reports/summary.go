@@ -1,0 +1,76 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"fencecheck/harness/history"
+	"fencecheck/models"
+)
+
+// Seconds formats a history time (ns since the run started) as seconds.
+func Seconds(ns int64) string { return fmt.Sprintf("%.2f s", float64(ns)/1e9) }
+
+// Summary writes the terminal summary of a checked history: settings, faults, the four
+// verdicts, each stale write and lost update in one sentence, and the evidence.
+func Summary(w io.Writer, h *history.History, rep *models.Report) {
+	r := h.Run
+	name := r.Scenario
+	if name == "" {
+		name = "(ad hoc)"
+	}
+	fmt.Fprintf(w, "scenario %s: backend=%s resource=%s fence=%s seed=%d ttl=%v\n",
+		name, r.Backend, r.Resource, h.FenceRule(), r.Seed, time.Duration(r.TTLms)*time.Millisecond)
+	fmt.Fprintf(w, "history: %d ops, %d faults\n", len(h.Ops), len(h.Faults))
+	for _, f := range h.Faults {
+		end := "never healed"
+		if f.End != nil {
+			end = Seconds(*f.End)
+		}
+		fmt.Fprintf(w, "  fault %s on %s from %s to %s: %s\n", f.Kind, f.Target, Seconds(f.Start), end, f.Detail)
+	}
+	fmt.Fprintln(w, "verdicts:")
+	for _, res := range rep.Results {
+		v := string(res.Verdict)
+		if res.Verdict == models.Violated {
+			v = strings.ToUpper(v)
+		}
+		fmt.Fprintf(w, "  %-9s %-13s %s\n", res.Property, v, res.Explanation)
+	}
+	if len(rep.StaleWrites) > 0 {
+		fmt.Fprintf(w, "stale writes (%d):\n", len(rep.StaleWrites))
+		for _, s := range rep.StaleWrites {
+			fmt.Fprintf(w, "  %s\n", StaleSentence(s))
+		}
+	}
+	if len(rep.LostUpdates) > 0 {
+		fmt.Fprintf(w, "lost updates (%d):\n", len(rep.LostUpdates))
+		for _, l := range rep.LostUpdates {
+			fmt.Fprintf(w, "  op %d (client %d): %s\n", l.Write, l.Client, l.Explanation)
+		}
+	}
+	ev := rep.Evidence
+	fmt.Fprintf(w, "evidence: stale writes attempted %d, rejected %d, accepted %d; validity gap %s (longest time a client still believed it held the lock after another client got it)\n",
+		ev.StaleAttempted, ev.StaleRejected, ev.StaleAccepted, Seconds(ev.ValidityGapNanos))
+	fmt.Fprintf(w, "availability: %d writes (%d accepted, %d refused, %d unknown); %d grants, %d acquires failed; longest stretch without an accepted write %s\n",
+		ev.Writes, ev.WritesAccepted, ev.WritesRefused, ev.WritesUnknown, ev.Grants, ev.AcquireFailed, Seconds(ev.LongestNoAcceptedWriteNanos))
+	if !rep.Agree {
+		fmt.Fprintln(w, "warning: porcupine and the direct analysis disagree on this history; the porcupine verdict is shown")
+	}
+}
+
+// StaleSentence explains one stale write in a sentence a person can read.
+func StaleSentence(s models.StaleWrite) string {
+	what := "it was ACCEPTED: the stale write got through"
+	if s.Status == "rejected" {
+		what = "the fence rejected it"
+	}
+	seen := ""
+	if s.SeenBy != 0 {
+		seen = fmt.Sprintf(" (read op %d saw its value)", s.SeenBy)
+	}
+	return fmt.Sprintf("client %d wrote with token %d at %s after client %d's token-%d write was accepted at %s; %s%s [ops %d, %d]",
+		s.Client, s.Token, Seconds(s.At), s.NewerClient, s.NewerToken, Seconds(s.NewerAt), what, seen, s.Write, s.Newer)
+}

@@ -1,0 +1,237 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"fencecheck/harness"
+	etcdlock "fencecheck/harness/lease/etcd"
+	"fencecheck/harness/lease/naive"
+	raftlock "fencecheck/harness/lease/raft"
+	"fencecheck/harness/resource/etcdtxn"
+	"fencecheck/harness/resource/register"
+	"fencecheck/nemesis"
+)
+
+// env is a started backend and resource, and what to close when the run ends.
+type env struct {
+	backend  harness.Backend
+	resource harness.Resource
+	closers  []func() error
+}
+
+// Close closes everything in reverse order of creation. Safe to call twice.
+func (e *env) Close() error {
+	var errs []error
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		errs = append(errs, e.closers[i]())
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
+
+// build starts the spec's backend and resource. Lock-service logs go to outDir (if set).
+func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
+	e := &env{}
+	defer func() {
+		if err != nil {
+			_ = e.Close()
+		}
+	}()
+	logFile := func(name string) (io.Writer, string, error) {
+		if outDir == "" {
+			return io.Discard, "", nil
+		}
+		path := filepath.Join(outDir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, "", err
+		}
+		e.closers = append(e.closers, f.Close)
+		return f, path, nil
+	}
+	tempDir := func() (string, error) {
+		dir, err := os.MkdirTemp("", "fencecheck-*")
+		if err != nil {
+			return "", err
+		}
+		e.closers = append(e.closers, func() error { return os.RemoveAll(dir) })
+		return dir, nil
+	}
+
+	switch {
+	case s.Backend == "naive" || strings.HasPrefix(s.Backend, "naive-"):
+		cfg := naive.Config{TTL: s.TTL, Variant: naive.Variant(strings.TrimPrefix(strings.TrimPrefix(s.Backend, "naive"), "-"))}
+		if cfg.Variant == naive.Persisted {
+			if cfg.Dir, err = tempDir(); err != nil {
+				return nil, err
+			}
+		}
+		b, err := naive.New(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		e.backend = b
+	case s.Backend == "etcd" && len(s.EtcdEndpoints) > 0:
+		b, err := etcdlock.New(ctx, etcdlock.Config{Endpoints: s.EtcdEndpoints, TTL: s.TTL})
+		if err != nil {
+			// A bad or unreachable endpoint is the user's input.
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		e.backend = b
+	case s.Backend == "etcd":
+		dir, err := tempDir()
+		if err != nil {
+			return nil, err
+		}
+		_, logPath, err := logFile("etcd.log")
+		if err != nil {
+			return nil, err
+		}
+		cfg := etcdlock.Config{TTL: s.TTL}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		b, err := etcdlock.StartBackend(cctx, etcdlock.ClusterConfig{Members: s.Members, Dir: dir, LogPath: logPath}, cfg)
+		if err != nil {
+			return nil, err
+		}
+		e.backend = b
+	case s.Backend == "raft":
+		w, _, err := logFile("raft.log")
+		if err != nil {
+			return nil, err
+		}
+		cfg := raftlock.Config{Nodes: s.Members, TTL: s.TTL, LogWriter: w}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		b, err := raftlock.Start(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		e.backend = b
+	default:
+		return nil, fmt.Errorf("%w: unknown backend %q", ErrSpec, s.Backend)
+	}
+	e.closers = append(e.closers, e.backend.Close)
+
+	switch s.Resource {
+	case "fenced", "unfenced", "toctou":
+		r, err := register.New(register.Kind(s.Resource), s.Fence)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		e.resource = r
+	case "etcd-txn":
+		e.resource = etcdtxn.New(e.backend.Endpoints())
+	default:
+		return nil, fmt.Errorf("%w: unknown resource %q", ErrSpec, s.Resource)
+	}
+	e.closers = append(e.closers, e.resource.Close)
+	return e, nil
+}
+
+// nodeFaults builds the node-level fault actions for a backend.
+type nodeFaults struct{ backend harness.Backend }
+
+func (n nodeFaults) action(name string) nemesis.Action {
+	cluster, _ := n.backend.(harness.Cluster)
+	crasher, _ := n.backend.(harness.Crasher)
+	leader := func(ctx context.Context) (int, error) {
+		if cluster == nil {
+			return 0, nil // a single server
+		}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return cluster.Leader(lctx)
+	}
+	node := func(i int) string { return fmt.Sprintf("node-%d", i) }
+	switch name {
+	case "leader-isolation":
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, _ *nemesis.Nemesis) (string, string, error) {
+				if cluster == nil {
+					return "lock service", "", fmt.Errorf("backend %s is not a cluster fencecheck controls", n.backend.Name())
+				}
+				i, err := leader(ctx)
+				if err != nil {
+					return "lock service", "", err
+				}
+				return node(i), fmt.Sprintf("leader node %d cut off from every other node, both ways", i), cluster.Isolate(ctx, i)
+			},
+			Heal: func(ctx context.Context) error { return cluster.Heal(ctx) },
+		}
+	case "node-pause":
+		var stalled []nemesis.Link
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, nem *nemesis.Nemesis) (string, string, error) {
+				if cluster == nil {
+					return "lock service", "", fmt.Errorf("backend %s is not a cluster fencecheck controls", n.backend.Name())
+				}
+				i, err := leader(ctx)
+				if err != nil {
+					return "lock service", "", err
+				}
+				if err := cluster.StallNode(ctx, i); err != nil {
+					return node(i), "", err
+				}
+				stalled = nem.NodeLinks(i)
+				for _, l := range stalled {
+					l.Stall()
+				}
+				return node(i), fmt.Sprintf("leader node %d paused: its peer links and all %d client links stall", i, len(stalled)), nil
+			},
+			Heal: func(ctx context.Context) error {
+				for _, l := range stalled {
+					l.Pass()
+				}
+				return cluster.Heal(ctx)
+			},
+		}
+	case "crash":
+		var crashed int
+		_, single := n.backend.(*naive.Backend)
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, _ *nemesis.Nemesis) (string, string, error) {
+				if crasher == nil {
+					return "lock service", "", fmt.Errorf("backend %s cannot be crashed by fencecheck", n.backend.Name())
+				}
+				i, err := leader(ctx)
+				if err != nil {
+					return "lock service", "", err
+				}
+				crashed = i
+				if err := crasher.Crash(ctx, i); err != nil {
+					return node(i), "", err
+				}
+				if single {
+					// The only server: restart at once, so the lock is available again
+					// while the holder is still paused — with whatever it kept on disk.
+					if err := crasher.Restart(ctx, i, true); err != nil {
+						return node(i), "", err
+					}
+					return node(i), "lock server crashed and restarted at once; state in memory lost", nil
+				}
+				return node(i), fmt.Sprintf("leader node %d crashed; it restarts with its data when the pause heals", i), nil
+			},
+			Heal: func(ctx context.Context) error {
+				if single || crasher == nil {
+					return nil
+				}
+				return crasher.Restart(ctx, crashed, true)
+			},
+		}
+	}
+	return nemesis.Action{Kind: name, Start: func(context.Context, *nemesis.Nemesis) (string, string, error) {
+		return "", "", fmt.Errorf("unknown node fault %q", name)
+	}}
+}

@@ -1,0 +1,202 @@
+package scenarios
+
+import (
+	"fmt"
+
+	"fencecheck/models"
+)
+
+// Expect is what a scenario's verdicts and evidence must be.
+type Expect struct {
+	// Verdicts per property; a property left out may come out any way.
+	Verdicts map[models.Property]models.Verdict
+	// MinStaleAccepted: at least this many stale writes got through.
+	MinStaleAccepted int
+	// MinStaleRejected: at least this many stale writes were refused by the fence.
+	MinStaleRejected int
+	// NoStaleAccepted: not one stale write may get through.
+	NoStaleAccepted bool
+}
+
+// Scenario is a named Spec with its expected outcome.
+type Scenario struct {
+	Spec
+	// About says in one line what the scenario shows.
+	About  string
+	Expect Expect
+}
+
+// Diff lists every way the report differs from the expectation; empty means it matches.
+func (e Expect) Diff(r *models.Report) []string {
+	var diffs []string
+	for _, p := range models.Properties {
+		want, ok := e.Verdicts[p]
+		if !ok {
+			continue
+		}
+		if got := r.Verdicts[p]; got != want {
+			diffs = append(diffs, fmt.Sprintf("%s: got %s, want %s", p, got, want))
+		}
+	}
+	ev := r.Evidence
+	if ev.StaleAccepted < e.MinStaleAccepted {
+		diffs = append(diffs, fmt.Sprintf("stale writes accepted: got %d, want at least %d", ev.StaleAccepted, e.MinStaleAccepted))
+	}
+	if ev.StaleRejected < e.MinStaleRejected {
+		diffs = append(diffs, fmt.Sprintf("stale writes rejected: got %d, want at least %d", ev.StaleRejected, e.MinStaleRejected))
+	}
+	if e.NoStaleAccepted && ev.StaleAccepted > 0 {
+		diffs = append(diffs, fmt.Sprintf("stale writes accepted: got %d, want 0", ev.StaleAccepted))
+	}
+	return diffs
+}
+
+const (
+	violated = models.Violated
+	held     = models.Held
+)
+
+func verdicts(register, updates, tokens, mutex models.Verdict) map[models.Property]models.Verdict {
+	m := map[models.Property]models.Verdict{}
+	for p, v := range map[models.Property]models.Verdict{
+		models.Register: register, models.Updates: updates, models.Tokens: tokens, models.Mutex: mutex,
+	} {
+		if v != "" {
+			m[p] = v
+		}
+	}
+	return m
+}
+
+// any leaves a property's verdict unchecked.
+const anyVerdict models.Verdict = ""
+
+// Catalogue returns every named scenario, in a stable order.
+func Catalogue() []Scenario {
+	unsafe := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+	safe := Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+	return []Scenario{
+		{
+			Spec:   Spec{Name: "naive-unfenced-pause", Backend: "naive", Resource: "unfenced", Faults: []string{"pause"}},
+			About:  "the holder pauses after its read for longer than the TTL; its late write overwrites the next holder's (Kleppmann's GC pause)",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "naive-fenced-pause", Backend: "naive", Resource: "fenced", Faults: []string{"pause"}},
+			About:  "the same pause against a fenced register: the late write carries an old token and is refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "naive-fenced-monotonic-pause", Backend: "naive", Resource: "fenced", Fence: "monotonic", Faults: []string{"pause"}},
+			About:  "the pause against a register that accepts token >= stored: the older token is still refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "naive-toctou-pause", Backend: "naive", Resource: "toctou", Faults: []string{"pause"}},
+			About:  "the holder checks the token, pauses between check and write, then writes unconditionally: the check was stale",
+			Expect: unsafe,
+		},
+		{
+			Spec:  Spec{Name: "naive-unfenced-pause-before-read", Backend: "naive", Resource: "unfenced", Faults: []string{"pause-before-read"}},
+			About: "the holder pauses before its read: its write goes back in token order (register broken) but it read the newest value, so no update is lost",
+			Expect: Expect{
+				Verdicts:         verdicts(violated, held, held, violated),
+				MinStaleAccepted: 1,
+			},
+		},
+		{
+			Spec:   Spec{Name: "naive-fenced-delay", Backend: "naive", Resource: "fenced", Faults: []string{"delay"}},
+			About:  "the holder's write is held in the network until its lease expired and another write was accepted; the fence refuses it on arrival",
+			Expect: Expect{Verdicts: verdicts(held, held, held, anyVerdict), MinStaleRejected: 1, NoStaleAccepted: true},
+		},
+		{
+			Spec:   Spec{Name: "naive-unfenced-delay", Backend: "naive", Resource: "unfenced", Faults: []string{"delay"}},
+			About:  "the delayed write lands after the next holder's write and overwrites it",
+			Expect: Expect{Verdicts: verdicts(violated, violated, held, anyVerdict), MinStaleAccepted: 1},
+		},
+
+		// etcd: concurrency.Mutex on an embedded cluster; token = the lock key's CreateRevision.
+		{
+			Spec:   Spec{Name: "etcd-unfenced-pause", Backend: "etcd", Resource: "unfenced", Faults: []string{"pause"}},
+			About:  "an etcd lock holder pauses past its lease's TTL (keep-alives stall with it); its late write overwrites the next holder's",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "etcd-fenced-pause", Backend: "etcd", Resource: "fenced", Faults: []string{"pause"}},
+			About:  "the same pause against a fenced register: the CreateRevision token of the paused holder is older and refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "etcd-toctou-pause", Backend: "etcd", Resource: "toctou", Faults: []string{"pause"}},
+			About:  "check-then-write with etcd tokens: the pause between check and write defeats the check",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "etcd-txn-pause", Backend: "etcd", Resource: "etcd-txn", Faults: []string{"pause"}},
+			About:  "etcd as the store, each write one txn guarded on the lock key's CreateRevision: the paused holder's write fails its guard",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "etcd-fenced-delay", Backend: "etcd", Resource: "fenced", Faults: []string{"delay"}},
+			About:  "an etcd holder's write is held in the network past its lease; the fence refuses it on arrival",
+			Expect: Expect{Verdicts: verdicts(held, held, held, anyVerdict), MinStaleRejected: 1, NoStaleAccepted: true},
+		},
+		{
+			Spec:   Spec{Name: "etcd-unfenced-delay", Backend: "etcd", Resource: "unfenced", Faults: []string{"delay"}},
+			About:  "the delayed write lands after the next etcd holder's write and overwrites it",
+			Expect: Expect{Verdicts: verdicts(violated, violated, held, anyVerdict), MinStaleAccepted: 1},
+		},
+		{
+			Spec:   Spec{Name: "etcd3-fenced-leader-isolation", Backend: "etcd", Members: 3, Resource: "fenced", Faults: []string{"leader-isolation", "pause"}},
+			About:  "3 etcd members: the leader is cut off while the holder is paused; a new leader grants the lock, and the fence still refuses the old holder",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "etcd3-fenced-node-pause", Backend: "etcd", Members: 3, Resource: "fenced", Faults: []string{"node-pause", "pause"}},
+			About:  "3 etcd members: the leader's links all stall while the holder is paused; tokens stay monotonic across the leader change",
+			Expect: safe,
+		},
+
+		// raft: the hashicorp/raft lock service; token = log index of the acquire entry.
+		{
+			Spec:   Spec{Name: "raft-unfenced-pause", Backend: "raft", Resource: "unfenced", Faults: []string{"pause"}},
+			About:  "a raft lock holder pauses past its TTL; its late write overwrites the next holder's",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "raft-fenced-pause", Backend: "raft", Resource: "fenced", Faults: []string{"pause"}},
+			About:  "the same pause against a fenced register: the log-index token of the paused holder is older and refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "raft-toctou-pause", Backend: "raft", Resource: "toctou", Faults: []string{"pause"}},
+			About:  "check-then-write with raft tokens: the pause between check and write defeats the check",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "raft-fenced-leader-isolation", Backend: "raft", Resource: "fenced", Faults: []string{"leader-isolation", "pause"}},
+			About:  "3 raft nodes: the leader is cut off while the holder is paused; the new leader grants higher log indexes and the fence refuses the old holder",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "raft-fenced-node-pause", Backend: "raft", Resource: "fenced", Faults: []string{"node-pause", "pause"}},
+			About:  "3 raft nodes: the leader's links all stall while the holder is paused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "raft-fenced-crash", Backend: "raft", Resource: "fenced", Faults: []string{"crash", "pause"}},
+			About:  "3 raft nodes: the leader crashes while the holder is paused and restarts with its log; tokens keep increasing",
+			Expect: safe,
+		},
+	}
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range Catalogue() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}

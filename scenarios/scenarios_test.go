@@ -1,0 +1,71 @@
+package scenarios
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"fencecheck/harness/history"
+	"fencecheck/models"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestCatalogue runs every scenario and compares all four verdicts and the evidence with
+// the catalogue. The faults are targeted and heal on events, so the verdicts are the
+// same on every run and every seed.
+func TestCatalogue(t *testing.T) {
+	for _, sc := range Catalogue() {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})
+			require.NoError(t, err)
+			if diffs := sc.Expect.Diff(o.Report); len(diffs) > 0 {
+				t.Errorf("verdicts differ from the catalogue: %v\nfaults: %+v\nstale writes: %+v", diffs, o.History.Faults, o.Report.StaleWrites)
+			}
+			// The fault must have fired and healed: a verdict from a run where it did
+			// not would prove nothing.
+			require.NotEmpty(t, o.History.Faults, "the fault never fired")
+			for _, f := range o.History.Faults {
+				require.NotNil(t, f.End, "fault %s never healed", f.Kind)
+			}
+			require.True(t, o.Report.Agree, "porcupine and the direct analysis disagree")
+
+			// The saved evidence re-checks to the same verdicts offline.
+			h, err := history.ReadFile(dir + "/history.json")
+			require.NoError(t, err)
+			again, err := models.Check(context.Background(), h, models.Options{})
+			require.NoError(t, err)
+			require.Equal(t, o.Report.Verdicts, again.Verdicts)
+			for _, p := range models.Properties {
+				require.FileExists(t, dir+"/porcupine-"+string(p)+".html")
+			}
+			require.FileExists(t, dir+"/verdict.json")
+			t.Logf("%s: workload %v, check %v, %d ops", sc.Name, o.Workload, o.Check, len(o.History.Ops))
+		})
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"unknown backend", Spec{Backend: "zookeeper"}, `unknown backend "zookeeper"`},
+		{"unknown resource", Spec{Resource: "s3"}, `unknown resource "s3"`},
+		{"unknown fault", Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
+		{"negative ttl", Spec{TTL: -1}, "ttl must be positive"},
+		{"one client", Spec{Clients: 1}, "clients must be between 2 and 64"},
+		{"bad fence", Spec{Fence: "loose"}, `unknown fence "loose"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Execute(context.Background(), tc.spec, Options{})
+			require.ErrorIs(t, err, ErrSpec)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
