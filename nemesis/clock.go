@@ -11,8 +11,11 @@ import (
 // it drives what the harness owns: the naive lock server's expiry and tokens, each
 // client's belief about its lease, the raft lock FSM's leader-stamped time.
 //
-// Now() = base + offset + rate × (real time elapsed since the clock was made). The result
-// carries no monotonic reading, so Sub and Before between its values use the skewed time.
+// Like a real machine it has two readings. Monotonic() follows the oscillator: it runs at
+// rate × real speed and never jumps (what Go's monotonic clock gives timeouts and lease
+// expiry). Now() is the wall clock: Monotonic() plus the steps it was given, or a reading
+// frozen in place (what wall-clock tokens and timestamps read). Neither carries a Go
+// monotonic reading, so Sub and Before between values use the skewed time.
 type Clock struct {
 	mu     sync.Mutex
 	origin time.Time // real time (with monotonic reading) at creation
@@ -22,6 +25,9 @@ type Clock struct {
 	// since is real elapsed time at the last rate change; at is the skewed reading then.
 	since time.Duration
 	at    time.Duration
+	// frozen holds the wall reading still (a stopped wall clock) until Reset.
+	frozen   bool
+	frozenAt time.Time
 }
 
 // NewClock returns a clock that reads like time.Now until skewed.
@@ -38,9 +44,30 @@ func (c *Clock) Now() time.Time {
 }
 
 func (c *Clock) nowLocked() time.Time {
+	if c.frozen {
+		return c.frozenAt
+	}
+	return c.monoLocked().Add(c.offset)
+}
+
+func (c *Clock) monoLocked() time.Time {
 	real := time.Since(c.origin)
-	skewed := c.at + time.Duration(float64(real-c.since)*c.rate)
-	return c.base.Add(skewed + c.offset)
+	return c.base.Add(c.at + time.Duration(float64(real-c.since)*c.rate))
+}
+
+// Monotonic returns the clock's monotonic reading: affected by its rate, never by jumps.
+func (c *Clock) Monotonic() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.monoLocked()
+}
+
+// Freeze stops the wall clock at t: Now returns t until Reset. The monotonic reading
+// goes on, so timeouts and expiry still advance.
+func (c *Clock) Freeze(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.frozen, c.frozenAt = true, t
 }
 
 // Jump steps the clock by d (negative: back), like Jepsen's bump.
@@ -74,6 +101,7 @@ func (c *Clock) Reset(resync bool) {
 	c.at += time.Duration(float64(real-c.since) * c.rate)
 	c.since = real
 	c.rate = 1
+	c.frozen = false
 	if resync {
 		c.at, c.offset = real, 0
 	}

@@ -24,6 +24,18 @@ func TestClockSkew(t *testing.T) {
 	c.Reset(true)
 	require.InDelta(t, 0, c.Skew().Seconds(), 0.05)
 
+	// Freeze holds the wall reading; the monotonic reading goes on; Reset releases it.
+	at := time.Unix(42, 0)
+	c.Freeze(at)
+	m := c.Monotonic()
+	time.Sleep(5 * time.Millisecond)
+	require.Equal(t, at, c.Now())
+	require.True(t, c.Monotonic().After(m))
+	c.Jump(-time.Hour)
+	require.True(t, c.Monotonic().After(m), "jumps never move the monotonic reading")
+	c.Reset(true)
+	require.InDelta(t, 0, c.Skew().Seconds(), 0.05)
+
 	require.Error(t, c.SetRate(0))
 	require.Error(t, c.SetRate(-1))
 }

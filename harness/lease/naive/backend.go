@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fencecheck/harness"
@@ -21,9 +22,12 @@ type Config struct {
 	Variant Variant
 	// Dir holds durable state (the persisted counter); required for Persisted.
 	Dir string
-	// Now is the lock server's clock (default time.Now): its expiry and wall-clock
-	// tokens read it.
-	Now func() time.Time
+	// Now and Mono are the lock server's wall and monotonic clocks (default time.Now):
+	// wall-clock tokens read Now, lease expiry reads Mono.
+	Now, Mono func() time.Time
+	// ClientNow is each client's clock (default time.Now): a lease's ValidUntil is
+	// measured on it.
+	ClientNow func(client int) time.Time
 }
 
 // Validate checks the configuration.
@@ -61,6 +65,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Mono == nil {
+		cfg.Mono = time.Now
+	}
 	b := &Backend{cfg: cfg}
 	srv, err := b.start("127.0.0.1:0")
 	if err != nil {
@@ -75,7 +82,7 @@ func (b *Backend) start(addr string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return StartServer(ServerConfig{Addr: addr, Tokens: tokens, Now: b.cfg.Now})
+	return StartServer(ServerConfig{Addr: addr, Tokens: tokens, Now: b.cfg.Now, Mono: b.cfg.Mono})
 }
 
 // Name implements harness.Backend.
@@ -146,7 +153,11 @@ func (b *Backend) NewLocker(_ context.Context, id int, addrs []string) (harness.
 	if len(addrs) != 1 {
 		return nil, fmt.Errorf("naive: want 1 address, got %d", len(addrs))
 	}
-	return NewLocker(addrs[0], fmt.Sprintf("c%d", id), b.cfg.TTL), nil
+	l := NewLocker(addrs[0], fmt.Sprintf("c%d", id), b.cfg.TTL)
+	if b.cfg.ClientNow != nil {
+		l.now = func() time.Time { return b.cfg.ClientNow(id) }
+	}
+	return l, nil
 }
 
 // Locker is a client of a naive lock server.
@@ -154,6 +165,7 @@ type Locker struct {
 	owner string
 	ttl   time.Duration
 	http  *jsonhttp.Client
+	now   func() time.Time // the client's clock
 
 	mu     sync.Mutex
 	leases map[*lease]struct{}
@@ -162,20 +174,21 @@ type Locker struct {
 
 // NewLocker returns a client of the lock server at addr that acquires as owner.
 func NewLocker(addr, owner string, ttl time.Duration) *Locker {
-	return &Locker{owner: owner, ttl: ttl, http: jsonhttp.New(addr), leases: map[*lease]struct{}{}}
+	return &Locker{owner: owner, ttl: ttl, http: jsonhttp.New(addr), now: time.Now, leases: map[*lease]struct{}{}}
 }
 
 // Acquire polls the server until the lock is granted or ctx ends.
 func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	poll := max(l.ttl/10, 5*time.Millisecond)
 	for {
+		sent := l.now()
 		var resp AcquireResponse
 		err := l.http.Do(ctx, "POST", "/acquire", AcquireRequest{Owner: l.owner, TTLms: l.ttl.Milliseconds()}, &resp)
 		if err != nil {
 			return nil, err
 		}
 		if resp.Granted {
-			return l.start(resp.Token), nil
+			return l.start(resp.Token, sent), nil
 		}
 		t := time.NewTimer(poll)
 		select {
@@ -203,8 +216,9 @@ func (l *Locker) Close() error {
 	return l.http.Close()
 }
 
-func (l *Locker) start(token int64) *lease {
+func (l *Locker) start(token int64, sent time.Time) *lease {
 	le := &lease{l: l, token: token, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	le.valid.Store(sent.Add(l.ttl).UnixNano())
 	l.mu.Lock()
 	closed := l.closed
 	if !closed {
@@ -222,6 +236,9 @@ func (l *Locker) start(token int64) *lease {
 type lease struct {
 	l     *Locker
 	token int64
+	// valid is when the lease ends by the client's clock: the TTL counted from when the
+	// last confirmed acquire or renewal was sent (Unix ns).
+	valid atomic.Int64
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -234,6 +251,10 @@ func (le *lease) Token() int64          { return le.token }
 func (le *lease) TTL() time.Duration    { return le.l.ttl }
 func (le *lease) Lost() <-chan struct{} { return le.lost }
 
+// ValidUntil is when the lease ends by the client's own clock, as a careful client
+// believes it: the TTL from the last confirmed acquire or renewal's send time.
+func (le *lease) ValidUntil() time.Time { return time.Unix(0, le.valid.Load()) }
+
 func (le *lease) markLost() { le.lostOnce.Do(func() { close(le.lost) }) }
 
 func (le *lease) stopRenewing() {
@@ -244,12 +265,13 @@ func (le *lease) stopRenewing() {
 	le.l.mu.Unlock()
 }
 
-// renew extends the lease every TTL/3. It closes Lost when the server refuses, or when
-// no renewal has been confirmed for a whole TTL by the client's clock.
+// renew extends the lease every TTL/3 (real time: the renewal timer is a monotonic
+// timer the client's skew does not move). It closes Lost when the server refuses, or
+// when no renewal has been confirmed for a whole TTL by the client's clock.
 func (le *lease) renew() {
 	defer close(le.done)
 	ttl := le.l.ttl
-	confirmed := time.Now()
+	confirmed := le.ValidUntil().Add(-ttl) // by the client's clock
 	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
 	for {
@@ -266,17 +288,18 @@ func (le *lease) renew() {
 			case <-ctx.Done():
 			}
 		}()
-		sent := time.Now()
+		sent := le.l.now()
 		var resp LeaseResponse
 		err := le.l.http.Do(ctx, "POST", "/renew", renewRequest{LeaseRequest{le.l.owner, le.token}, ttl.Milliseconds()}, &resp)
 		cancel()
 		switch {
 		case err == nil && resp.OK:
 			confirmed = sent
+			le.valid.Store(sent.Add(ttl).UnixNano())
 		case err == nil:
 			le.markLost()
 			return
-		case time.Since(confirmed) >= ttl:
+		case le.l.now().Sub(confirmed) >= ttl:
 			le.markLost()
 			return
 		}

@@ -30,7 +30,7 @@ func (c *fakeClock) Add(d time.Duration) {
 
 func TestServerLeases(t *testing.T) {
 	clk := &fakeClock{now: time.Unix(1000, 0)}
-	s, err := StartServer(ServerConfig{Now: clk.Now})
+	s, err := StartServer(ServerConfig{Now: clk.Now, Mono: clk.Now})
 	require.NoError(t, err)
 	defer s.Close()
 
@@ -138,4 +138,65 @@ func TestConfigAndClose(t *testing.T) {
 	defer l.Close()
 	_, err = l.Acquire(context.Background())
 	require.ErrorIs(t, err, harness.ErrNoEffect)
+}
+
+func TestTokenVariants(t *testing.T) {
+	dir := t.TempDir()
+	p, err := NewTokens(Persisted, dir, time.Now)
+	require.NoError(t, err)
+	a, _ := p.Next(time.Now())
+	b, _ := p.Next(time.Now())
+	require.Equal(t, a+1, b)
+	// A restarted server continues the persisted counter.
+	p2, err := NewTokens(Persisted, dir, time.Now)
+	require.NoError(t, err)
+	c, _ := p2.Next(time.Now())
+	require.Equal(t, b+1, c)
+
+	n, err := NewTokens(Narrow, "", time.Now)
+	require.NoError(t, err)
+	var last int64
+	wrapped := false
+	for range 20 {
+		tok, _ := n.Next(time.Now())
+		require.NotZero(t, tok)
+		if tok < last {
+			wrapped = true
+		}
+		last = tok
+	}
+	require.True(t, wrapped, "the 32-bit counter wraps within 20 grants")
+
+	wall := time.Unix(100, 0)
+	w, err := NewTokens(WallClock, "", func() time.Time { return wall })
+	require.NoError(t, err)
+	tok, _ := w.Next(time.Now())
+	require.Equal(t, wall.UnixNano(), tok)
+
+	_, err = NewTokens("sundial", "", time.Now)
+	require.Error(t, err)
+}
+
+// Crash loses the in-memory counter and lease; Restart comes back on the same address.
+func TestCrashRestart(t *testing.T) {
+	b, err := New(Config{TTL: time.Second})
+	require.NoError(t, err)
+	defer b.Close()
+	ctx := context.Background()
+	l, err := b.NewLocker(ctx, 0, b.Endpoints())
+	require.NoError(t, err)
+	defer l.Close()
+	first, err := l.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Crash(ctx, 0))
+	require.NoError(t, b.Restart(ctx, 0, true))
+	// The restarted server forgot the lease and the counter: the same token again.
+	l2, err := b.NewLocker(ctx, 1, b.Endpoints())
+	require.NoError(t, err)
+	defer l2.Close()
+	second, err := l2.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, first.Token(), second.Token(), "token reuse after losing the counter")
+	require.NoError(t, second.Release(ctx))
+	require.Error(t, b.Restart(ctx, 0, true), "already running")
 }

@@ -47,8 +47,12 @@ type ServerConfig struct {
 	Addr string
 	// Tokens is the token source; default a fresh in-memory Counter.
 	Tokens TokenSource
-	// Now is the server's clock; default time.Now. Expiry is measured on it.
+	// Now is the server's wall clock (wall-clock tokens read it); default time.Now.
 	Now func() time.Time
+	// Mono is the server's monotonic clock: lease expiry is measured on it, as a Go
+	// server measures it with time.Since. Default time.Now. A clock that runs fast moves
+	// both; a step of the wall clock moves only Now.
+	Mono func() time.Time
 }
 
 // Server is a running naive lock server.
@@ -77,6 +81,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Mono == nil {
+		cfg.Mono = time.Now
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -139,11 +146,11 @@ func (s *Server) Acquire(req AcquireRequest) (AcquireResponse, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.cfg.Now()
+	now := s.cfg.Mono()
 	if s.holder != "" && now.Before(s.expiry) {
 		return AcquireResponse{Granted: false, Holder: s.holder}, nil
 	}
-	tok, err := s.cfg.Tokens.Next(now)
+	tok, err := s.cfg.Tokens.Next(s.cfg.Now())
 	if err != nil {
 		return AcquireResponse{}, fmt.Errorf("token source: %w", err)
 	}
@@ -156,7 +163,7 @@ func (s *Server) Acquire(req AcquireRequest) (AcquireResponse, error) {
 func (s *Server) Renew(req LeaseRequest, ttl time.Duration) LeaseResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.cfg.Now()
+	now := s.cfg.Mono()
 	if s.holder != req.Owner || s.token != req.Token || !now.Before(s.expiry) {
 		return LeaseResponse{OK: false}
 	}
