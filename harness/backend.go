@@ -52,6 +52,12 @@ type Lease interface {
 	Release(ctx context.Context) error
 }
 
+// Expiring is implemented by leases that know when they end by the client's own clock
+// (the TTL from the last confirmed grant or renewal). A careful client needs it.
+type Expiring interface {
+	ValidUntil() time.Time
+}
+
 // Resource is the protected resource: a server (or store) that accepts writes carrying a
 // fencing token. Like Backend, each client reaches it through its own proxy links.
 type Resource interface {
@@ -90,6 +96,9 @@ const (
 	PauseAfterAcquire PausePoint = "after-acquire"
 	// PauseAfterRead: the value is read, the write not yet sent (Kleppmann's GC pause).
 	PauseAfterRead PausePoint = "after-read"
+	// PauseAfterLeaseCheck: a careful client has checked, by its own clock, that its
+	// lease is still valid, and not yet written.
+	PauseAfterLeaseCheck PausePoint = "after-lease-check"
 	// PauseAfterCheck: a check-then-write resource has checked the token and not yet written.
 	PauseAfterCheck PausePoint = "after-check"
 	// PauseInWrite: the write is about to be sent; a "delay" fault lets it go and holds

@@ -25,6 +25,12 @@ type Worker struct {
 	// Think is the longest pause between critical sections (drawn from Rand).
 	Think time.Duration
 	Rand  *rand.Rand
+	// Careful makes the client check, by its own clock (Now), that its lease is still
+	// valid with Margin to spare right before writing, and skip the write if not — the
+	// common mitigation fencing exists to replace. The lease must implement Expiring.
+	Careful bool
+	Margin  time.Duration
+	Now     func() time.Time
 
 	writes int
 }
@@ -90,6 +96,12 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 	readID := rd.ID()
 
 	w.Gate.Pause(ctx, PauseAfterRead)
+	if w.Careful {
+		if !w.leaseValid(lease) {
+			return
+		}
+		w.Gate.Pause(ctx, PauseAfterLeaseCheck)
+	}
 	w.Gate.Pause(ctx, PauseInWrite)
 	w.writes++
 	v := fmt.Sprintf("c%d-%d", w.ID, w.writes)
@@ -105,6 +117,20 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 	default:
 		wr.Done(history.Rejected, lease.Token(), v, "refused by the fence")
 	}
+}
+
+// leaseValid is a careful client's check: is the lease still valid by its own clock,
+// with the margin to spare?
+func (w *Worker) leaseValid(lease Lease) bool {
+	e, ok := lease.(Expiring)
+	if !ok {
+		return false // cannot tell: a careful client does not write
+	}
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	return now().Add(w.Margin).Before(e.ValidUntil())
 }
 
 func (w *Worker) read(ctx context.Context) (string, int64, error) {

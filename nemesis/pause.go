@@ -46,6 +46,21 @@ type ClientFault struct {
 	// MaxHold ends the fault even if no other client's write was accepted meanwhile
 	// (then the run proves nothing, and the verdicts say inconclusive).
 	MaxHold time.Duration
+	// Client, when Targeted, is the only client the fault may strike (a random
+	// schedule's pick); otherwise the first client to reach Point is struck.
+	Client   int
+	Targeted bool
+	// AnyPoint strikes at whichever pause point the client reaches first.
+	AnyPoint bool
+	// Deadline, if positive, disarms the fault if it has not struck by then (run time).
+	Deadline time.Duration
+	// Exclusive: when the fault heals, every other client's links stall until the struck
+	// client's next write has returned (at most ExclusiveCap), so the late write lands
+	// right after the write that ended the fault — the worst moment, every run.
+	Exclusive bool
+	// NoLinks leaves the struck client's links alone (a fault that only rides on the
+	// strike's timing, like a node fault in a random schedule).
+	NoLinks bool
 	// With are faults on other parts of the system (the lock service's leader, a node)
 	// started when this fault strikes and healed, in reverse order, when it heals.
 	With []Action
@@ -55,8 +70,9 @@ type ClientFault struct {
 type Action struct {
 	// Kind is recorded in the history ("leader-isolation", "node-pause", "crash").
 	Kind string
-	// Start injects the fault and says what it hit. n gives it the clients' links.
-	Start func(ctx context.Context, n *Nemesis) (target, detail string, err error)
+	// Start injects the fault and says what it hit. n gives it the clients' links and
+	// the history so far; client is the client the fault struck.
+	Start func(ctx context.Context, n *Nemesis, client int) (target, detail string, err error)
 	// Heal undoes it; nil if nothing needs undoing (a crash that already restarted).
 	Heal func(ctx context.Context) error
 }
@@ -66,7 +82,7 @@ func (f ClientFault) Validate() error {
 	switch {
 	case f.Kind == "":
 		return fmt.Errorf("nemesis: fault without a kind")
-	case f.Point == "":
+	case f.Point == "" && !f.AnyPoint:
 		return fmt.Errorf("nemesis: fault %s without a pause point", f.Kind)
 	case f.MinHold <= 0 || f.MaxHold < f.MinHold:
 		return fmt.Errorf("nemesis: fault %s: want 0 < min hold (%v) <= max hold (%v)", f.Kind, f.MinHold, f.MaxHold)
@@ -85,8 +101,11 @@ type Nemesis struct {
 	lock   map[int][]Link // its links to the lock service
 	fired  []bool
 	active map[*strike]struct{}
-	healed bool
-	wg     sync.WaitGroup
+	// strikes are every strike still watching writes (active ones, and healed
+	// Exclusive ones waiting for the struck client's write).
+	strikes map[*strike]struct{}
+	healed  bool
+	wg      sync.WaitGroup
 }
 
 // strike is one firing of a fault.
@@ -97,7 +116,14 @@ type strike struct {
 	once       sync.Once
 	// heal is closed to end the fault early (the run is ending).
 	heal chan struct{}
+	// ownWrite is closed when the struck client's first write after the heal returns.
+	ownWrite chan struct{}
+	ownOnce  sync.Once
+	healed   bool
 }
+
+// ExclusiveCap bounds how long an Exclusive fault holds the other clients after it heals.
+const ExclusiveCap = 2 * time.Second
 
 // New returns a nemesis that will fire each fault once, recording into rec.
 func New(rec *history.Recorder, faults ...ClientFault) (*Nemesis, error) {
@@ -106,7 +132,7 @@ func New(rec *history.Recorder, faults ...ClientFault) (*Nemesis, error) {
 			return nil, err
 		}
 	}
-	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}}
+	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}, strikes: map[*strike]struct{}{}}
 	rec.Watch(n.observe)
 	return n, nil
 }
@@ -136,6 +162,9 @@ func (n *Nemesis) NodeLinks(i int) []Link {
 	return out
 }
 
+// History returns the ops and faults recorded so far.
+func (n *Nemesis) History() *history.History { return n.rec.History(history.Run{}) }
+
 // Gate returns the pause gate for a client's worker.
 func (n *Nemesis) Gate(client int) harness.Gate { return gate{n: n, client: client} }
 
@@ -147,14 +176,17 @@ type gate struct {
 func (g gate) Pause(ctx context.Context, p harness.PausePoint) { g.n.pause(ctx, g.client, p) }
 
 func (n *Nemesis) observe(op history.Op) {
-	if op.Kind != history.Write || op.Status != history.OK {
+	if op.Kind != history.Write {
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for s := range n.active {
-		if s.client != op.Client {
+	for s := range n.strikes {
+		switch {
+		case s.client != op.Client && op.Status == history.OK:
 			s.once.Do(func() { close(s.otherWrite) })
+		case s.client == op.Client && s.healed:
+			s.ownOnce.Do(func() { close(s.ownWrite) })
 		}
 	}
 }
@@ -168,7 +200,8 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	idx := -1
 	now := time.Duration(n.rec.Now())
 	for i, f := range n.faults {
-		if !n.fired[i] && f.Point == p && now >= f.ArmAfter {
+		if !n.fired[i] && (f.AnyPoint || f.Point == p) && now >= f.ArmAfter &&
+			(f.Deadline <= 0 || now < f.Deadline) && (!f.Targeted || f.Client == client) {
 			idx = i
 			break
 		}
@@ -179,10 +212,14 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	}
 	n.fired[idx] = true
 	f := n.faults[idx]
-	s := &strike{client: client, otherWrite: make(chan struct{}), heal: make(chan struct{})}
+	s := &strike{client: client, otherWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{})}
 	n.active[s] = struct{}{}
+	n.strikes[s] = struct{}{}
 	links := append([]Link(nil), n.links[client]...)
-	if f.Partition {
+	switch {
+	case f.NoLinks:
+		links = nil
+	case f.Partition:
 		links = append([]Link(nil), n.lock[client]...)
 	}
 	n.wg.Add(1)
@@ -190,6 +227,8 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 
 	var detail string
 	switch {
+	case f.NoLinks:
+		detail = fmt.Sprintf("struck when client %d reached %s", client, p)
 	case f.Partition:
 		detail = fmt.Sprintf("client %d cut off from the lock service at %s (it can still reach the resource), and stopped there", client, p)
 	case f.StopWorker:
@@ -205,12 +244,26 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 			l.Stall()
 		}
 	}
-	heals := n.startActions(ctx, f.With)
+	heals := n.startActions(ctx, f.With, client)
 	hold := func() {
 		defer n.wg.Done()
 		extra := n.wait(ctx, f, s)
 		for i := len(heals) - 1; i >= 0; i-- {
 			heals[i]()
+		}
+		var others []Link
+		n.mu.Lock()
+		if f.Exclusive && !n.healed {
+			for c, ls := range n.links {
+				if c != client {
+					others = append(others, ls...)
+				}
+			}
+		}
+		s.healed = true
+		n.mu.Unlock()
+		for _, l := range others {
+			l.Stall()
 		}
 		for _, l := range links {
 			l.Pass()
@@ -218,6 +271,30 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		n.mu.Lock()
 		delete(n.active, s)
 		n.mu.Unlock()
+		if len(others) > 0 {
+			extra += "; the other clients were held until its next write returned"
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				t := time.NewTimer(ExclusiveCap)
+				defer t.Stop()
+				select {
+				case <-s.ownWrite:
+				case <-t.C:
+				case <-s.heal:
+				}
+				for _, l := range others {
+					l.Pass()
+				}
+				n.mu.Lock()
+				delete(n.strikes, s)
+				n.mu.Unlock()
+			}()
+		} else {
+			n.mu.Lock()
+			delete(n.strikes, s)
+			n.mu.Unlock()
+		}
 		n.rec.FaultEnd(fi, extra)
 	}
 	if f.StopWorker {
@@ -229,10 +306,10 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 
 // startActions starts each action, recording it as a fault of its own, and returns the
 // functions that heal them. A failed action is recorded with its error, not hidden.
-func (n *Nemesis) startActions(ctx context.Context, actions []Action) []func() {
+func (n *Nemesis) startActions(ctx context.Context, actions []Action, client int) []func() {
 	var heals []func()
 	for _, a := range actions {
-		target, detail, err := a.Start(ctx, n)
+		target, detail, err := a.Start(ctx, n, client)
 		if err != nil {
 			fi := n.rec.FaultStart(a.Kind, target, "failed to start: "+err.Error())
 			n.rec.FaultEnd(fi, "")
@@ -289,12 +366,13 @@ func (n *Nemesis) Active() bool {
 	return len(n.active) > 0
 }
 
-// Pending reports whether some fault has not fired yet.
+// Pending reports whether some fault has not fired yet (and can still fire).
 func (n *Nemesis) Pending() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, f := range n.fired {
-		if !f {
+	now := time.Duration(n.rec.Now())
+	for i, fired := range n.fired {
+		if !fired && (n.faults[i].Deadline <= 0 || now < n.faults[i].Deadline) {
 			return true
 		}
 	}
@@ -305,7 +383,7 @@ func (n *Nemesis) Pending() bool {
 func (n *Nemesis) Heal() {
 	n.mu.Lock()
 	n.healed = true
-	for s := range n.active {
+	for s := range n.strikes {
 		select {
 		case <-s.heal:
 		default:

@@ -137,3 +137,29 @@ func TestValidate(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+// An Exclusive fault holds the other clients' links after it heals until the struck
+// client's next write returns.
+func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
+	rec := history.NewRecorder()
+	f := pauseFault()
+	f.Exclusive = true
+	n, err := New(rec, f)
+	require.NoError(t, err)
+	l0, l1 := &fakeLink{}, &fakeLink{}
+	n.AddLinks(0, true, l0)
+	n.AddLinks(1, true, l1)
+	resumed := make(chan struct{})
+	go func() {
+		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)
+		close(resumed)
+	}()
+	require.Eventually(t, n.Active, 5*time.Second, time.Millisecond)
+	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.OK, 2, "c1-1", "")
+	<-resumed
+	require.False(t, l0.isStalled())
+	require.True(t, l1.isStalled(), "the other client is held until client 0 writes")
+	rec.Begin(0, history.Write, 1, "c0-1", nil).Done(history.Rejected, 1, "c0-1", "")
+	require.Eventually(t, func() bool { return !l1.isStalled() }, 5*time.Second, time.Millisecond)
+	n.Heal()
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"fencecheck/harness"
+	"fencecheck/harness/history"
 	etcdlock "fencecheck/harness/lease/etcd"
 	"fencecheck/harness/lease/naive"
 	raftlock "fencecheck/harness/lease/raft"
@@ -24,7 +25,15 @@ type env struct {
 	backend  harness.Backend
 	resource harness.Resource
 	closers  []func() error
+	// clocks fencecheck owns: the lock server's (naive) or each node's (raft, FSM
+	// stamps), and each client's.
+	serverClock *nemesis.Clock
+	nodeClocks  []*nemesis.Clock
+	clientClock []*nemesis.Clock
 }
+
+// clientNow reads client i's clock.
+func (e *env) clientNow(i int) time.Time { return e.clientClock[i].Monotonic() }
 
 // Close closes everything in reverse order of creation. Safe to call twice.
 func (e *env) Close() error {
@@ -38,7 +47,10 @@ func (e *env) Close() error {
 
 // build starts the spec's backend and resource. Lock-service logs go to outDir (if set).
 func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
-	e := &env{}
+	e := &env{serverClock: nemesis.NewClock()}
+	for range s.Clients {
+		e.clientClock = append(e.clientClock, nemesis.NewClock())
+	}
 	defer func() {
 		if err != nil {
 			_ = e.Close()
@@ -67,7 +79,10 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 
 	switch {
 	case s.Backend == "naive" || strings.HasPrefix(s.Backend, "naive-"):
-		cfg := naive.Config{TTL: s.TTL, Variant: naive.Variant(strings.TrimPrefix(strings.TrimPrefix(s.Backend, "naive"), "-"))}
+		cfg := naive.Config{
+			TTL: s.TTL, Variant: naive.Variant(strings.TrimPrefix(strings.TrimPrefix(s.Backend, "naive"), "-")),
+			Now: e.serverClock.Now, Mono: e.serverClock.Monotonic, ClientNow: e.clientNow,
+		}
 		if cfg.Variant == naive.Persisted {
 			if cfg.Dir, err = tempDir(); err != nil {
 				return nil, err
@@ -107,7 +122,14 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg := raftlock.Config{Nodes: s.Members, TTL: s.TTL, LogWriter: w}
+		for range s.Members {
+			e.nodeClocks = append(e.nodeClocks, nemesis.NewClock())
+		}
+		cfg := raftlock.Config{
+			Nodes: s.Members, TTL: s.TTL, LogWriter: w,
+			NodeClock:   func(i int) func() time.Time { return e.nodeClocks[i].Monotonic },
+			ClientClock: func(i int) func() time.Time { return e.clientClock[i].Monotonic },
+		}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 		}
@@ -137,8 +159,11 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 	return e, nil
 }
 
-// nodeFaults builds the node-level fault actions for a backend.
-type nodeFaults struct{ backend harness.Backend }
+// nodeFaults builds the node-level fault actions for a run's backend and clocks.
+type nodeFaults struct {
+	backend harness.Backend
+	env     *env
+}
 
 func (n nodeFaults) action(name string) nemesis.Action {
 	cluster, _ := n.backend.(harness.Cluster)
@@ -156,7 +181,7 @@ func (n nodeFaults) action(name string) nemesis.Action {
 	case "leader-isolation":
 		return nemesis.Action{
 			Kind: name,
-			Start: func(ctx context.Context, _ *nemesis.Nemesis) (string, string, error) {
+			Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 				if cluster == nil {
 					return "lock service", "", fmt.Errorf("backend %s is not a cluster fencecheck controls", n.backend.Name())
 				}
@@ -172,7 +197,7 @@ func (n nodeFaults) action(name string) nemesis.Action {
 		var stalled []nemesis.Link
 		return nemesis.Action{
 			Kind: name,
-			Start: func(ctx context.Context, nem *nemesis.Nemesis) (string, string, error) {
+			Start: func(ctx context.Context, nem *nemesis.Nemesis, _ int) (string, string, error) {
 				if cluster == nil {
 					return "lock service", "", fmt.Errorf("backend %s is not a cluster fencecheck controls", n.backend.Name())
 				}
@@ -201,7 +226,7 @@ func (n nodeFaults) action(name string) nemesis.Action {
 		_, single := n.backend.(*naive.Backend)
 		return nemesis.Action{
 			Kind: name,
-			Start: func(ctx context.Context, _ *nemesis.Nemesis) (string, string, error) {
+			Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 				if crasher == nil {
 					return "lock service", "", fmt.Errorf("backend %s cannot be crashed by fencecheck", n.backend.Name())
 				}
@@ -219,7 +244,7 @@ func (n nodeFaults) action(name string) nemesis.Action {
 					if err := crasher.Restart(ctx, i, true); err != nil {
 						return node(i), "", err
 					}
-					return node(i), "lock server crashed and restarted at once; state in memory lost", nil
+					return node(i), "lock server crashed and restarted at once: the lease it held in memory is gone (and an in-memory counter with it)", nil
 				}
 				return node(i), fmt.Sprintf("leader node %d crashed; it restarts with its data when the pause heals", i), nil
 			},
@@ -230,8 +255,79 @@ func (n nodeFaults) action(name string) nemesis.Action {
 				return crasher.Restart(ctx, crashed, true)
 			},
 		}
+	case "skew":
+		var skewed *nemesis.Clock
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+				target := "lock server"
+				skewed = n.env.serverClock
+				if len(n.env.nodeClocks) > 0 {
+					i, err := leader(ctx)
+					if err != nil {
+						return "lock service", "", err
+					}
+					target, skewed = node(i), n.env.nodeClocks[i]
+				}
+				if err := skewed.SetRate(skewRate); err != nil {
+					return target, "", err
+				}
+				return target, fmt.Sprintf("%s's clock runs %gx fast (its leases expire %gx early in real time)", target, skewRate, skewRate), nil
+			},
+			Heal: func(context.Context) error {
+				skewed.Reset(false) // runs at the right speed again; like a slewing NTP, it keeps the lead it gained
+				return nil
+			},
+		}
+	case "clock-jump":
+		c := n.env.serverClock
+		wallTokens := n.backend.Name() == "naive-wallclock"
+		return nemesis.Action{
+			Kind: name,
+			Start: func(_ context.Context, nem *nemesis.Nemesis, client int) (string, string, error) {
+				if !wallTokens {
+					c.Jump(-time.Hour)
+					return "lock server", "wall clock stepped back 1h (tokens from a counter and expiry on the monotonic clock do not notice)", nil
+				}
+				prev, held, ok := lastTokens(nem.History(), client)
+				if !ok || held-prev < 2 {
+					c.Jump(-time.Hour)
+					return "lock server", "wall clock stepped back 1h (no room between the last two grants to land in)", nil
+				}
+				at := time.Unix(0, prev+(held-prev)/2)
+				c.Freeze(at)
+				return "lock server", fmt.Sprintf("wall clock stepped back %v, to %s (between the last two grants, tokens %d and %d), and stands still",
+					time.Duration(time.Now().UnixNano()-at.UnixNano()).Round(time.Millisecond), at.Format(time.RFC3339Nano), prev, held), nil
+			},
+			Heal: func(context.Context) error {
+				c.Reset(true)
+				return nil
+			},
+		}
 	}
-	return nemesis.Action{Kind: name, Start: func(context.Context, *nemesis.Nemesis) (string, string, error) {
+	return nemesis.Action{Kind: name, Start: func(context.Context, *nemesis.Nemesis, int) (string, string, error) {
 		return "", "", fmt.Errorf("unknown node fault %q", name)
 	}}
+}
+
+// skewRate is how much faster a skewed lock-service clock runs.
+const skewRate = 20.0
+
+// lastTokens returns the struck client's last granted token and the token its last read
+// saw stored (the previous holder's): the two grants a stepped-back clock lands between.
+func lastTokens(h *history.History, client int) (prev, held int64, ok bool) {
+	var haveAcq, haveRead bool
+	for i := len(h.Ops) - 1; i >= 0 && !(haveAcq && haveRead); i-- {
+		o := h.Ops[i]
+		if o.Client != client || o.Status != history.OK {
+			continue
+		}
+		switch {
+		case o.Kind == history.Read && !haveRead && !haveAcq:
+			prev, haveRead = o.Token, true
+		case o.Kind == history.Acquire && !haveAcq:
+			held, haveAcq = o.Token, true
+		}
+	}
+	return prev, held, haveAcq && haveRead
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"time"
 
 	"fencecheck/models"
 )
@@ -113,6 +114,59 @@ func Catalogue() []Scenario {
 			Spec:   Spec{Name: "naive-unfenced-delay", Backend: "naive", Resource: "unfenced", Faults: []string{"delay"}},
 			About:  "the delayed write lands after the next holder's write and overwrites it",
 			Expect: Expect{Verdicts: verdicts(violated, violated, held, anyVerdict), MinStaleAccepted: 1},
+		},
+
+		// Crashes, clocks and narrow counters: the lock service itself goes wrong.
+		{
+			Spec:  Spec{Name: "naive-fenced-monotonic-crash", Backend: "naive", Resource: "fenced", Fence: "monotonic", Faults: []string{"crash"}},
+			About: "the lock server crashes while the holder is paused and restarts with its in-memory counter back at 0; under a token >= stored fence a reused token overwrites an update",
+			Expect: Expect{
+				Verdicts:         verdicts(held, violated, violated, violated),
+				MinStaleRejected: 1,
+			},
+		},
+		{
+			Spec:  Spec{Name: "naive-fenced-crash", Backend: "naive", Resource: "fenced", Faults: []string{"crash"}},
+			About: "the same crash under a token > stored fence: reused tokens are refused, so the data is safe, but writes are refused until the counter catches up",
+			Expect: Expect{
+				Verdicts:         verdicts(held, held, violated, violated),
+				MinStaleRejected: 2, NoStaleAccepted: true,
+			},
+		},
+		{
+			Spec:   Spec{Name: "naive-persisted-fenced-crash", Backend: "naive-persisted", Resource: "fenced", Faults: []string{"crash"}},
+			About:  "the counter is persisted with fsync before each grant: after the crash tokens go on increasing and the paused holder's write is refused",
+			Expect: Expect{Verdicts: verdicts(held, held, held, anyVerdict), MinStaleRejected: 1, NoStaleAccepted: true},
+		},
+		{
+			Spec:   Spec{Name: "naive-wallclock-fenced-clock-jump", Backend: "naive-wallclock", Resource: "fenced", Faults: []string{"clock-jump"}},
+			About:  "tokens are the server's wall clock; it steps back while the holder is paused, so the next holder gets an older token than the paused one, whose late write then overwrites it",
+			Expect: Expect{Verdicts: verdicts(held, violated, violated, anyVerdict)},
+		},
+		{
+			Spec:   Spec{Name: "naive-32bit-fenced", Backend: "naive-32bit", Resource: "fenced"},
+			About:  "a 32-bit token counter wraps: every later token is older than the stored one, so the fence refuses every write from then on",
+			Expect: Expect{Verdicts: verdicts(held, held, violated, anyVerdict), MinStaleRejected: 1, NoStaleAccepted: true},
+		},
+		{
+			Spec:   Spec{Name: "naive-unfenced-careful-pause", Backend: "naive", Resource: "unfenced", Policy: "careful", Faults: []string{"pause"}},
+			About:  "a careful client checks its lease by its own clock right before writing, then pauses between the check and the write",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "naive-fenced-careful-pause", Backend: "naive", Resource: "fenced", Policy: "careful", Faults: []string{"pause"}},
+			About:  "the same careful client against a fenced register: the fence catches what the check missed",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "naive-unfenced-careful-skew", Backend: "naive", Resource: "unfenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}},
+			About:  "the lock server's clock runs fast: it expires the lease while the careful client's own clock says there is time left",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "raft-unfenced-careful-skew", Backend: "raft", Resource: "unfenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}},
+			About:  "the raft leader's clock runs fast: the lock FSM expires the lease while the careful client's own clock says there is time left",
+			Expect: unsafe,
 		},
 
 		// etcd: concurrency.Mutex on an embedded cluster; token = the lock key's CreateRevision.

@@ -61,7 +61,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	defer e.Close()
 	res, be := e.resource, e.backend
 
-	faults := spec.clientFaults(nodeFaults{backend: be})
+	faults := spec.clientFaults(nodeFaults{backend: be, env: e})
 	var maxHold time.Duration
 	for _, f := range faults {
 		maxHold = max(maxHold, f.MaxHold)
@@ -69,7 +69,11 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	run := history.Run{
 		Scenario: spec.Name, Backend: spec.Backend, Resource: spec.Resource, Fence: res.Fence(),
 		Seed: spec.Seed, TTLms: spec.TTL.Milliseconds(),
-		Extra: map[string]any{"clients": spec.Clients, "faults": spec.Faults, "duration_ms": spec.Duration.Milliseconds(), "members": spec.Members},
+		Extra: map[string]any{"clients": spec.Clients, "faults": spec.Faults, "duration_ms": spec.Duration.Milliseconds(), "members": spec.Members, "policy": spec.Policy},
+	}
+	if sched, ok := spec.schedule(); ok {
+		run.Extra["random_faults"] = spec.RandomFaults
+		run.Extra["schedule"] = sched.Items
 	}
 	start := time.Now()
 	h, err := runner.Run(ctx, runner.Config{
@@ -80,6 +84,9 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 		OpTimeout:      maxHold + 2*spec.TTL + time.Second,
 		AcquireTimeout: 10 * spec.TTL,
 		Think:          spec.TTL / 10,
+		Careful:        spec.Policy == "careful",
+		Margin:         spec.TTL / 10,
+		ClientNow:      e.clientNow,
 		Logger:         log,
 	})
 	if err != nil {

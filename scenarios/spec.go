@@ -29,6 +29,15 @@ type Spec struct {
 	TTL      time.Duration
 	Duration time.Duration
 	Seed     int64
+	// RandomFaults, if set, replaces targeted faults with a random schedule drawn from
+	// these kinds by the seed, one fault at a time, Interval apart on average, over
+	// Duration (Jepsen-style exploration: verdicts are reported, not expected).
+	RandomFaults []string
+	Interval     time.Duration
+	// Policy is the clients' policy: "trusting" (default: writes whenever its code
+	// reaches the write) or "careful" (checks by its own clock that its lease is still
+	// valid, with a margin, right before writing).
+	Policy string
 	// Members is the size of an embedded etcd cluster (default 1) or of the raft lock
 	// service (default 3).
 	Members int
@@ -84,6 +93,8 @@ func FaultNames() []Named {
 		{"leader-isolation", "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (etcd/raft clusters)"},
 		{"node-pause", "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"},
 		{"crash", "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals)"},
+		{"skew", "the lock service's clock (naive: the server; raft: the leader's FSM stamps) runs 20x fast while the holder is briefly paused (less than its TTL by its own clock)"},
+		{"clock-jump", "the lock server's wall clock steps back while the holder is paused (naive-wallclock: to between the last two grants, and stands still until healed; otherwise 1 h back)"},
 	}
 }
 
@@ -137,9 +148,23 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.Fence != history.FenceStrict && s.Fence != history.FenceMonotonic {
 		return s, fmt.Errorf("unknown fence %q (want strict or monotonic)", s.Fence)
 	}
-	for _, f := range s.Faults {
+	for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
 		if !known(FaultNames(), f) {
 			return s, fmt.Errorf("unknown fault %q (known: %s)", f, names(FaultNames()))
+		}
+	}
+	if len(s.RandomFaults) > 0 {
+		if len(s.Faults) > 0 {
+			return s, fmt.Errorf("give either targeted faults (--fault) or a random schedule (--faults), not both")
+		}
+		if s.Interval == 0 {
+			s.Interval = 2 * s.TTL
+		}
+		if s.Interval < 0 {
+			return s, fmt.Errorf("interval must be positive, got %v", s.Interval)
+		}
+		if s.Duration < 2*s.Interval {
+			return s, fmt.Errorf("a random schedule needs a duration of at least twice the interval (%v), got %v", 2*s.Interval, s.Duration)
 		}
 	}
 	if s.Clients < 2 || s.Clients > 64 {
@@ -165,6 +190,21 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.Backend == "etcd" && (s.TTL < time.Second || s.TTL%time.Second != 0) {
 		return s, fmt.Errorf("etcd leases are whole seconds, at least 1s (and at least 1.5x the election timeout): --ttl %v will not do", s.TTL)
 	}
+	if s.Policy == "" {
+		s.Policy = "trusting"
+	}
+	if !known(Policies(), s.Policy) {
+		return s, fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, names(Policies()))
+	}
+	if s.Policy == "careful" && s.Backend == "etcd" {
+		return s, fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock (naive or raft); etcd's session does not expose one")
+	}
+	for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
+		switch {
+		case f == "skew" && s.Backend == "etcd", f == "clock-jump" && (s.Backend == "etcd" || s.Backend == "raft"):
+			return s, fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
+		}
+	}
 	if s.Resource == "etcd-txn" && s.Backend != "etcd" {
 		return s, fmt.Errorf("resource etcd-txn needs the etcd backend (got %q)", s.Backend)
 	}
@@ -172,13 +212,13 @@ func (s Spec) withDefaults() (Spec, error) {
 		if s.Backend != "etcd" {
 			return s, fmt.Errorf("--etcd-endpoints is for the etcd backend (got %q)", s.Backend)
 		}
-		for _, f := range s.Faults {
+		for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
 			if isNodeFault(f) {
 				return s, fmt.Errorf("fault %q needs a cluster fencecheck started itself; an external cluster (--etcd-endpoints) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
 			}
 		}
 	}
-	for _, f := range s.Faults {
+	for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
 		if (f == "leader-isolation" || f == "node-pause") && (s.Backend != "etcd" && s.Backend != "raft" || s.Members < 3) {
 			return s, fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", f)
 		}
@@ -188,13 +228,28 @@ func (s Spec) withDefaults() (Spec, error) {
 
 // isNodeFault reports whether a fault acts on the lock service rather than on a client.
 func isNodeFault(f string) bool {
-	return f == "leader-isolation" || f == "node-pause" || f == "crash"
+	switch f {
+	case "leader-isolation", "node-pause", "crash", "skew", "clock-jump":
+		return true
+	}
+	return false
+}
+
+// Policies lists the client policies.
+func Policies() []Named {
+	return []Named{
+		{"trusting", "writes whenever its code path reaches the write (default)"},
+		{"careful", "checks by its own clock that its lease is still valid, with a margin of TTL/10, right before writing (naive and raft backends)"},
+	}
 }
 
 // clientFaults turns the spec's fault names into targeted faults. Node faults ride along
 // with the client fault (given alone, they ride on a pause of the holder, so that the
 // run contains a stale write to stop): node is how they act on the lock service.
 func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
+	if sched, ok := s.schedule(); ok {
+		return sched.ClientFaults(func(kind string) (nemesis.Action, bool) { return node.action(kind), true })
+	}
 	var out []nemesis.ClientFault
 	var with []nemesis.Action
 	arm := max(s.TTL, 200*time.Millisecond)
@@ -209,6 +264,7 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 	if len(with) > 0 && len(names) == 0 {
 		names = []string{"pause"}
 	}
+	skew := slices.Contains(s.Faults, "skew")
 	for _, name := range names {
 		f := nemesis.ClientFault{
 			Kind:     name,
@@ -221,7 +277,19 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 		switch name {
 		case "pause":
 			f.Point, f.StopWorker = harness.PauseAfterRead, true
-			if s.Resource == "toctou" {
+			switch {
+			case slices.Contains(s.Faults, "crash") && s.Backend != "etcd" && s.Backend != "raft":
+				// The crash forgets the lease at once, so the holder need not outwait
+				// its TTL. It wakes right after the first write accepted after the
+				// crash, before any other client writes again: the worst moment.
+				f.MinHold, f.Exclusive = s.TTL/20, true
+			case skew:
+				// A brief pause, shorter than the TTL by the client's clock: only the
+				// fast server clock makes it outlive the lease.
+				f.MinHold, f.MaxHold = s.TTL/20, s.TTL/2
+			case s.Policy == "careful":
+				f.Point = harness.PauseAfterLeaseCheck
+			case s.Resource == "toctou":
 				f.Point = harness.PauseAfterCheck
 			}
 		case "pause-before-read":
@@ -237,4 +305,29 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 		out = append(out, f)
 	}
 	return out
+}
+
+// schedule draws the spec's random schedule, if it has one. The spec is validated.
+func (s Spec) schedule() (nemesis.Schedule, bool) {
+	if len(s.RandomFaults) == 0 {
+		return nemesis.Schedule{}, false
+	}
+	sched, err := nemesis.Generate(nemesis.ScheduleConfig{
+		Seed: s.Seed, Kinds: s.RandomFaults, Clients: s.Clients, Total: s.Duration, Interval: s.Interval, TTL: s.TTL,
+	})
+	if err != nil {
+		return nemesis.Schedule{}, false
+	}
+	return sched, true
+}
+
+// Schedule returns the random fault schedule a spec will run (after defaults), so it
+// can be printed before the run. ok is false for a spec with targeted faults.
+func Schedule(s Spec) (nemesis.Schedule, bool, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nemesis.Schedule{}, false, fmt.Errorf("%w: %w", ErrSpec, err)
+	}
+	sched, ok := s.schedule()
+	return sched, ok, nil
 }

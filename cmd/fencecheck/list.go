@@ -22,6 +22,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	section("backends (--backend)", scenarios.BackendNames())
 	section("resources (--resource)", scenarios.ResourceNames())
 	section("faults (--fault)", scenarios.FaultNames())
+	section("client policies (--policy)", scenarios.Policies())
 	fmt.Fprintln(stdout, "properties (--fail-on):")
 	fmt.Fprintln(stdout, "  register                           the resource acts as one atomic register that accepts a write iff its token passes the fence")
 	fmt.Fprintln(stdout, "  updates                            every accepted write read the value accepted just before it (no lost update)")

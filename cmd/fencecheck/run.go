@@ -24,10 +24,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		resource = fs.String("resource", "", "protected resource (default fenced)")
 		fence    = fs.String("fence", "", "fence rule: strict (token > stored) or monotonic (token >= stored)")
 		fault    = fs.String("fault", "", "comma-separated targeted faults, e.g. pause or delay")
+		faults   = fs.String("faults", "", "comma-separated fault kinds for a random schedule drawn from --seed, e.g. pause,partition,skew")
+		interval = fs.Duration("interval", 0, "mean quiet time between faults of a random schedule (default 2x TTL)")
 		clients  = fs.Int("clients", 0, fmt.Sprintf("number of clients (default %d)", scenarios.DefaultClients))
 		ttl      = fs.Duration("ttl", 0, fmt.Sprintf("lease TTL (default %v)", scenarios.DefaultTTL))
 		duration = fs.Duration("duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", scenarios.DefaultDuration))
 		seed     = fs.Int64("seed", 1, "seed of the workload and the fault schedule")
+		policy   = fs.String("policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
 		members  = fs.Int("members", 0, "lock-service cluster size: etcd 1 (default) or 3, raft 3 (default) or 5")
 		etcdEPs  = fs.String("etcd-endpoints", "", "comma-separated host:port of an existing etcd cluster to use instead of an embedded one")
 		out      = fs.String("out", "fencecheck-results", "results folder; the run writes DIR/<scenario>/<timestamp>/")
@@ -77,6 +80,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			spec.Fence = *fence
 		case "fault":
 			spec.Faults = splitList(*fault)
+		case "faults":
+			spec.RandomFaults = splitList(*faults)
+		case "interval":
+			spec.Interval = *interval
 		case "clients":
 			spec.Clients = *clients
 		case "ttl":
@@ -85,6 +92,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			spec.Duration = *duration
 		case "members":
 			spec.Members = *members
+		case "policy":
+			spec.Policy = *policy
 		case "etcd-endpoints":
 			spec.EtcdEndpoints = splitList(*etcdEPs)
 			if spec.Backend == "" {
@@ -107,6 +116,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	fmt.Fprintf(stdout, "running %s (seed %d) ...\n", label, spec.Seed)
+	sched, random, err := scenarios.Schedule(spec)
+	if err != nil {
+		fmt.Fprintln(stderr, "fencecheck run:", err)
+		return exitUsage
+	}
+	if random {
+		fmt.Fprint(stdout, sched.String())
+	}
 	o, err := scenarios.Execute(ctx, spec, scenarios.Options{OutDir: dir, Logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck run:", err)

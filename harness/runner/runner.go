@@ -36,8 +36,13 @@ type Config struct {
 	OpTimeout      time.Duration
 	AcquireTimeout time.Duration
 	// Think is the longest pause between one client's critical sections.
-	Think  time.Duration
-	Logger *slog.Logger
+	Think time.Duration
+	// Careful clients check their lease by their own clock (ClientNow) with Margin to
+	// spare before each write.
+	Careful   bool
+	Margin    time.Duration
+	ClientNow func(client int) time.Time
+	Logger    *slog.Logger
 }
 
 func (c *Config) defaults() error {
@@ -124,9 +129,13 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		w := &harness.Worker{
 			ID: i, Gate: nem.Gate(i), Rec: rec,
 			OpTimeout: cfg.OpTimeout, AcquireTimeout: cfg.AcquireTimeout,
-			Think: cfg.Think,
+			Think:   cfg.Think,
+			Careful: cfg.Careful, Margin: cfg.Margin,
 			// Each client's think times come from the seed, so the workload is reproducible.
 			Rand: rand.New(rand.NewPCG(uint64(cfg.Run.Seed), uint64(i))),
+		}
+		if cfg.ClientNow != nil {
+			w.Now = func() time.Time { return cfg.ClientNow(i) }
 		}
 		workers[i] = w
 		if w.Locker, err = cfg.Backend.NewLocker(ctx, i, lockAddrs); err != nil {

@@ -1,0 +1,102 @@
+package nemesis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"fencecheck/harness"
+)
+
+// Item is one fault of a random schedule.
+type Item struct {
+	// At is when the fault is armed, from the start of the run.
+	At time.Duration `json:"at"`
+	// Kind is the fault's name (pause, delay, partition, or a node fault).
+	Kind string `json:"kind"`
+	// Client is the client a client fault strikes (at its next pause point).
+	Client int `json:"client"`
+	// Hold is how long the fault lasts once it strikes.
+	Hold time.Duration `json:"hold"`
+}
+
+// Schedule is a random fault schedule. It depends only on its inputs: the same seed
+// gives the same schedule.
+type Schedule struct {
+	Seed  int64  `json:"seed"`
+	Items []Item `json:"items"`
+}
+
+// ScheduleConfig says what a random schedule draws from.
+type ScheduleConfig struct {
+	Seed  int64
+	Kinds []string
+	// Clients is the number of clients faults can strike.
+	Clients int
+	// Total is how long the schedule lasts; Interval the mean quiet time between faults.
+	Total, Interval time.Duration
+	// TTL scales the holds: each lasts between TTL/2 and 3×TTL, so some outlive leases
+	// and some do not.
+	TTL time.Duration
+}
+
+// Generate draws a schedule: one fault at a time, separated by quiet intervals, all
+// healed before Total.
+func Generate(c ScheduleConfig) (Schedule, error) {
+	if len(c.Kinds) == 0 || c.Clients < 1 || c.Total <= 0 || c.Interval <= 0 || c.TTL <= 0 {
+		return Schedule{}, fmt.Errorf("schedule: want kinds, clients >= 1 and positive total, interval and TTL")
+	}
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6e656d65736973)) // "nemesis"
+	s := Schedule{Seed: c.Seed}
+	at := c.Interval/2 + time.Duration(rng.Int64N(int64(c.Interval)))
+	for {
+		hold := c.TTL/2 + time.Duration(rng.Int64N(int64(c.TTL*5/2)))
+		if at+hold > c.Total {
+			break
+		}
+		s.Items = append(s.Items, Item{At: at, Kind: c.Kinds[rng.IntN(len(c.Kinds))], Client: rng.IntN(c.Clients), Hold: hold})
+		at += hold + c.Interval/2 + time.Duration(rng.Int64N(int64(c.Interval)))
+	}
+	return s, nil
+}
+
+// String prints the schedule one fault per line.
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule (seed %d): %d faults\n", s.Seed, len(s.Items))
+	for _, it := range s.Items {
+		fmt.Fprintf(&b, "  at %6.2f s  %-16s client %d  for %.2f s\n", it.At.Seconds(), it.Kind, it.Client, it.Hold.Seconds())
+	}
+	return b.String()
+}
+
+// ClientFaults turns the schedule into faults for the nemesis. Client faults strike
+// their client at the next pause point it reaches (a pause stops it; delay and
+// partition let it go on); node faults, made by node, ride on the first pause point
+// any client reaches. A fault that has not struck within its hold is dropped.
+func (s Schedule) ClientFaults(node func(kind string) (Action, bool)) []ClientFault {
+	var out []ClientFault
+	for _, it := range s.Items {
+		f := ClientFault{
+			Kind: it.Kind, AnyPoint: true, ArmAfter: it.At, Deadline: it.At + it.Hold,
+			MinHold: it.Hold, MaxHold: it.Hold, Client: it.Client, Targeted: true,
+		}
+		switch it.Kind {
+		case "pause", "pause-before-read":
+			f.StopWorker = true
+		case "delay":
+			f.Point, f.AnyPoint = harness.PauseInWrite, false
+		case "partition":
+			f.Partition = true
+		default:
+			a, ok := node(it.Kind)
+			if !ok {
+				continue
+			}
+			f.Targeted, f.NoLinks, f.With = false, true, []Action{a}
+		}
+		out = append(out, f)
+	}
+	return out
+}
