@@ -79,10 +79,11 @@ func TestSpecErrors(t *testing.T) {
 func TestRandomSchedule(t *testing.T) {
 	spec := Spec{Backend: "naive", Resource: "fenced", RandomFaults: []string{"pause", "partition", "delay", "skew", "crash"},
 		Duration: 3 * time.Second, TTL: 200 * time.Millisecond, Seed: 7}
-	a, ok, err := Schedule(spec)
+	a, skipped, ok, err := Schedule(spec)
 	require.NoError(t, err)
 	require.True(t, ok)
-	b, _, _ := Schedule(spec)
+	require.Empty(t, skipped)
+	b, _, _, _ := Schedule(spec)
 	require.Equal(t, a, b)
 	require.NotEmpty(t, a.Items)
 
@@ -99,4 +100,12 @@ func TestRandomSchedule(t *testing.T) {
 	require.Equal(t, o.History.Run.Extra["seed"], nil) // the seed has its own field
 	require.Equal(t, int64(7), o.History.Run.Seed)
 	require.NotEqual(t, models.Violated, o.Report.Verdicts[models.Register], "a fenced register never lets a stale write through")
+
+	// Kinds that cannot apply to a backend are left out of its schedule, with the reason.
+	_, skipped, _, err = Schedule(Spec{Backend: "etcd", RandomFaults: []string{"pause", "skew"}, Duration: 20 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, skipped, 1)
+	require.Contains(t, skipped[0], "cannot be skewed in-process")
+	_, _, _, err = Schedule(Spec{Backend: "etcd", RandomFaults: []string{"skew"}, Duration: 20 * time.Second})
+	require.ErrorIs(t, err, ErrSpec)
 }

@@ -34,6 +34,9 @@ type Spec struct {
 	// Duration (Jepsen-style exploration: verdicts are reported, not expected).
 	RandomFaults []string
 	Interval     time.Duration
+	// Skipped says which RandomFaults did not apply to the backend and were left out
+	// (set by validation).
+	Skipped []string
 	// Policy is the clients' policy: "trusting" (default: writes whenever its code
 	// reaches the write) or "careful" (checks by its own clock that its lease is still
 	// valid, with a margin, right before writing).
@@ -199,31 +202,47 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.Policy == "careful" && s.Backend == "etcd" {
 		return s, fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock (naive or raft); etcd's session does not expose one")
 	}
-	for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
-		switch {
-		case f == "skew" && s.Backend == "etcd", f == "clock-jump" && (s.Backend == "etcd" || s.Backend == "raft"):
-			return s, fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
-		}
-	}
 	if s.Resource == "etcd-txn" && s.Backend != "etcd" {
 		return s, fmt.Errorf("resource etcd-txn needs the etcd backend (got %q)", s.Backend)
 	}
-	if len(s.EtcdEndpoints) > 0 {
-		if s.Backend != "etcd" {
-			return s, fmt.Errorf("--etcd-endpoints is for the etcd backend (got %q)", s.Backend)
-		}
-		for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
-			if isNodeFault(f) {
-				return s, fmt.Errorf("fault %q needs a cluster fencecheck started itself; an external cluster (--etcd-endpoints) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
-			}
+	if len(s.EtcdEndpoints) > 0 && s.Backend != "etcd" {
+		return s, fmt.Errorf("--etcd-endpoints is for the etcd backend (got %q)", s.Backend)
+	}
+	for _, f := range s.Faults {
+		if err := s.applicable(f); err != nil {
+			return s, err
 		}
 	}
-	for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
-		if (f == "leader-isolation" || f == "node-pause") && (s.Backend != "etcd" && s.Backend != "raft" || s.Members < 3) {
-			return s, fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", f)
+	// A random schedule draws only from the kinds that apply to this backend.
+	var kinds []string
+	s.Skipped = nil
+	for _, f := range s.RandomFaults {
+		if err := s.applicable(f); err != nil {
+			s.Skipped = append(s.Skipped, err.Error())
+			continue
 		}
+		kinds = append(kinds, f)
+	}
+	if len(s.RandomFaults) > 0 {
+		if len(kinds) == 0 {
+			return s, fmt.Errorf("no fault of --faults applies: %s", strings.Join(s.Skipped, "; "))
+		}
+		s.RandomFaults = kinds
 	}
 	return s, nil
+}
+
+// applicable says why fault f cannot run against the spec's backend, or nil.
+func (s Spec) applicable(f string) error {
+	switch {
+	case len(s.EtcdEndpoints) > 0 && isNodeFault(f):
+		return fmt.Errorf("fault %q needs a cluster fencecheck started itself; an external cluster (--etcd-endpoints) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
+	case (f == "leader-isolation" || f == "node-pause") && (s.Backend != "etcd" && s.Backend != "raft" || s.Members < 3):
+		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", f)
+	case f == "skew" && s.Backend == "etcd", f == "clock-jump" && (s.Backend == "etcd" || s.Backend == "raft"):
+		return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
+	}
+	return nil
 }
 
 // isNodeFault reports whether a fault acts on the lock service rather than on a client.
@@ -322,12 +341,13 @@ func (s Spec) schedule() (nemesis.Schedule, bool) {
 }
 
 // Schedule returns the random fault schedule a spec will run (after defaults), so it
-// can be printed before the run. ok is false for a spec with targeted faults.
-func Schedule(s Spec) (nemesis.Schedule, bool, error) {
-	s, err := s.withDefaults()
+// can be printed before the run, and why any requested kinds were left out. ok is false
+// for a spec with targeted faults.
+func Schedule(s Spec) (sched nemesis.Schedule, skipped []string, ok bool, err error) {
+	s, err = s.withDefaults()
 	if err != nil {
-		return nemesis.Schedule{}, false, fmt.Errorf("%w: %w", ErrSpec, err)
+		return nemesis.Schedule{}, nil, false, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
-	sched, ok := s.schedule()
-	return sched, ok, nil
+	sched, ok = s.schedule()
+	return sched, s.Skipped, ok, nil
 }

@@ -116,10 +116,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	fmt.Fprintf(stdout, "running %s (seed %d) ...\n", label, spec.Seed)
-	sched, random, err := scenarios.Schedule(spec)
+	sched, skipped, random, err := scenarios.Schedule(spec)
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck run:", err)
 		return exitUsage
+	}
+	for _, s := range skipped {
+		fmt.Fprintln(stdout, "left out of the schedule:", s)
 	}
 	if random {
 		fmt.Fprint(stdout, sched.String())
@@ -169,9 +172,12 @@ func adhocName(s scenarios.Spec) string {
 	if s.Fence != "" {
 		parts = append(parts, s.Fence)
 	}
-	if len(s.Faults) > 0 {
+	switch {
+	case len(s.Faults) > 0:
 		parts = append(parts, strings.Join(s.Faults, "+"))
-	} else {
+	case len(s.RandomFaults) > 0:
+		parts = append(parts, "random", strings.Join(s.RandomFaults, "+"))
+	default:
 		parts = append(parts, "nofault")
 	}
 	return strings.Join(parts, "-")
