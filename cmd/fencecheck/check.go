@@ -81,7 +81,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if len(fs.Args()) > 1 {
 				dir = filepath.Join(*htmlDir, fmt.Sprintf("%d-%s", i+1, filepath.Base(filepath.Dir(path))))
 			}
-			if err := os.MkdirAll(dir, 0o755); err == nil {
+			err := os.MkdirAll(dir, 0o755)
+			if err == nil {
 				err = reports.WriteRun(ctx, dir, hs[i], rep)
 			}
 			if err != nil {
