@@ -54,9 +54,10 @@ type ClientFault struct {
 	AnyPoint bool
 	// Deadline, if positive, disarms the fault if it has not struck by then (run time).
 	Deadline time.Duration
-	// Exclusive: when the fault heals, every other client's links stall until the struck
-	// client's next write has returned (at most ExclusiveCap), so the late write lands
-	// right after the write that ended the fault — the worst moment, every run.
+	// Exclusive: the moment another client's write ends the fault (after MinHold), every
+	// other client's links stall until the struck client's next write has returned (at
+	// most ExclusiveCap): the late write lands right after the write that ended the
+	// fault, before any other request — the worst moment, on every run and every load.
 	Exclusive bool
 	// NoLinks leaves the struck client's links alone (a fault that only rides on the
 	// strike's timing, like a node fault in a random schedule).
@@ -120,6 +121,12 @@ type strike struct {
 	ownWrite chan struct{}
 	ownOnce  sync.Once
 	healed   bool
+	// exclusive strikes stall the other clients' links the moment the write that ends
+	// them is accepted (once minPassed), so no other request slips in before the struck
+	// client's late one; others are those links.
+	exclusive bool
+	minPassed bool
+	others    []Link
 }
 
 // ExclusiveCap bounds how long an Exclusive fault holds the other clients after it heals.
@@ -184,6 +191,13 @@ func (n *Nemesis) observe(op history.Op) {
 	for s := range n.strikes {
 		switch {
 		case s.client != op.Client && op.Status == history.OK:
+			if s.exclusive && s.minPassed && s.others == nil && !n.healed {
+				// Synchronously, before the writer can send anything else.
+				s.others = n.otherLinksLocked(s.client)
+				for _, l := range s.others {
+					l.Stall()
+				}
+			}
 			s.once.Do(func() { close(s.otherWrite) })
 		case s.client == op.Client && s.healed:
 			s.ownOnce.Do(func() { close(s.ownWrite) })
@@ -212,7 +226,7 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	}
 	n.fired[idx] = true
 	f := n.faults[idx]
-	s := &strike{client: client, otherWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{})}
+	s := &strike{client: client, otherWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
 	n.active[s] = struct{}{}
 	n.strikes[s] = struct{}{}
 	links := append([]Link(nil), n.links[client]...)
@@ -251,20 +265,17 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		for i := len(heals) - 1; i >= 0; i-- {
 			heals[i]()
 		}
-		var others []Link
 		n.mu.Lock()
-		if f.Exclusive && !n.healed {
-			for c, ls := range n.links {
-				if c != client {
-					others = append(others, ls...)
-				}
+		others := s.others
+		if f.Exclusive && others == nil && !n.healed {
+			// The fault ended otherwise (at MaxHold, or the write came before MinHold).
+			others = n.otherLinksLocked(client)
+			for _, l := range others {
+				l.Stall()
 			}
 		}
 		s.healed = true
 		n.mu.Unlock()
-		for _, l := range others {
-			l.Stall()
-		}
 		for _, l := range links {
 			l.Pass()
 		}
@@ -347,6 +358,9 @@ func (n *Nemesis) wait(ctx context.Context, f ClientFault, s *strike) string {
 	case <-ctx.Done():
 		return "healed early: the run ended"
 	}
+	n.mu.Lock()
+	s.minPassed = true
+	n.mu.Unlock()
 	select {
 	case <-s.otherWrite:
 		return "another client's write was accepted meanwhile"
@@ -357,6 +371,17 @@ func (n *Nemesis) wait(ctx context.Context, f ClientFault, s *strike) string {
 	case <-ctx.Done():
 		return "healed early: the run ended"
 	}
+}
+
+// otherLinksLocked returns every link of every client but one. n.mu is held.
+func (n *Nemesis) otherLinksLocked(client int) []Link {
+	var out []Link
+	for c, ls := range n.links {
+		if c != client {
+			out = append(out, ls...)
+		}
+	}
+	return out
 }
 
 // Active reports whether any fault is in force.

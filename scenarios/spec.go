@@ -47,6 +47,9 @@ type Spec struct {
 	// EtcdEndpoints points the etcd backend at an existing cluster instead of starting
 	// an embedded one. Only client-side faults apply to it.
 	EtcdEndpoints []string
+	// PostgresDSN is the PostgreSQL server of the postgres resources (default:
+	// $FENCECHECK_POSTGRES_DSN; see build_db.go).
+	PostgresDSN string
 }
 
 // Defaults for a Spec.
@@ -78,12 +81,12 @@ func BackendNames() []Named {
 
 // ResourceNames lists the protected resources.
 func ResourceNames() []Named {
-	return []Named{
+	return append([]Named{
 		{"fenced", "register with one atomic conditional write (accept iff token passes the fence)"},
 		{"unfenced", "register that accepts every write; the token is stored, never checked"},
 		{"toctou", "register guarded by check-then-write: read the token, compare, then write in a second request"},
 		{"etcd-txn", "etcd itself is the store: one txn writes only while the lock key's CreateRevision is still the writer's token (etcd backend only)"},
-	}
+	}, databaseResourceNames()...) // sqlite*, postgres*: build_db.go
 }
 
 // FaultNames lists the targeted faults.
@@ -292,6 +295,9 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 			// client may go on, whatever the load.
 			MinHold: 2 * s.TTL,
 			MaxHold: max(20*s.TTL, 10*time.Second),
+			// The struck client's late request lands right after the write that ended
+			// the fault, before anyone else's: the same interleaving on every run.
+			Exclusive: true,
 		}
 		switch name {
 		case "pause":
@@ -301,14 +307,14 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 				// The crash forgets the lease at once, so the holder need not outwait
 				// its TTL. It wakes right after the first write accepted after the
 				// crash, before any other client writes again: the worst moment.
-				f.MinHold, f.Exclusive = s.TTL/20, true
+				f.MinHold = s.TTL / 20
 			case skew:
 				// A brief pause, shorter than the TTL by the client's clock: only the
 				// fast server clock makes it outlive the lease.
 				f.MinHold, f.MaxHold = s.TTL/20, s.TTL/2
 			case s.Policy == "careful":
 				f.Point = harness.PauseAfterLeaseCheck
-			case s.Resource == "toctou":
+			case s.Resource == "toctou" || checksThenWrites(s.Resource):
 				f.Point = harness.PauseAfterCheck
 			}
 		case "pause-before-read":
