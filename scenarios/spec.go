@@ -47,9 +47,6 @@ type Spec struct {
 	// EtcdEndpoints points the etcd backend at an existing cluster instead of starting
 	// an embedded one. Only client-side faults apply to it.
 	EtcdEndpoints []string
-	// PostgresDSN is the PostgreSQL server of the postgres resources (default:
-	// $FENCECHECK_POSTGRES_DSN; see build_db.go).
-	PostgresDSN string
 }
 
 // Defaults for a Spec.
@@ -81,12 +78,12 @@ func BackendNames() []Named {
 
 // ResourceNames lists the protected resources.
 func ResourceNames() []Named {
-	return append([]Named{
+	return []Named{
 		{"fenced", "register with one atomic conditional write (accept iff token passes the fence)"},
 		{"unfenced", "register that accepts every write; the token is stored, never checked"},
 		{"toctou", "register guarded by check-then-write: read the token, compare, then write in a second request"},
 		{"etcd-txn", "etcd itself is the store: one txn writes only while the lock key's CreateRevision is still the writer's token (etcd backend only)"},
-	}, databaseResourceNames()...) // sqlite*, postgres*: build_db.go
+	}
 }
 
 // FaultNames lists the targeted faults.
@@ -314,7 +311,7 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 				f.MinHold, f.MaxHold = s.TTL/20, s.TTL/2
 			case s.Policy == "careful":
 				f.Point = harness.PauseAfterLeaseCheck
-			case s.Resource == "toctou" || checksThenWrites(s.Resource):
+			case s.Resource == "toctou":
 				f.Point = harness.PauseAfterCheck
 			}
 		case "pause-before-read":
