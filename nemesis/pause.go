@@ -112,6 +112,9 @@ type Nemesis struct {
 // strike is one firing of a fault.
 type strike struct {
 	client int
+	// start is when it struck (run time); only writes called after it can end it, so a
+	// slow write from an earlier critical section does not count.
+	start int64
 	// otherWrite is closed when a client other than the target has a write accepted.
 	otherWrite chan struct{}
 	once       sync.Once
@@ -190,7 +193,7 @@ func (n *Nemesis) observe(op history.Op) {
 	defer n.mu.Unlock()
 	for s := range n.strikes {
 		switch {
-		case s.client != op.Client && op.Status == history.OK:
+		case s.client != op.Client && op.Status == history.OK && op.Call > s.start:
 			if s.exclusive && s.minPassed && s.others == nil && !n.healed {
 				// Synchronously, before the writer can send anything else.
 				s.others = n.otherLinksLocked(s.client)
@@ -226,7 +229,7 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	}
 	n.fired[idx] = true
 	f := n.faults[idx]
-	s := &strike{client: client, otherWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
+	s := &strike{client: client, start: n.rec.Now(), otherWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
 	n.active[s] = struct{}{}
 	n.strikes[s] = struct{}{}
 	links := append([]Link(nil), n.links[client]...)

@@ -43,7 +43,16 @@ type Config struct {
 	LockKey string
 	// DialTimeout bounds connecting to the servers (default 2s).
 	DialTimeout time.Duration
+	// KeepAlive is how often each client pings its connection; a connection whose ping
+	// goes unanswered for KeepAlive is dropped and the client moves to another member.
+	// Default 5s, etcd's default minimum for clients; embedded clusters allow (and use)
+	// EmbeddedKeepAlive.
+	KeepAlive time.Duration
 }
+
+// EmbeddedKeepAlive is the client keep-alive used against embedded clusters, whose
+// members accept pings this often.
+const EmbeddedKeepAlive = time.Second
 
 func (c Config) withDefaults() Config {
 	if c.Token == "" {
@@ -114,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	cfg = cfg.withDefaults()
 	cfg.Endpoints = append([]string(nil), cfg.Endpoints...)
-	cli, err := Dial(ctx, cfg.Endpoints, cfg.DialTimeout)
+	cli, err := DialKeepAlive(ctx, cfg.Endpoints, cfg.DialTimeout, cfg.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +149,7 @@ func (b *Backend) NewLocker(ctx context.Context, _ int, addrs []string) (harness
 	if len(addrs) != len(b.cfg.Endpoints) {
 		return nil, fmt.Errorf("%w: etcd: want %d addresses (one per endpoint), got %d", harness.ErrNoEffect, len(b.cfg.Endpoints), len(addrs))
 	}
-	cli, err := Dial(ctx, addrs, b.cfg.DialTimeout)
+	cli, err := DialKeepAlive(ctx, addrs, b.cfg.DialTimeout, b.cfg.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +162,14 @@ func (b *Backend) NewLocker(ctx context.Context, _ int, addrs []string) (harness
 // one address answers with a serializable read bounded by timeout; when none does the
 // error wraps harness.ErrNoEffect (dialling changes nothing on the server).
 func Dial(ctx context.Context, addrs []string, timeout time.Duration) (*clientv3.Client, error) {
+	return DialKeepAlive(ctx, addrs, timeout, 0)
+}
+
+// DialKeepAlive is Dial with a gRPC keep-alive period (0: 5s).
+func DialKeepAlive(ctx context.Context, addrs []string, timeout, keepAlive time.Duration) (*clientv3.Client, error) {
+	if keepAlive <= 0 {
+		keepAlive = 5 * time.Second
+	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: etcd: no address to dial", harness.ErrNoEffect)
 	}
@@ -163,7 +180,12 @@ func Dial(ctx context.Context, addrs []string, timeout time.Duration) (*clientv3
 		Endpoints:        addrs,
 		AutoSyncInterval: 0,
 		DialTimeout:      timeout,
-		Logger:           zap.NewNop(),
+		// Without keep-alives a member behind a stalled link looks merely slow and the
+		// client waits on it forever; with them it is dropped and another member is used.
+		DialKeepAliveTime:    keepAlive,
+		DialKeepAliveTimeout: keepAlive,
+		PermitWithoutStream:  true,
+		Logger:               zap.NewNop(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: etcd: client for %v: %w", harness.ErrNoEffect, addrs, err)

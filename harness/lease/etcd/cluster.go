@@ -277,6 +277,9 @@ func (c *Cluster) embedConfig(m *member, state, initial string) *embed.Config {
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.logger.With(zap.String("member", m.name)))
 	cfg.TickMs = uint(c.cfg.TickMs)
 	cfg.ElectionMs = uint(c.cfg.ElectionMs)
+	// Let clients ping every EmbeddedKeepAlive without being told to calm down: that is
+	// how a client notices a member whose link stalls and moves to another member.
+	cfg.GRPCKeepAliveMinTime = EmbeddedKeepAlive / 2
 	cfg.ListenClientUrls = []url.URL{m.clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{m.clientURL}
 	cfg.ListenPeerUrls = []url.URL{m.peerURL}

@@ -45,6 +45,9 @@ func StartBackend(ctx context.Context, cc ClusterConfig, cfg Config) (*ClusterBa
 		return nil, err
 	}
 	cfg.Endpoints = cl.Endpoints()
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = EmbeddedKeepAlive
+	}
 	b, err := New(ctx, cfg)
 	if err != nil {
 		_ = cl.Close()
