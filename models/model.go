@@ -182,7 +182,7 @@ func registerModel(fence string, vals *values) porcupine.Model {
 				}
 				return true, regState{op.value, op.token}
 			case history.Rejected:
-				return !passes, st
+				return history.RefusalExplained(fence, op.token, st.token), st
 			default: // unknown: it takes effect iff it passes where it is placed
 				if passes {
 					return true, regState{op.value, op.token}

@@ -148,7 +148,8 @@ func analyzeRegister(h *history.History) regResult {
 	rejected := make([][]*history.Op, len(classes)+1)
 	for i := range h.Ops {
 		x := &h.Ops[i]
-		if x.Kind == history.Write && x.Status == history.Rejected && history.Passes(fence, x.Token, 0) {
+		// Under an owner guard a refusal is always explained, so it constrains nothing.
+		if x.Kind == history.Write && x.Status == history.Rejected && fence != history.FenceOwner && history.Passes(fence, x.Token, 0) {
 			k := firstFailing(x.Token)
 			rejected[k] = append(rejected[k], x)
 		}

@@ -97,7 +97,18 @@ type Run struct {
 const (
 	FenceStrict    = "strict"
 	FenceMonotonic = "monotonic"
+	// FenceOwner is a guard rather than a comparison (etcd's txn on the lock key's
+	// CreateRevision): an accepted write must carry a newer token than the stored one,
+	// as under strict, but a refusal needs no explanation — the guard also refuses a
+	// writer whose lock expired while no newer holder has written yet.
+	FenceOwner = "owner"
 )
+
+// RefusalExplained reports whether a write with token t may be refused over a stored
+// token under the fence: always for an owner guard, otherwise iff it does not pass.
+func RefusalExplained(fence string, t, stored int64) bool {
+	return fence == FenceOwner || !Passes(fence, t, stored)
+}
 
 // History is a whole v1 history file.
 type History struct {
@@ -141,9 +152,9 @@ func (h *History) Validate() error {
 		return fmt.Errorf("field \"format\": got %q, want %q", h.Format, Format)
 	}
 	switch h.Run.Fence {
-	case "", FenceStrict, FenceMonotonic:
+	case "", FenceStrict, FenceMonotonic, FenceOwner:
 	default:
-		return fmt.Errorf("field \"run.fence\": got %q, want %q or %q", h.Run.Fence, FenceStrict, FenceMonotonic)
+		return fmt.Errorf("field \"run.fence\": got %q, want %q, %q or %q", h.Run.Fence, FenceStrict, FenceMonotonic, FenceOwner)
 	}
 	ids := make(map[int]int, len(h.Ops)) // id -> index
 	values := make(map[string]int)       // write value -> op id

@@ -9,7 +9,7 @@
 // lease expired (or it released) the key is gone, and a re-created key would have a new
 // revision, so the comparison fails and the write is rejected with no effect.
 //
-// # Why Fence is "strict"
+// # Why Fence is "owner"
 //
 // The owner's CreateRevision only increases from holder to holder (see package
 // fencecheck/harness/lease/etcd), and a write is accepted only while its writer owns
@@ -19,7 +19,8 @@
 // grant would carry the same token, which only "monotonic" allows). The fence is
 // stronger than the rule, not weaker: it also rejects a stale holder whose lease
 // expired before anyone newer wrote, although its token is still > the stored one.
-// A checker must therefore read "rejected" as "no effect", never as "token <= stored".
+// A checker must therefore read "rejected" as "no effect", never as "token <= stored":
+// that is the "owner" fence rule (accepted writes as under strict; any refusal legal).
 //
 // The lease must come from the etcd backend (it must have Key() and CreateRevision()),
 // and the resource must be the same etcd cluster as the lock.
@@ -78,8 +79,8 @@ func New(endpoints []string) *Resource {
 // Name implements harness.Resource.
 func (r *Resource) Name() string { return "etcd-txn" }
 
-// Fence implements harness.Resource: strict (see the package comment).
-func (r *Resource) Fence() string { return history.FenceStrict }
+// Fence implements harness.Resource: owner (see the package comment).
+func (r *Resource) Fence() string { return history.FenceOwner }
 
 // Endpoints implements harness.Resource.
 func (r *Resource) Endpoints() []string { return append([]string(nil), r.endpoints...) }

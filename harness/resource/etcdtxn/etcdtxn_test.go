@@ -86,7 +86,7 @@ func read(t *testing.T, rc harness.ResourceClient) (string, int64) {
 func TestReadWrite(t *testing.T) {
 	s := start(t)
 	require.Equal(t, "etcd-txn", s.res.Name())
-	require.Equal(t, history.FenceStrict, s.res.Fence())
+	require.Equal(t, history.FenceOwner, s.res.Fence())
 	require.Equal(t, s.c.Endpoints(), s.res.Endpoints())
 	var _ harness.Resource = s.res
 
