@@ -31,6 +31,10 @@ type Worker struct {
 	Careful bool
 	Margin  time.Duration
 	Now     func() time.Time
+	// Keys > 1 makes each critical section pick one of Keys independent keys (from
+	// Rand) and use that key's lock and register cell; Locker and Resource must then be
+	// a KeyedLocker and a KeyedResourceClient (keys.go). 0 or 1: the single default key.
+	Keys int
 
 	writes int
 }
@@ -70,9 +74,17 @@ func (w *Worker) Run(ctx context.Context, stop <-chan struct{}) {
 }
 
 func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
-	acq := w.Rec.Begin(w.ID, history.Acquire, 0, "", nil)
+	key := ""
+	if w.Keys > 1 {
+		i := 0
+		if w.Rand != nil {
+			i = w.Rand.IntN(w.Keys)
+		}
+		key = KeyName(i)
+	}
+	acq := w.Rec.BeginKey(key, w.ID, history.Acquire, 0, "", nil)
 	actx, cancel := context.WithTimeout(acqCtx, w.AcquireTimeout)
-	lease, err := w.Locker.Acquire(actx)
+	lease, err := w.acquire(actx, key)
 	cancel()
 	if err != nil {
 		acq.Done(Outcome(err), 0, "", err.Error())
@@ -83,11 +95,11 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		return
 	}
 	acq.Done(history.OK, lease.Token(), "", "")
-	defer w.release(ctx, lease)
+	defer w.release(ctx, key, lease)
 
 	w.Gate.Pause(ctx, PauseAfterAcquire)
-	rd := w.Rec.Begin(w.ID, history.Read, 0, "", nil)
-	value, token, err := w.read(ctx)
+	rd := w.Rec.BeginKey(key, w.ID, history.Read, 0, "", nil)
+	value, token, err := w.read(ctx, key)
 	if err != nil {
 		rd.Done(readOutcome(err), 0, "", err.Error())
 		return
@@ -105,9 +117,9 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 	w.Gate.Pause(ctx, PauseInWrite)
 	w.writes++
 	v := fmt.Sprintf("c%d-%d", w.ID, w.writes)
-	wr := w.Rec.Begin(w.ID, history.Write, lease.Token(), v, &readID)
+	wr := w.Rec.BeginKey(key, w.ID, history.Write, lease.Token(), v, &readID)
 	wctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
-	accepted, err := w.Resource.Write(wctx, lease, v)
+	accepted, err := w.write(wctx, key, lease, v)
 	cancel()
 	switch {
 	case err != nil:
@@ -133,14 +145,43 @@ func (w *Worker) leaseValid(lease Lease) bool {
 	return now().Add(w.Margin).Before(e.ValidUntil())
 }
 
-func (w *Worker) read(ctx context.Context) (string, int64, error) {
-	rctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
-	defer cancel()
-	return w.Resource.Read(rctx)
+func (w *Worker) acquire(ctx context.Context, key string) (Lease, error) {
+	if key == "" {
+		return w.Locker.Acquire(ctx)
+	}
+	kl, ok := w.Locker.(KeyedLocker)
+	if !ok {
+		return nil, fmt.Errorf("%w: the lock client does not support keys", ErrNoEffect)
+	}
+	return kl.AcquireKey(ctx, key)
 }
 
-func (w *Worker) release(ctx context.Context, lease Lease) {
-	rel := w.Rec.Begin(w.ID, history.Release, lease.Token(), "", nil)
+func (w *Worker) read(ctx context.Context, key string) (string, int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
+	defer cancel()
+	if key == "" {
+		return w.Resource.Read(rctx)
+	}
+	kr, ok := w.Resource.(KeyedResourceClient)
+	if !ok {
+		return "", 0, fmt.Errorf("%w: the resource client does not support keys", ErrNoEffect)
+	}
+	return kr.ReadKey(rctx, key)
+}
+
+func (w *Worker) write(ctx context.Context, key string, lease Lease, value string) (bool, error) {
+	if key == "" {
+		return w.Resource.Write(ctx, lease, value)
+	}
+	kr, ok := w.Resource.(KeyedResourceClient)
+	if !ok {
+		return false, fmt.Errorf("%w: the resource client does not support keys", ErrNoEffect)
+	}
+	return kr.WriteKey(ctx, key, lease, value)
+}
+
+func (w *Worker) release(ctx context.Context, key string, lease Lease) {
+	rel := w.Rec.BeginKey(key, w.ID, history.Release, lease.Token(), "", nil)
 	rctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
 	err := lease.Release(rctx)
 	cancel()
@@ -152,10 +193,20 @@ func (w *Worker) release(ctx context.Context, lease Lease) {
 }
 
 // FinalRead records one read by the client after the faults have healed, so a late stale
-// write is seen.
+// write is seen: of every key, with Keys > 1.
 func (w *Worker) FinalRead(ctx context.Context) {
-	rd := w.Rec.Begin(w.ID, history.Read, 0, "", nil)
-	value, token, err := w.read(ctx)
+	if w.Keys <= 1 {
+		w.finalRead(ctx, "")
+		return
+	}
+	for i := range w.Keys {
+		w.finalRead(ctx, KeyName(i))
+	}
+}
+
+func (w *Worker) finalRead(ctx context.Context, key string) {
+	rd := w.Rec.BeginKey(key, w.ID, history.Read, 0, "", nil)
+	value, token, err := w.read(ctx, key)
 	if err != nil {
 		rd.Done(readOutcome(err), 0, "", err.Error())
 		return

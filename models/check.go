@@ -26,7 +26,8 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("check: invalid history: %w", err)
 	}
-	d := Direct(h)
+	parts := splitByKey(h) // keys.go: one part per independent key
+	d := directParts(h, parts)
 	vals := newValues(h)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -36,7 +37,7 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	var wg sync.WaitGroup
 	for i, p := range Properties {
 		wg.Go(func() {
-			results[i], errs[i] = checkProperty(ctx, p, h, vals, d, opt)
+			results[i], errs[i] = checkProperty(ctx, p, h, parts, vals, d, opt)
 			if errs[i] != nil {
 				cancel() // no point finishing the others
 			}
@@ -63,6 +64,10 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 			rep.Agree = false
 		}
 	}
+	if HasEffects(h) { // the optional fifth property (effects.go)
+		r, er := checkEffects(h, d)
+		rep.Results, rep.Verdicts[Effects], rep.Effects = append(rep.Results, r), r.Verdict, er
+	}
 	return rep, nil
 }
 
@@ -79,9 +84,9 @@ func timeoutFor(ctx context.Context, opt Options) time.Duration {
 	return t
 }
 
-func checkProperty(ctx context.Context, p Property, h *history.History, vals *values, d *DirectResult, opt Options) (Result, error) {
+func checkProperty(ctx context.Context, p Property, h *history.History, parts []keyPart, vals *values, d *DirectResult, opt Options) (Result, error) {
 	model := newModel(ctx, p, h, vals)
-	ops := operations(p, h, vals)
+	ops := operationsParts(p, parts, vals)
 	timeout := timeoutFor(ctx, opt)
 	began := time.Now()
 	res := porcupine.CheckOperationsTimeout(model, ops, timeout)

@@ -34,6 +34,11 @@ func (d *DirectResult) Violated(p Property) bool { return d.Findings[p].Violated
 // with. h should be valid (history.Validate); on an invalid history the answers are
 // best effort.
 func Direct(h *history.History) *DirectResult {
+	return directByKey(h) // keys.go: one analysis per independent key
+}
+
+// directSingle is the direct analysis of a single-key history.
+func directSingle(h *history.History) *DirectResult {
 	reg := analyzeRegister(h)
 	upd := analyzeUpdates(h)
 	d := &DirectResult{

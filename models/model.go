@@ -56,8 +56,7 @@ type mutexOp struct {
 }
 
 // opMeta is every porcupine operation's Metadata: the history op it stands for, and the
-// key it touches. Histories have a single register today; the key is there so that a
-// later multi-key workload only has to fill it in for Partition to split per key.
+// key (independent lock and register) it touches, which Partition splits on.
 type opMeta struct {
 	ID  int
 	Key string
@@ -137,8 +136,8 @@ func newModel(ctx context.Context, p Property, h *history.History, vals *values)
 	return m
 }
 
-// partitionByKey splits a history per register key: a history is linearizable iff each
-// key's sub-history is. Today every op has key "", so there is one partition.
+// partitionByKey splits a history per key (history.Op.Key): a history is linearizable
+// iff each key's sub-history is, and porcupine checks the partitions in parallel.
 func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 	var keys []string
 	byKey := map[string][]porcupine.Operation{}
@@ -346,6 +345,11 @@ func firstSeen(h *history.History) map[string]*history.Op {
 func seenEnd(w, r *history.Op) int64 { return max(w.Call, *r.Return) }
 
 func operations(p Property, h *history.History, vals *values) []porcupine.Operation {
+	return operationsParts(p, splitByKey(h), vals) // keys.go
+}
+
+// operationsSingle is operations for a single-key history.
+func operationsSingle(p Property, h *history.History, vals *values) []porcupine.Operation {
 	var sel []modelOp
 	switch p {
 	case Register:
@@ -455,7 +459,7 @@ func toPorcupine(sel []modelOp) []porcupine.Operation {
 			Input:    s.input,
 			Call:     s.op.Call,
 			Return:   s.ret,
-			Metadata: opMeta{ID: s.op.ID},
+			Metadata: opMeta{ID: s.op.ID, Key: s.op.Key},
 		})
 	}
 	return out

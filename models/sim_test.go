@@ -52,6 +52,19 @@ type simConfig struct {
 	staleRead      float64 // return an older state
 	tokenReuse     float64 // grant an old token
 	grantWhileHeld float64 // grant a held, unexpired lock
+
+	// keys > 1: independent locks and registers; in cycles mode each client picks a key
+	// per critical section, and ops carry it (key "k0".."k<keys-1>").
+	keys int
+}
+
+// simKeyState is one key's lock service and register (see simulator.useKey).
+type simKeyState struct {
+	cur     simState
+	states  []simState
+	holder  int
+	expiry  int64
+	counter int64
 }
 
 type simEvent struct {
@@ -90,6 +103,7 @@ type simClient struct {
 	writes   int
 	pauseNow bool
 	done     bool
+	key      int // the key of its current critical section (keys > 1)
 }
 
 type simState struct {
@@ -113,6 +127,10 @@ type simulator struct {
 	holder  int
 	expiry  int64
 	counter int64
+
+	// the other keys' states, when keys > 1; the fields above hold curKey's
+	keyState map[string]*simKeyState
+	curKey   string
 
 	clients []simClient
 	issued  int
@@ -176,6 +194,9 @@ func (s *simulator) call(c int, now int64) {
 	var token int64
 	var value string
 	var readID *int
+	if kind == history.Acquire && s.cfg.keys > 1 {
+		cl.key = s.r.IntN(s.cfg.keys)
+	}
 	switch kind {
 	case history.Write:
 		cl.writes++
@@ -202,7 +223,7 @@ func (s *simulator) call(c int, now int64) {
 
 func (s *simulator) begin(c int, kind history.Kind, now, token int64, value string, readID *int) {
 	idx := len(s.ops)
-	s.ops = append(s.ops, history.Op{ID: idx + 1, Client: c, Kind: kind, Call: now, Status: history.Unknown, Token: token, Value: value, ReadID: readID})
+	s.ops = append(s.ops, history.Op{ID: idx + 1, Client: c, Kind: kind, Call: now, Status: history.Unknown, Token: token, Value: value, ReadID: readID, Key: s.keyName(c)})
 	s.result = append(s.result, "")
 	s.out = append(s.out, simState{})
 	s.issued++
@@ -225,6 +246,7 @@ func (s *simulator) begin(c int, kind history.Kind, now, token int64, value stri
 // effect executes op idx against the system at time now.
 func (s *simulator) effect(idx int, now int64) {
 	o := &s.ops[idx]
+	s.useKey(o.Key)
 	status := history.OK
 	switch o.Kind {
 	case history.Acquire:
@@ -273,6 +295,31 @@ func (s *simulator) effect(idx int, now int64) {
 	if s.result[idx] == "" {
 		s.result[idx] = status
 	}
+}
+
+// keyName is the key of client c's current op: "" (the default key) unless keys > 1.
+func (s *simulator) keyName(c int) string {
+	if s.cfg.keys <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("k%d", s.clients[c].key)
+}
+
+// useKey makes key k's lock service and register current.
+func (s *simulator) useKey(k string) {
+	if k == s.curKey {
+		return
+	}
+	if s.keyState == nil {
+		s.keyState = map[string]*simKeyState{}
+	}
+	s.keyState[s.curKey] = &simKeyState{s.cur, s.states, s.holder, s.expiry, s.counter}
+	ks, ok := s.keyState[k]
+	if !ok {
+		ks = &simKeyState{states: []simState{{}}, holder: -1}
+	}
+	s.cur, s.states, s.holder, s.expiry, s.counter = ks.cur, ks.states, ks.holder, ks.expiry, ks.counter
+	s.curKey = k
 }
 
 // ret completes op idx at time now and lets its client go on.
@@ -337,6 +384,7 @@ func (s *simulator) ret(idx int, now int64) {
 				last = max(last, s.ops[i].Call)
 			}
 			for c := range s.clients {
+				s.clients[c].key = c % max(s.cfg.keys, 1)
 				s.push(last+s.units(1+s.r.Int64N(s.cfg.maxThink+1)), 2, -1-c)
 			}
 		}

@@ -151,6 +151,9 @@ type Report struct {
 	// Agree is true when porcupine and the direct analysis agree on every property
 	// porcupine decided (a timed-out property cannot disagree).
 	Agree bool `json:"direct_agrees"`
+	// Effects is the evidence of the optional effects property (effects.go); nil, and
+	// absent from Verdicts and Results, when the history records no side effects.
+	Effects *EffectsReport `json:"effects,omitempty"`
 }
 
 // Result returns the result for p.

@@ -115,8 +115,13 @@ type strike struct {
 	// start is when it struck (run time); only writes called after it can end it, so a
 	// slow write from an earlier critical section does not count.
 	start int64
-	// otherWrite is closed when a client other than the target has a write accepted.
+	// otherWrite is closed when a client other than the target has a write accepted;
+	// nextWrite when that happens after MinHold (an exclusive strike waits for this one,
+	// so the other clients are stopped at the very moment of a write, never mid-way
+	// between a read and a write).
 	otherWrite chan struct{}
+	nextWrite  chan struct{}
+	nextOnce   sync.Once
 	once       sync.Once
 	// heal is closed to end the fault early (the run is ending).
 	heal chan struct{}
@@ -202,6 +207,9 @@ func (n *Nemesis) observe(op history.Op) {
 				}
 			}
 			s.once.Do(func() { close(s.otherWrite) })
+			if s.minPassed {
+				s.nextOnce.Do(func() { close(s.nextWrite) })
+			}
 		case s.client == op.Client && s.healed:
 			s.ownOnce.Do(func() { close(s.ownWrite) })
 		}
@@ -229,7 +237,7 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	}
 	n.fired[idx] = true
 	f := n.faults[idx]
-	s := &strike{client: client, start: n.rec.Now(), otherWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
+	s := &strike{client: client, start: n.rec.Now(), otherWrite: make(chan struct{}), nextWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
 	n.active[s] = struct{}{}
 	n.strikes[s] = struct{}{}
 	links := append([]Link(nil), n.links[client]...)
@@ -364,8 +372,12 @@ func (n *Nemesis) wait(ctx context.Context, f ClientFault, s *strike) string {
 	n.mu.Lock()
 	s.minPassed = true
 	n.mu.Unlock()
+	trigger := s.otherWrite
+	if s.exclusive {
+		trigger = s.nextWrite
+	}
 	select {
-	case <-s.otherWrite:
+	case <-trigger:
 		return "another client's write was accepted meanwhile"
 	case <-maxT.C:
 		return fmt.Sprintf("no other client's write was accepted within %v", f.MaxHold)

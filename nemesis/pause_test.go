@@ -155,6 +155,9 @@ func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
 		close(resumed)
 	}()
 	require.Eventually(t, n.Active, 5*time.Second, time.Millisecond)
+	// After MinHold (20ms), the next write by another client ends the fault; if the
+	// machine is slow and the write lands first, MaxHold ends it instead, the same way.
+	time.Sleep(100 * time.Millisecond)
 	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.OK, 2, "c1-1", "")
 	<-resumed
 	require.False(t, l0.isStalled())

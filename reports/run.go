@@ -1,6 +1,7 @@
-// Package reports turns a checked history into what people read: the terminal summary,
-// verdict.json, and the porcupine visualizations (HTML). It works offline from a saved
-// history and never imports a backend.
+// Package reports turns checked histories into what people read and share: the terminal
+// summary, verdict.json, the porcupine visualizations, the self-contained HTML run
+// report (report.html), the matrix index page, the evaluate scorecard, and the results
+// store's index. It works offline from saved histories and never imports a backend.
 package reports
 
 import (
@@ -23,14 +24,15 @@ type VerdictFile struct {
 // VerdictFormat names verdict.json's format.
 const VerdictFormat = "fencecheck.verdict/v1"
 
-// WriteRun writes verdict.json and one porcupine visualization per property
-// (porcupine-<property>.html, rendered also when the property is violated) into dir.
+// WriteRun writes verdict.json, one porcupine visualization per property
+// (porcupine-<property>.html, rendered also when the property is violated) and the HTML
+// run report (report.html) into dir.
 func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.Report) error {
 	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Report: rep}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode verdict: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "verdict.json"), append(b, '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, "verdict.json"), append(b, '\n')); err != nil {
 		return err
 	}
 	for _, p := range models.Properties {
@@ -38,7 +40,29 @@ func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.R
 			return fmt.Errorf("visualize %s: %w", p, err)
 		}
 	}
+	if err := WriteReport(dir, h, rep); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	return nil
+}
+
+// ReadVerdict reads a run's verdict.json.
+func ReadVerdict(path string) (*models.Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Format string `json:"format"`
+		models.Report
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if v.Format != VerdictFormat {
+		return nil, fmt.Errorf("%s: field \"format\": got %q, want %q", path, v.Format, VerdictFormat)
+	}
+	return &v.Report, nil
 }
 
 func writeVisualization(ctx context.Context, path string, p models.Property, h *history.History) error {

@@ -48,7 +48,7 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 	if len(rep.LostUpdates) > 0 {
 		fmt.Fprintf(w, "lost updates (%d):\n", len(rep.LostUpdates))
 		for _, l := range rep.LostUpdates {
-			fmt.Fprintf(w, "  op %d (client %d): %s\n", l.Write, l.Client, l.Explanation)
+			fmt.Fprintf(w, "  %s\n", LostSentence(l))
 		}
 	}
 	ev := rep.Evidence
@@ -73,4 +73,9 @@ func StaleSentence(s models.StaleWrite) string {
 	}
 	return fmt.Sprintf("client %d wrote with token %d at %s after client %d's token-%d write was accepted at %s; %s%s [ops %d, %d]",
 		s.Client, s.Token, Seconds(s.At), s.NewerClient, s.NewerToken, Seconds(s.NewerAt), what, seen, s.Write, s.Newer)
+}
+
+// LostSentence explains one lost update in a sentence.
+func LostSentence(l models.LostUpdate) string {
+	return fmt.Sprintf("op %d (client %d): %s", l.Write, l.Client, l.Explanation)
 }

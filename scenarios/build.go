@@ -152,8 +152,10 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		e.resource = r
 	case "etcd-txn":
 		e.resource = etcdtxn.New(e.backend.Endpoints())
-	default:
-		return nil, fmt.Errorf("%w: unknown resource %q", ErrSpec, s.Resource)
+	default: // the database resources (build_db.go); any other name is unknown
+		if e.resource, err = buildDatabase(ctx, s, tempDir); err != nil {
+			return nil, err
+		}
 	}
 	e.closers = append(e.closers, e.resource.Close)
 	return e, nil

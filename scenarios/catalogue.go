@@ -30,7 +30,7 @@ type Scenario struct {
 // Diff lists every way the report differs from the expectation; empty means it matches.
 func (e Expect) Diff(r *models.Report) []string {
 	var diffs []string
-	for _, p := range models.Properties {
+	for _, p := range models.AllProperties {
 		want, ok := e.Verdicts[p]
 		if !ok {
 			continue
@@ -76,7 +76,7 @@ const anyVerdict models.Verdict = ""
 func Catalogue() []Scenario {
 	unsafe := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
 	safe := Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
-	return []Scenario{
+	return append([]Scenario{
 		{
 			Spec:   Spec{Name: "naive-unfenced-pause", Backend: "naive", Resource: "unfenced", Faults: []string{"pause"}},
 			About:  "the holder pauses after its read for longer than the TTL; its late write overwrites the next holder's (Kleppmann's GC pause)",
@@ -242,7 +242,7 @@ func Catalogue() []Scenario {
 			About:  "3 raft nodes: the leader crashes while the holder is paused and restarts with its log; tokens keep increasing",
 			Expect: safe,
 		},
-	}
+	}, databaseScenarios()...) // sqlite and postgres: catalogue_db.go
 }
 
 // Lookup finds a scenario by name.

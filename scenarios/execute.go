@@ -71,6 +71,9 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 		Seed: spec.Seed, TTLms: spec.TTL.Milliseconds(),
 		Extra: map[string]any{"clients": spec.Clients, "faults": spec.Faults, "duration_ms": spec.Duration.Milliseconds(), "members": spec.Members, "policy": spec.Policy},
 	}
+	if spec.Keys > 1 {
+		run.Extra["keys"] = spec.Keys
+	}
 	if sched, ok := spec.schedule(); ok {
 		run.Extra["random_faults"] = spec.RandomFaults
 		run.Extra["schedule"] = sched.Items
@@ -88,6 +91,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 		Margin:         spec.TTL / 10,
 		ClientNow:      e.clientNow,
 		Logger:         log,
+		Keys:           spec.Keys,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)

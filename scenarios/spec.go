@@ -47,6 +47,12 @@ type Spec struct {
 	// EtcdEndpoints points the etcd backend at an existing cluster instead of starting
 	// an embedded one. Only client-side faults apply to it.
 	EtcdEndpoints []string
+	// PostgresDSN is the PostgreSQL server of the postgres resources (default:
+	// $FENCECHECK_POSTGRES_DSN; see build_db.go).
+	PostgresDSN string
+	// Keys > 1 runs that many independent locks and register cells; each critical
+	// section picks one (seeded). Naive backends and register resources only (keys.go).
+	Keys int
 }
 
 // Defaults for a Spec.
@@ -78,12 +84,12 @@ func BackendNames() []Named {
 
 // ResourceNames lists the protected resources.
 func ResourceNames() []Named {
-	return []Named{
+	return append([]Named{
 		{"fenced", "register with one atomic conditional write (accept iff token passes the fence)"},
 		{"unfenced", "register that accepts every write; the token is stored, never checked"},
 		{"toctou", "register guarded by check-then-write: read the token, compare, then write in a second request"},
 		{"etcd-txn", "etcd itself is the store: one txn writes only while the lock key's CreateRevision is still the writer's token (etcd backend only)"},
-	}
+	}, databaseResourceNames()...) // sqlite*, postgres*: build_db.go
 }
 
 // FaultNames lists the targeted faults.
@@ -208,6 +214,9 @@ func (s Spec) withDefaults() (Spec, error) {
 	if len(s.EtcdEndpoints) > 0 && s.Backend != "etcd" {
 		return s, fmt.Errorf("--etcd-endpoints is for the etcd backend (got %q)", s.Backend)
 	}
+	if err := s.checkKeys(); err != nil { // keys.go
+		return s, err
+	}
 	for _, f := range s.Faults {
 		if err := s.applicable(f); err != nil {
 			return s, err
@@ -311,7 +320,7 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 				f.MinHold, f.MaxHold = s.TTL/20, s.TTL/2
 			case s.Policy == "careful":
 				f.Point = harness.PauseAfterLeaseCheck
-			case s.Resource == "toctou":
+			case s.Resource == "toctou" || checksThenWrites(s.Resource):
 				f.Point = harness.PauseAfterCheck
 			}
 		case "pause-before-read":

@@ -16,14 +16,14 @@ func parseFailOn(s string) ([]models.Property, error) {
 			continue
 		}
 		found := false
-		for _, p := range models.Properties {
+		for _, p := range models.AllProperties {
 			if string(p) == part {
 				out = append(out, p)
 				found = true
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("--fail-on: unknown property %q (want some of register, updates, tokens, mutex)", part)
+			return nil, fmt.Errorf("--fail-on: unknown property %q (want some of register, updates, tokens, mutex, effects)", part)
 		}
 	}
 	return out, nil

@@ -4,6 +4,10 @@
 //	fencecheck run [flags] [SCENARIO]   run one scenario (by name, or built from flags)
 //	fencecheck check [flags] FILE...    re-check saved histories offline
 //	fencecheck list                     every backend, resource, fault and scenario
+//	fencecheck matrix [flags]           run backend × resource × fault cells; index page
+//	fencecheck evaluate --backend NAME  a backend's scorecard: is it safe with fencing?
+//	fencecheck report DIR_OR_HISTORY... (re)build HTML reports offline
+//	fencecheck serve [DIR]              browse a results store on 127.0.0.1
 //
 // Exit codes: 0 the protected data is safe, 1 a stale write got through or an update was
 // lost (see --fail-on), 2 bad input or usage, 3 internal failure.
@@ -38,6 +42,13 @@ commands:
   run [flags] [SCENARIO]   run one scenario by name, or one built from flags
   check [flags] FILE...    re-check saved history files offline
   list                     print every backend, resource, fault and scenario name
+  matrix [flags]           run backend × resource × fault cells against their expected
+                           verdicts and write an index page (exit 1: some cell differs)
+  evaluate --backend NAME  run every applicable fault against unfenced, fenced and native
+                           resources; write a scorecard (exit 0: safe with fencing)
+  report DIR_OR_HISTORY... (re)build report.html, matrix and scorecard pages offline
+  serve [DIR]              serve a results store on 127.0.0.1 for browsing
+  soak [flags]             run scenarios N times each: detection and false-alarm rates
 
 Run 'fencecheck <command> -h' for the flags of a command.
 `
@@ -55,6 +66,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdCheck(ctx, args[1:], stdout, stderr)
 	case "list":
 		return cmdList(args[1:], stdout, stderr)
+	case "matrix":
+		return cmdMatrix(ctx, args[1:], stdout, stderr)
+	case "evaluate":
+		return cmdEvaluate(ctx, args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
+	case "soak":
+		return cmdSoak(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitSafe

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,7 +33,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		seed     = fs.Int64("seed", 1, "seed of the workload and the fault schedule")
 		policy   = fs.String("policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
 		members  = fs.Int("members", 0, "lock-service cluster size: etcd 1 (default) or 3, raft 3 (default) or 5")
+		keys     = fs.Int("keys", 0, "independent locks and registers; each critical section picks one (seeded). Naive backends with fenced/unfenced/toctou only")
 		etcdEPs  = fs.String("etcd-endpoints", "", "comma-separated host:port of an existing etcd cluster to use instead of an embedded one")
+		pgDSN    = fs.String("postgres-dsn", "", "PostgreSQL server of the postgres resources, e.g. postgres://user:pass@127.0.0.1:5432/db (default $FENCECHECK_POSTGRES_DSN)")
 		out      = fs.String("out", "fencecheck-results", "results folder; the run writes DIR/<scenario>/<timestamp>/")
 		failOn   = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
 		verbose  = fs.Bool("v", false, "log progress to stderr")
@@ -92,6 +95,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			spec.Duration = *duration
 		case "members":
 			spec.Members = *members
+		case "keys":
+			spec.Keys = *keys
 		case "policy":
 			spec.Policy = *policy
 		case "etcd-endpoints":
@@ -102,6 +107,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	})
 	spec.Seed = *seed
+	spec.PostgresDSN = *pgDSN // empty: $FENCECHECK_POSTGRES_DSN
 	if spec.Clients < 0 || spec.TTL < 0 || spec.Duration < 0 || spec.Members < 0 {
 		fmt.Fprintln(stderr, "fencecheck run: --clients, --ttl, --duration and --members must not be negative")
 		return exitUsage
@@ -110,11 +116,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if label == "" {
 		label = adhocName(spec)
 	}
-	dir := filepath.Join(*out, label, time.Now().Format("20060102-150405.000"))
-	logger := slog.New(slog.DiscardHandler)
-	if *verbose {
-		logger = slog.New(slog.NewTextHandler(stderr, nil))
+	// Bad input is reported before anything is written to the results store.
+	if _, err := scenarios.Normalize(spec); err != nil {
+		fmt.Fprintln(stderr, "fencecheck run:", err)
+		return exitUsage
 	}
+	dir, err := reports.NewRunDir(*out, label, time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "fencecheck run:", err)
+		return exitInternal
+	}
+	logFile, err := os.Create(filepath.Join(dir, reports.RunLog))
+	if err != nil {
+		fmt.Fprintln(stderr, "fencecheck run:", err)
+		return exitInternal
+	}
+	defer logFile.Close()
+	var logTo slog.Handler = slog.NewTextHandler(logFile, nil)
+	if *verbose {
+		logTo = slog.NewMultiHandler(logTo, slog.NewTextHandler(stderr, nil))
+	}
+	logger := slog.New(logTo)
+	// latest points at this run whatever its end: its folder holds the evidence.
+	defer func() { _ = reports.MarkLatest(dir) }()
 	fmt.Fprintf(stdout, "running %s (seed %d) ...\n", label, spec.Seed)
 	sched, skipped, random, err := scenarios.Schedule(spec)
 	if err != nil {
@@ -138,6 +162,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reports.Summary(stdout, o.History, o.Report)
 	fmt.Fprintf(stdout, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())
 	fmt.Fprintf(stdout, "evidence: %s\n", dir)
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, reports.ReportFile))
 	code := exitFor(o.Report, props)
 	fmt.Fprintln(stdout, resultLine(code))
 	return code

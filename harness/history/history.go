@@ -56,6 +56,9 @@ type Op struct {
 	ReadID *int `json:"read_id,omitempty"`
 	// Error is free text explaining a fail/unknown outcome.
 	Error string `json:"error,omitempty"`
+	// Key names the independent lock and register the op is about (multi-key runs);
+	// "" (absent) is the single default key, so v1 files without it mean one key.
+	Key string `json:"key,omitempty"`
 }
 
 // End returns the op's return time, or math.MaxInt64 when it never returned.
@@ -116,6 +119,9 @@ type History struct {
 	Run    Run     `json:"run"`
 	Ops    []Op    `json:"ops"`
 	Faults []Fault `json:"faults"`
+	// Effects are the side effects delivered outside the resource (optional extension,
+	// see Effect); absent when the run had none.
+	Effects []Effect `json:"effects,omitempty"`
 }
 
 // FenceRule returns the run's fence rule, defaulting to strict.
@@ -226,6 +232,12 @@ func (h *History) Validate() error {
 		if r.Status != OK {
 			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read with status %s (want ok)", r.ID, r.Status)}
 		}
+		if r.Key != o.Key {
+			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read of key %q, but this write is to key %q", r.ID, r.Key, o.Key)}
+		}
+	}
+	if err := h.validateEffects(ids); err != nil {
+		return err
 	}
 	for i, f := range h.Faults {
 		if f.Kind == "" {

@@ -124,3 +124,34 @@ func FuzzDecode(f *testing.F) {
 		require.NoError(t, err)
 	})
 }
+
+// The optional key: absent in v1 files (the default key), round-tripped when present,
+// and a write's read_id must name a read of the same key.
+func TestKeyField(t *testing.T) {
+	for _, tc := range []struct {
+		name, ops, err string
+	}{
+		{"absent", `{"id": 1, "client": 0, "kind": "read", "call": 1, "return": 2, "status": "ok"}`, ""},
+		{"present", `{"id": 1, "client": 0, "kind": "read", "call": 1, "return": 2, "status": "ok", "key": "k3"}`, ""},
+		{"read_id across keys",
+			`{"id": 1, "client": 0, "kind": "read", "call": 1, "return": 2, "status": "ok", "key": "a"},
+			 {"id": 2, "client": 0, "kind": "write", "call": 3, "return": 4, "status": "ok", "token": 1, "value": "v", "read_id": 1, "key": "b"}`,
+			`op 2: field "read_id": names op 1, a read of key "a", but this write is to key "b"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := `{"format": "fencecheck.history/v1", "run": {"seed": 1}, "ops": [` + tc.ops + `], "faults": []}`
+			h, err := Decode(strings.NewReader(doc), "k.json")
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			var buf bytes.Buffer
+			require.NoError(t, Encode(&buf, h))
+			require.Equal(t, strings.Contains(tc.ops, `"key"`), strings.Contains(buf.String(), `"key"`))
+			h2, err := Decode(&buf, "again")
+			require.NoError(t, err)
+			require.Equal(t, h, h2)
+		})
+	}
+}

@@ -10,10 +10,11 @@ import (
 type Recorder struct {
 	start time.Time
 
-	mu     sync.Mutex
-	nextID int
-	ops    []Op
-	faults []Fault
+	mu      sync.Mutex
+	nextID  int
+	ops     []Op
+	faults  []Fault
+	effects []Effect
 	// watchers are told about every op that completes.
 	watchers []func(Op)
 }
@@ -38,10 +39,15 @@ type Pending struct {
 // Begin records the call of an operation and returns its handle. The op's ID is
 // assigned here, so ids follow call order.
 func (r *Recorder) Begin(client int, kind Kind, token int64, value string, readID *int) *Pending {
+	return r.BeginKey("", client, kind, token, value, readID)
+}
+
+// BeginKey is Begin for an op on key (Op.Key; "" is the default key).
+func (r *Recorder) BeginKey(key string, client int, kind Kind, token int64, value string, readID *int) *Pending {
 	now := r.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	op := Op{ID: r.nextID, Client: client, Kind: kind, Call: now, Status: Unknown, Token: token, Value: value, ReadID: readID}
+	op := Op{ID: r.nextID, Client: client, Kind: kind, Call: now, Status: Unknown, Token: token, Value: value, ReadID: readID, Key: key}
 	r.nextID++
 	r.ops = append(r.ops, op)
 	return &Pending{r: r, idx: len(r.ops) - 1}
@@ -125,5 +131,6 @@ func (r *Recorder) History(run Run) *History {
 	if h.Ops == nil {
 		h.Ops = []Op{}
 	}
+	h.Effects = r.effectsLocked(h.Ops)
 	return h
 }

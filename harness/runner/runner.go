@@ -43,6 +43,9 @@ type Config struct {
 	Margin    time.Duration
 	ClientNow func(client int) time.Time
 	Logger    *slog.Logger
+	// Keys > 1: each critical section picks one of Keys independent locks and register
+	// cells (harness.KeyedLocker, harness.KeyedResourceClient; others refuse).
+	Keys int
 }
 
 func (c *Config) defaults() error {
@@ -79,6 +82,9 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		return nil, err
 	}
 	rec := history.NewRecorder()
+	if r, ok := cfg.Resource.(interface{ RecordEffects(*history.Recorder) }); ok {
+		r.RecordEffects(rec) // side effects (outbox/direct resources) go into the history
+	}
 	nem, err := nemesis.New(rec, cfg.Faults...)
 	if err != nil {
 		return nil, err
@@ -133,6 +139,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			Careful: cfg.Careful, Margin: cfg.Margin,
 			// Each client's think times come from the seed, so the workload is reproducible.
 			Rand: rand.New(rand.NewPCG(uint64(cfg.Run.Seed), uint64(i))),
+			Keys: cfg.Keys,
 		}
 		if cfg.ClientNow != nil {
 			w.Now = func() time.Time { return cfg.ClientNow(i) }
@@ -143,6 +150,11 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		}
 		if w.Resource, err = cfg.Resource.NewClient(ctx, i, resAddrs, w.Gate); err != nil {
 			return nil, fmt.Errorf("client %d: resource client: %w", i, err)
+		}
+		if cfg.Keys > 1 {
+			if err := harness.CheckKeyed(cfg.Backend.Name(), w.Locker, cfg.Resource.Name(), w.Resource); err != nil {
+				return nil, fmt.Errorf("runner: --keys %d: %w", cfg.Keys, err)
+			}
 		}
 	}
 

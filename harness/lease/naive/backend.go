@@ -177,18 +177,24 @@ func NewLocker(addr, owner string, ttl time.Duration) *Locker {
 	return &Locker{owner: owner, ttl: ttl, http: jsonhttp.New(addr), now: time.Now, leases: map[*lease]struct{}{}}
 }
 
-// Acquire polls the server until the lock is granted or ctx ends.
+// Acquire polls the server until the default lock is granted or ctx ends.
 func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
+	return l.AcquireKey(ctx, "")
+}
+
+// AcquireKey polls the server until key's lock is granted or ctx ends
+// (harness.KeyedLocker).
+func (l *Locker) AcquireKey(ctx context.Context, key string) (harness.Lease, error) {
 	poll := max(l.ttl/10, 5*time.Millisecond)
 	for {
 		sent := l.now()
 		var resp AcquireResponse
-		err := l.http.Do(ctx, "POST", "/acquire", AcquireRequest{Owner: l.owner, TTLms: l.ttl.Milliseconds()}, &resp)
+		err := l.http.Do(ctx, "POST", "/acquire", AcquireRequest{Owner: l.owner, TTLms: l.ttl.Milliseconds(), Key: key}, &resp)
 		if err != nil {
 			return nil, err
 		}
 		if resp.Granted {
-			return l.start(resp.Token, sent), nil
+			return l.start(key, resp.Token, sent), nil
 		}
 		t := time.NewTimer(poll)
 		select {
@@ -216,8 +222,8 @@ func (l *Locker) Close() error {
 	return l.http.Close()
 }
 
-func (l *Locker) start(token int64, sent time.Time) *lease {
-	le := &lease{l: l, token: token, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func (l *Locker) start(key string, token int64, sent time.Time) *lease {
+	le := &lease{l: l, key: key, token: token, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	le.valid.Store(sent.Add(l.ttl).UnixNano())
 	l.mu.Lock()
 	closed := l.closed
@@ -235,6 +241,7 @@ func (l *Locker) start(token int64, sent time.Time) *lease {
 
 type lease struct {
 	l     *Locker
+	key   string
 	token int64
 	// valid is when the lease ends by the client's clock: the TTL counted from when the
 	// last confirmed acquire or renewal was sent (Unix ns).
@@ -290,7 +297,7 @@ func (le *lease) renew() {
 		}()
 		sent := le.l.now()
 		var resp LeaseResponse
-		err := le.l.http.Do(ctx, "POST", "/renew", renewRequest{LeaseRequest{le.l.owner, le.token}, ttl.Milliseconds()}, &resp)
+		err := le.l.http.Do(ctx, "POST", "/renew", renewRequest{LeaseRequest{le.l.owner, le.token, le.key}, ttl.Milliseconds()}, &resp)
 		cancel()
 		switch {
 		case err == nil && resp.OK:
@@ -310,7 +317,7 @@ func (le *lease) renew() {
 func (le *lease) Release(ctx context.Context) error {
 	le.stopRenewing()
 	var resp LeaseResponse
-	if err := le.l.http.Do(ctx, "POST", "/release", LeaseRequest{le.l.owner, le.token}, &resp); err != nil {
+	if err := le.l.http.Do(ctx, "POST", "/release", LeaseRequest{le.l.owner, le.token, le.key}, &resp); err != nil {
 		return err
 	}
 	if !resp.OK {

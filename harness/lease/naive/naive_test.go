@@ -43,19 +43,19 @@ func TestServerLeases(t *testing.T) {
 	require.Equal(t, "a", busy.Holder)
 
 	clk.Add(60 * time.Millisecond)
-	require.True(t, s.Renew(LeaseRequest{"a", g.Token}, 100*time.Millisecond).OK)
+	require.True(t, s.Renew(LeaseRequest{Owner: "a", Token: g.Token}, 100*time.Millisecond).OK)
 	clk.Add(60 * time.Millisecond)
 	busy, _ = s.Acquire(AcquireRequest{Owner: "b", TTLms: 100})
 	require.False(t, busy.Granted, "renewed lease still valid")
 
 	clk.Add(100 * time.Millisecond) // expired on the server's clock
-	require.False(t, s.Renew(LeaseRequest{"a", g.Token}, 100*time.Millisecond).OK)
+	require.False(t, s.Renew(LeaseRequest{Owner: "a", Token: g.Token}, 100*time.Millisecond).OK)
 	g2, err := s.Acquire(AcquireRequest{Owner: "b", TTLms: 100})
 	require.NoError(t, err)
 	require.True(t, g2.Granted)
 	require.Greater(t, g2.Token, g.Token)
-	require.False(t, s.Release(LeaseRequest{"a", g.Token}).OK, "the old holder cannot release the new lease")
-	require.True(t, s.Release(LeaseRequest{"b", g2.Token}).OK)
+	require.False(t, s.Release(LeaseRequest{Owner: "a", Token: g.Token}).OK, "the old holder cannot release the new lease")
+	require.True(t, s.Release(LeaseRequest{Owner: "b", Token: g2.Token}).OK)
 
 	_, err = s.Acquire(AcquireRequest{Owner: "", TTLms: 100})
 	require.Error(t, err)

@@ -8,6 +8,10 @@
 //	POST /acquire {"owner": "c0", "ttl_ms": 500}   -> {"granted": true, "token": 7, "ttl_ms": 500}
 //	POST /renew   {"owner": "c0", "token": 7}      -> {"ok": true}
 //	POST /release {"owner": "c0", "token": 7}      -> {"ok": true}
+//
+// Every request may carry "key": the server keeps one independent lease per key (a
+// multi-key workload's locks), all drawing tokens from the same source; no key is the
+// default lock.
 package naive
 
 import (
@@ -63,9 +67,7 @@ type Server struct {
 	done chan struct{}
 
 	mu     sync.Mutex
-	holder string
-	token  int64
-	expiry time.Time
+	leases map[string]*leaseState // by key; "" is the default lock
 
 	closeOnce sync.Once
 	closeErr  error
@@ -89,7 +91,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("naive lock server: listen: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{})}
+	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{}), leases: map[string]*leaseState{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /acquire", s.handleAcquire)
 	mux.HandleFunc("POST /renew", s.handleRenew)
@@ -114,10 +116,29 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
+// leaseState is one key's lease.
+type leaseState struct {
+	holder string
+	token  int64
+	expiry time.Time
+}
+
+// lease returns key's lease, creating a free one. s.mu must be held.
+func (s *Server) lease(key string) *leaseState {
+	l, ok := s.leases[key]
+	if !ok {
+		l = &leaseState{}
+		s.leases[key] = l
+	}
+	return l
+}
+
 // AcquireRequest is the body of POST /acquire.
 type AcquireRequest struct {
 	Owner string `json:"owner"`
 	TTLms int64  `json:"ttl_ms"`
+	// Key names an independent lock; "" is the default one.
+	Key string `json:"key,omitempty"`
 }
 
 // AcquireResponse answers POST /acquire.
@@ -132,6 +153,7 @@ type AcquireResponse struct {
 type LeaseRequest struct {
 	Owner string `json:"owner"`
 	Token int64  `json:"token"`
+	Key   string `json:"key,omitempty"`
 }
 
 // LeaseResponse answers POST /renew and POST /release.
@@ -147,15 +169,16 @@ func (s *Server) Acquire(req AcquireRequest) (AcquireResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Mono()
-	if s.holder != "" && now.Before(s.expiry) {
-		return AcquireResponse{Granted: false, Holder: s.holder}, nil
+	l := s.lease(req.Key)
+	if l.holder != "" && now.Before(l.expiry) {
+		return AcquireResponse{Granted: false, Holder: l.holder}, nil
 	}
 	tok, err := s.cfg.Tokens.Next(s.cfg.Now())
 	if err != nil {
 		return AcquireResponse{}, fmt.Errorf("token source: %w", err)
 	}
 	ttl := time.Duration(req.TTLms) * time.Millisecond
-	s.holder, s.token, s.expiry = req.Owner, tok, now.Add(ttl)
+	l.holder, l.token, l.expiry = req.Owner, tok, now.Add(ttl)
 	return AcquireResponse{Granted: true, Token: tok, TTLms: req.TTLms}, nil
 }
 
@@ -164,10 +187,11 @@ func (s *Server) Renew(req LeaseRequest, ttl time.Duration) LeaseResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Mono()
-	if s.holder != req.Owner || s.token != req.Token || !now.Before(s.expiry) {
+	l := s.lease(req.Key)
+	if l.holder != req.Owner || l.token != req.Token || !now.Before(l.expiry) {
 		return LeaseResponse{OK: false}
 	}
-	s.expiry = now.Add(ttl)
+	l.expiry = now.Add(ttl)
 	return LeaseResponse{OK: true}
 }
 
@@ -175,10 +199,11 @@ func (s *Server) Renew(req LeaseRequest, ttl time.Duration) LeaseResponse {
 func (s *Server) Release(req LeaseRequest) LeaseResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.holder != req.Owner || s.token != req.Token {
+	l := s.lease(req.Key)
+	if l.holder != req.Owner || l.token != req.Token {
 		return LeaseResponse{OK: false}
 	}
-	s.holder, s.token, s.expiry = "", 0, time.Time{}
+	*l = leaseState{}
 	return LeaseResponse{OK: true}
 }
 

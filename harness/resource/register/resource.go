@@ -3,6 +3,7 @@ package register
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sync"
 
 	"fencecheck/harness"
@@ -88,18 +89,30 @@ type client struct {
 	closeOnce sync.Once
 }
 
-func (c *client) Read(ctx context.Context) (string, int64, error) {
+func (c *client) Read(ctx context.Context) (string, int64, error) { return c.ReadKey(ctx, "") }
+
+// ReadKey implements harness.KeyedResourceClient.
+func (c *client) ReadKey(ctx context.Context, key string) (string, int64, error) {
+	path := "/register"
+	if key != "" {
+		path += "?key=" + url.QueryEscape(key)
+	}
 	var st State
-	if err := c.http.Do(ctx, "GET", "/register", nil, &st); err != nil {
+	if err := c.http.Do(ctx, "GET", path, nil, &st); err != nil {
 		return "", 0, err
 	}
 	return st.Value, st.Token, nil
 }
 
 func (c *client) Write(ctx context.Context, lease harness.Lease, value string) (bool, error) {
+	return c.WriteKey(ctx, "", lease, value)
+}
+
+// WriteKey implements harness.KeyedResourceClient.
+func (c *client) WriteKey(ctx context.Context, key string, lease harness.Lease, value string) (bool, error) {
 	token := lease.Token()
 	if c.kind == TOCTOU {
-		_, stored, err := c.Read(ctx)
+		_, stored, err := c.ReadKey(ctx, key)
 		if err != nil {
 			// Nothing was written yet: the check failed, so the write had no effect.
 			return false, fmt.Errorf("%w: check: %v", harness.ErrNoEffect, err)
@@ -112,7 +125,7 @@ func (c *client) Write(ctx context.Context, lease harness.Lease, value string) (
 		}
 	}
 	var resp WriteResponse
-	if err := c.http.Do(ctx, "POST", "/write", WriteRequest{Token: token, Value: value}, &resp); err != nil {
+	if err := c.http.Do(ctx, "POST", "/write", WriteRequest{Token: token, Value: value, Key: key}, &resp); err != nil {
 		return false, err
 	}
 	return resp.Accepted, nil

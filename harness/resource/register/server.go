@@ -6,6 +6,9 @@
 //	GET  /register                          -> {"value": "...", "token": 42}
 //	POST /write {"token": 42, "value": "v"} -> {"accepted": true, "stored_token": 42}
 //
+// A multi-key workload addresses independent cells: GET /register?key=k3 and "key" in
+// the write request; no key is the default cell.
+//
 // The server's Rule decides what POST /write does: "strict" accepts iff token > stored,
 // "monotonic" iff token >= stored, each as one atomic compare-and-set under a mutex;
 // "none" accepts every write (the unfenced resource, and the second step of the
@@ -54,6 +57,8 @@ type State struct {
 type WriteRequest struct {
 	Token int64  `json:"token"`
 	Value string `json:"value"`
+	// Key names an independent cell; "" is the default one.
+	Key string `json:"key,omitempty"`
 }
 
 // WriteResponse answers POST /write.
@@ -73,7 +78,7 @@ type Server struct {
 	done chan struct{}
 
 	mu    sync.Mutex
-	state State
+	cells map[string]State // by key; "" is the default cell
 
 	closeOnce sync.Once
 	closeErr  error
@@ -88,7 +93,7 @@ func Start(rule Rule) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register: listen: %w", err)
 	}
-	s := &Server{rule: rule, ln: ln, done: make(chan struct{})}
+	s := &Server{rule: rule, ln: ln, done: make(chan struct{}), cells: map[string]State{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /register", s.handleRead)
 	mux.HandleFunc("POST /write", s.handleWrite)
@@ -119,22 +124,25 @@ func (s *Server) Close() error {
 func (s *Server) Apply(req WriteRequest) WriteResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rule != RuleNone && !history.Passes(string(s.rule), req.Token, s.state.Token) {
-		return WriteResponse{Accepted: false, StoredToken: s.state.Token}
+	if cur := s.cells[req.Key]; s.rule != RuleNone && !history.Passes(string(s.rule), req.Token, cur.Token) {
+		return WriteResponse{Accepted: false, StoredToken: cur.Token}
 	}
-	s.state = State{Value: req.Value, Token: req.Token}
+	s.cells[req.Key] = State{Value: req.Value, Token: req.Token}
 	return WriteResponse{Accepted: true, StoredToken: req.Token}
 }
 
-// Snapshot returns the current state.
-func (s *Server) Snapshot() State {
+// Snapshot returns the current state of the default cell.
+func (s *Server) Snapshot() State { return s.SnapshotKey("") }
+
+// SnapshotKey returns the current state of key's cell.
+func (s *Server) SnapshotKey(key string) State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state
+	return s.cells[key]
 }
 
-func (s *Server) handleRead(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.Snapshot())
+func (s *Server) handleRead(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.SnapshotKey(r.URL.Query().Get("key")))
 }
 
 func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"fencecheck/scenarios"
+)
+
+func TestSoakBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown scenario", []string{"soak", "--scenarios", "naive-fenced-pause,nope"}, `unknown scenario "nope"`},
+		{"zero runs", []string{"soak", "--runs", "0"}, "--runs must be at least 1"},
+		{"arguments", []string{"soak", "naive-fenced-pause"}, "unexpected arguments"},
+		{"random without faults", []string{"soak", "--scenarios", "naive-32bit-fenced", "--random", "--runs", "1"}, "no faults to draw a random schedule from"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tc.args...)
+			require.Equal(t, exitUsage, code, "stdout:\n%s", stdout)
+			require.Contains(t, stderr, tc.want)
+		})
+	}
+}
+
+// One run of one scenario, as JSON and as a table.
+func TestSoakOneRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario twice")
+	}
+	code, stdout, stderr := run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1", "--json")
+	require.Equal(t, exitSafe, code, "stderr:\n%s", stderr)
+	var res scenarios.SoakResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Len(t, res.Scenarios, 1)
+	require.Equal(t, 1.0, *res.Scenarios[0].DetectionRate)
+	require.Contains(t, stderr, "soak naive-unfenced-pause seed 1: as expected")
+
+	code, stdout, _ = run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1")
+	require.Equal(t, exitSafe, code)
+	require.Contains(t, stdout, "naive-unfenced-pause  1     100%")
+}
+
+// --keys is refused, with exit 2, where the backend or resource does not serve keys.
+func TestRunKeysRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"etcd", []string{"run", "--backend", "etcd", "--keys", "4"}, "backend etcd does not support independent keys"},
+		{"raft", []string{"run", "--backend", "raft", "--keys", "4"}, "backend raft does not support independent keys"},
+		{"negative", []string{"run", "--keys", "-2"}, "keys must be between 1 and 1024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := run(t, tc.args...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Contains(t, stderr, tc.want)
+		})
+	}
+}

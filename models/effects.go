@@ -1,0 +1,155 @@
+package models
+
+import (
+	"fmt"
+
+	"fencecheck/harness/history"
+)
+
+// Effects is the optional fifth property, checked only on histories that record side
+// effects (history.Effect): every side effect delivered outside the resource — a
+// webhook, an e-mail — belongs to a write that took effect. A violation means a side
+// effect escaped the fence: the resource refused a stale write (or it never happened),
+// but the world was told about it anyway.
+//
+// It is not part of Properties (the four core properties every history gets) and has
+// no porcupine model: it is a membership check, not an ordering one, so the direct
+// analysis is its judge and it takes no part in Report.Agree.
+const Effects Property = "effects"
+
+// AllProperties lists the four core properties and then the optional ones, in report
+// order. A report has the optional ones only when its history calls for them.
+var AllProperties = []Property{Register, Updates, Tokens, Mutex, Effects}
+
+// StaleEffect is a delivered side effect whose write never took effect.
+type StaleEffect struct {
+	// Effect is the effect's id in the history; At, Via, Value and Token are its fields.
+	Effect int    `json:"effect"`
+	At     int64  `json:"at"`
+	Via    string `json:"via,omitempty"`
+	Value  string `json:"value"`
+	Token  int64  `json:"token"`
+	// Write is the op id of the write the effect announces, 0 if no write carries its
+	// value; WriteStatus is that write's status (rejected or fail).
+	Write       int            `json:"write,omitempty"`
+	Client      int            `json:"client"`
+	WriteStatus history.Status `json:"write_status,omitempty"`
+	// Newer is the accepted write the stale write lost to (from the stale-write
+	// analysis), 0 when none is known.
+	Newer       int    `json:"newer,omitempty"`
+	Explanation string `json:"explanation"`
+}
+
+// EffectsReport is the evidence of the effects property.
+type EffectsReport struct {
+	// Delivered counts the effects in the history; OfAccepted those of writes that took
+	// effect (ok, or unknown and seen by a read); OfUnknown those of writes that may or
+	// may not have taken effect; Stale those of writes that definitely did not.
+	Delivered  int `json:"delivered"`
+	OfAccepted int `json:"of_accepted"`
+	OfUnknown  int `json:"of_unknown"`
+	Stale      int `json:"stale"`
+	// Duplicates counts deliveries of a value already delivered (at-least-once relays
+	// may repeat one; that is not a violation).
+	Duplicates int `json:"duplicates"`
+	// AcceptedWithoutEffect counts ok writes with no delivered effect (a relay that had
+	// not caught up when the history was taken, or an effect lost): informational.
+	AcceptedWithoutEffect int `json:"accepted_without_effect"`
+	// StaleEffects lists every stale effect, in delivery order.
+	StaleEffects []StaleEffect `json:"stale_effects"`
+}
+
+// HasEffects reports whether h records side effects, so its report has the effects
+// property.
+func HasEffects(h *history.History) bool { return len(h.Effects) > 0 }
+
+// checkEffects judges the effects property of h, using the direct analysis d for the
+// stale writes the fence stopped and for whether the fault bit.
+func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) {
+	rep := &EffectsReport{Delivered: len(h.Effects), StaleEffects: []StaleEffect{}}
+	seenByRead := map[string]bool{}
+	for _, o := range h.Ops {
+		if o.Kind == history.Read && o.Status == history.OK && o.Value != "" {
+			seenByRead[o.Value] = true
+		}
+	}
+	newer := map[int]int{}
+	for _, s := range d.StaleWrites {
+		newer[s.Write] = s.Newer
+	}
+	delivered := map[string]bool{}
+	for _, e := range h.Effects {
+		if delivered[e.Value] {
+			rep.Duplicates++
+		}
+		delivered[e.Value] = true
+		w := h.WriteFor(e)
+		what := ""
+		switch {
+		case w == nil:
+			what = "no write in the history carries its value: it announces a write that never happened"
+		case w.Status == history.OK:
+			rep.OfAccepted++
+		case w.Status == history.Unknown && seenByRead[w.Value]:
+			rep.OfAccepted++ // a read saw the value, so the write took effect
+		case w.Status == history.Unknown:
+			rep.OfUnknown++
+		case w.Status == history.Rejected:
+			what = fmt.Sprintf("write op %d (client %d, token %d) was rejected by the fence", w.ID, w.Client, w.Token)
+		default:
+			what = fmt.Sprintf("write op %d (client %d, token %d) failed and definitely had no effect", w.ID, w.Client, w.Token)
+		}
+		if what == "" {
+			continue
+		}
+		se := StaleEffect{Effect: e.ID, At: e.At, Via: e.Via, Value: e.Value, Token: e.Token}
+		if w != nil {
+			se.Write, se.Client, se.WriteStatus, se.Newer = w.ID, w.Client, w.Status, newer[w.ID]
+			if se.Newer != 0 {
+				what += fmt.Sprintf(" because op %d with a newer token was already accepted", se.Newer)
+			}
+		}
+		via := ""
+		if e.Via != "" {
+			via = " via " + e.Via
+		}
+		se.Explanation = fmt.Sprintf("side effect %d (value %q, token %d) was delivered at %.2f s%s, but %s: the side effect escaped the fence.",
+			e.ID, e.Value, e.Token, float64(e.At)/1e9, via, what)
+		rep.StaleEffects = append(rep.StaleEffects, se)
+	}
+	rep.Stale = len(rep.StaleEffects)
+	for _, o := range h.Ops {
+		if o.Kind == history.Write && o.Status == history.OK && !delivered[o.Value] {
+			rep.AcceptedWithoutEffect++
+		}
+	}
+
+	r := Result{Property: Effects, DirectViolated: rep.Stale > 0}
+	switch {
+	case rep.Stale > 0:
+		first := rep.StaleEffects[0]
+		r.Verdict = Violated
+		if first.Write != 0 {
+			r.Counterexample = append(r.Counterexample, first.Write)
+		}
+		if first.Newer != 0 {
+			r.Counterexample = append(r.Counterexample, first.Newer)
+		}
+		r.Explanation = fmt.Sprintf("%d of %d delivered side effects belong to writes that never took effect. First: %s",
+			rep.Stale, rep.Delivered, first.Explanation)
+	case len(h.Faults) > 0 && d.Evidence.StaleAttempted == 0:
+		r.Verdict = Inconclusive
+		r.Explanation = fmt.Sprintf("All %d delivered side effects belong to writes that took effect, but no stale write was attempted, so no stale side effect could have been sent.", rep.Delivered)
+	default:
+		r.Verdict = Held
+		r.Explanation = fmt.Sprintf("All %d delivered side effects belong to writes that took effect", rep.Delivered)
+		if d.Evidence.StaleAttempted > 0 {
+			r.Explanation += fmt.Sprintf("; %d stale write(s) were attempted and none of their side effects was delivered", d.Evidence.StaleAttempted)
+		}
+		r.Explanation += "."
+	}
+	if rep.OfUnknown > 0 {
+		r.Explanation += fmt.Sprintf(" (%d belong to writes of unknown outcome, which may have taken effect.)", rep.OfUnknown)
+	}
+	return r, rep
+}

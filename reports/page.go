@@ -1,0 +1,121 @@
+package reports
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"fencecheck/models"
+)
+
+// The pages are html/template templates with their CSS and script inlined, so every page
+// is one self-contained file that opens from disk without a network.
+
+//go:embed assets
+var assets embed.FS
+
+func asset(name string) string {
+	b, err := assets.ReadFile("assets/" + name)
+	if err != nil {
+		panic(err) // embedded at build time: cannot happen
+	}
+	return string(b)
+}
+
+var funcs = template.FuncMap{
+	"dur":     Duration,
+	"seconds": Seconds,
+	"css":     func(name string) template.CSS { return template.CSS(asset(name)) },
+	"js":      func(name string) template.JS { return template.JS(asset(name)) },
+	"verdict": verdictClass,
+	"add":     func(a, b int) int { return a + b },
+	"plural":  plural,
+	"initial": func(p models.Property) string { return strings.ToUpper(string(p)[:1]) },
+}
+
+var pages = template.Must(template.New("pages").Funcs(funcs).ParseFS(assets, "assets/*.tmpl"))
+
+// render executes a page template into a file, atomically: a reader never sees a half
+// written page.
+func render(path, name string, data any) error {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	return writeFileAtomic(path, buf.Bytes())
+}
+
+func renderTo(w io.Writer, name string, data any) error {
+	return pages.ExecuteTemplate(w, name, data)
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// Duration formats nanoseconds for people: "1.52 s", "350 ms", "12 µs".
+func Duration(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%d ns", ns)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// verdictClass maps a verdict (or an outcome word) to the CSS class that colours it.
+func verdictClass(v any) string {
+	switch fmt.Sprint(v) {
+	case "violated", "unsafe", "stale":
+		return "bad"
+	case "held", "safe":
+		return "good"
+	case "inconclusive":
+		return "weak"
+	case "unknown", "error":
+		return "unknown"
+	case "n/a", "skipped":
+		return "na"
+	}
+	return "neutral"
+}

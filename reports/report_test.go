@@ -1,0 +1,240 @@
+package reports_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"fencecheck/harness/history"
+	"fencecheck/models"
+	"fencecheck/reports"
+	"fencecheck/reports/browsertest"
+	"fencecheck/reports/reporttest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func checked(t *testing.T, o reporttest.Options) (*history.History, *models.Report) {
+	t.Helper()
+	h := reporttest.History(o)
+	require.NoError(t, h.Validate())
+	rep, err := models.Check(context.Background(), h, models.Options{})
+	require.NoError(t, err)
+	return h, rep
+}
+
+func TestSyntheticHistories(t *testing.T) {
+	_, rep := checked(t, reporttest.Options{Ops: 400})
+	require.Equal(t, models.Violated, rep.Verdicts[models.Register])
+	require.Equal(t, 1, rep.Evidence.StaleAccepted)
+	_, rep = checked(t, reporttest.Options{Ops: 400, Fenced: true})
+	require.Equal(t, models.Held, rep.Verdicts[models.Register])
+	require.Equal(t, models.Held, rep.Verdicts[models.Updates])
+	require.Equal(t, 1, rep.Evidence.StaleRejected)
+	require.Zero(t, rep.Evidence.StaleAccepted)
+}
+
+func TestReportContent(t *testing.T) {
+	h, rep := checked(t, reporttest.Options{Ops: 200, Scenario: "synthetic-unfenced"})
+	dir := t.TempDir()
+	require.NoError(t, reports.WriteRun(context.Background(), dir, h, rep))
+	b, err := os.ReadFile(filepath.Join(dir, reports.ReportFile))
+	require.NoError(t, err)
+	page := string(b)
+	for _, want := range []string{
+		"UNSAFE: 1 stale write got through",
+		`data-property="register" data-verdict="violated"`,
+		`data-property="tokens" data-verdict="held"`,
+		"porcupine-register.html", "porcupine-mutex.html",
+		`id="stale-writes"`, "it was accepted: the stale write got through",
+		`id="timeline-canvas"`, `id="latency-canvas"`, `id="throughput-canvas"`,
+		"synthetic-unfenced",
+	} {
+		require.Contains(t, page, want)
+	}
+	// Self-contained: nothing is loaded from elsewhere.
+	for _, bad := range []string{"http://", "https://", "<link rel=\"stylesheet\"", "<script src"} {
+		require.NotContains(t, page, bad)
+	}
+	for _, p := range models.Properties {
+		require.FileExists(t, filepath.Join(dir, "porcupine-"+string(p)+".html"))
+	}
+}
+
+// Text from a history is escaped everywhere: the scenario name, run settings, fault
+// details, op values and errors.
+func TestReportEscapes(t *testing.T) {
+	h, rep := checked(t, reporttest.Options{Ops: 120, Scenario: reporttest.Evil, Evil: true})
+	var buf bytes.Buffer
+	require.NoError(t, reports.RenderReport(&buf, h, rep))
+	page := buf.String()
+	require.NotContains(t, page, "<script>window.pwned")
+	require.NotContains(t, page, `<img src=x`)
+	require.Equal(t, 2, strings.Count(page, "<script"), "only the data block and the report's own script")
+}
+
+func TestHeadline(t *testing.T) {
+	h, rep := checked(t, reporttest.Options{Ops: 120, Fenced: true})
+	hl := reports.MakeHeadline(h, rep)
+	require.Equal(t, reports.OutcomeSafe, hl.Outcome)
+	require.Equal(t, "SAFE: the fence rejected 1 stale write", hl.Title)
+	require.Contains(t, hl.Text, "the fence rejected it")
+	require.Contains(t, strings.Join(hl.Notes, " "), "validity gap")
+
+	// Without faults and without stale writes: simply safe.
+	h.Faults = nil
+	h.Ops = h.Ops[:8]
+	rep, err := models.Check(context.Background(), h, models.Options{})
+	require.NoError(t, err)
+	require.Equal(t, "SAFE: the protected data held", reports.MakeHeadline(h, rep).Title)
+}
+
+func TestGapSamples(t *testing.T) {
+	h, rep := checked(t, reporttest.Options{Ops: 300})
+	gaps := reports.GapSamples(h)
+	require.NotEmpty(t, gaps)
+	require.Equal(t, rep.Evidence.ValidityGapNanos, gaps[len(gaps)-1], "the largest sample is the validity gap")
+}
+
+func TestDuration(t *testing.T) {
+	for ns, want := range map[int64]string{
+		0: "0 ns", 999: "999 ns", 12_000: "12 µs", 350_000_000: "350 ms", 1_520_000_000: "1.52 s", 95 * int64(time.Second): "1m35s",
+	} {
+		require.Equal(t, want, reports.Duration(ns))
+	}
+}
+
+// openPage opens a file in the browser and fails on console errors.
+func openPage(t *testing.T, b *browsertest.Browser, path string) *browsertest.Page {
+	t.Helper()
+	p, err := b.NewPage(1400, 1000)
+	require.NoError(t, err)
+	require.NoError(t, p.Navigate("file://"+path))
+	return p
+}
+
+func TestReportInBrowser(t *testing.T) {
+	b := browsertest.Start(t)
+	ctx := context.Background()
+	h, rep := checked(t, reporttest.Options{Ops: 400, Scenario: "synthetic-unfenced", NodeFault: true})
+	dir := t.TempDir()
+	require.NoError(t, reports.WriteRun(ctx, dir, h, rep))
+	p := openPage(t, b, filepath.Join(dir, reports.ReportFile))
+	require.NoError(t, p.WaitFor(ctx, `document.body.dataset.timeline === 'rendered'`))
+
+	var got struct {
+		Title     string
+		Verdicts  map[string]string
+		Stale     []string
+		Lanes     int
+		Drawn     int
+		Painted   bool
+		Latency   bool
+		Visible   bool
+		FaultRows int
+	}
+	require.NoError(t, p.Eval(`(function(){
+		var v = {};
+		document.querySelectorAll('[data-property]').forEach(function(e){ v[e.dataset.property] = e.dataset.verdict; });
+		function painted(id){ var c = document.getElementById(id), g = c.getContext('2d');
+			var d = g.getImageData(0, 0, c.width, c.height).data, n = 0;
+			for (var i = 0; i < d.length; i += 4) if (d[i+3] > 0 && (d[i] < 200 || d[i+1] < 200)) n++;
+			return n > 500; }
+		var st = document.getElementById('stale-writes');
+		return { title: document.querySelector('#headline h1').innerText, verdicts: v,
+			stale: Array.from(document.querySelectorAll('#stale-writes li')).map(function(e){ return e.innerText; }),
+			lanes: JSON.parse(document.getElementById('fc-data').textContent).lanes.length,
+			drawn: Number(document.body.dataset.opsDrawn), painted: painted('timeline-canvas'), latency: painted('latency-canvas'),
+			visible: st.getBoundingClientRect().height > 0,
+			faultRows: document.querySelectorAll('#faults tbody tr').length };
+	})()`, &got))
+	require.Equal(t, "UNSAFE: 1 stale write got through", got.Title)
+	require.Equal(t, map[string]string{"register": "violated", "updates": "violated", "tokens": "held", "mutex": "violated"}, got.Verdicts)
+	require.Len(t, got.Stale, 1)
+	require.Contains(t, got.Stale[0], "the stale write got through")
+	require.True(t, got.Visible)
+	require.Equal(t, 4, got.Lanes, "3 clients and node 1")
+	require.Equal(t, len(h.Ops), got.Drawn, "the whole run is drawn at first")
+	require.True(t, got.Painted, "the timeline canvas is blank")
+	require.True(t, got.Latency, "the latency canvas is blank")
+	require.Equal(t, 2, got.FaultRows)
+
+	// "show on timeline" zooms to the stale write and the newer write it overtook, and
+	// shows the stale write's details.
+	require.NoError(t, p.Eval(`document.querySelector('#stale-writes a.show').click()`, nil))
+	require.NoError(t, p.WaitFor(ctx, `!document.getElementById('op-details').hidden`))
+	var view struct{ A, B float64 }
+	require.NoError(t, p.Eval(`window.fencecheck.view`, &view))
+	var stale models.StaleWrite = rep.StaleWrites[0]
+	require.Less(t, view.A, float64(h.ByID()[stale.Newer].Call), "the newer write is in view")
+	require.Greater(t, view.B, float64(stale.At), "the stale write is in view")
+	require.Less(t, view.A, float64(h.Faults[0].Start), "the pause is in view")
+	var details string
+	require.NoError(t, p.Eval(`document.getElementById('op-details').innerText`, &details))
+	require.Contains(t, details, "write, stale write accepted")
+
+	// Zoom and pan by wheel and drag, as a person would.
+	var span0, span1 float64
+	require.NoError(t, p.Eval(`window.fencecheck.fit(); new Promise(function(r){ requestAnimationFrame(function(){ r(window.fencecheck.view.b - window.fencecheck.view.a); }); })`, &span0))
+	require.NoError(t, p.Eval(`(function(){ var c = document.getElementById('timeline-canvas'), r = c.getBoundingClientRect();
+		for (var i = 0; i < 5; i++) c.dispatchEvent(new WheelEvent('wheel', {deltaY: -300, clientX: r.left + r.width/2, clientY: r.top + 80, bubbles: true, cancelable: true}));
+		return window.fencecheck.view.b - window.fencecheck.view.a; })()`, &span1))
+	require.Less(t, span1, span0/5, "the wheel zooms in")
+	require.NoError(t, p.Screenshot(filepath.Join(t.TempDir(), "report.png")))
+	require.Empty(t, p.Errors(), "console errors")
+}
+
+// A 10,000-op history: the report stays one file of reasonable size, renders, and zooms.
+func TestReport10kOps(t *testing.T) {
+	h, rep := checked(t, reporttest.Options{Ops: 10_000, Fenced: true, Scenario: "synthetic-10k"})
+	dir := t.TempDir()
+	require.NoError(t, reports.WriteReport(dir, h, rep))
+	st, err := os.Stat(filepath.Join(dir, reports.ReportFile))
+	require.NoError(t, err)
+	t.Logf("report.html of %d ops: %d bytes", len(h.Ops), st.Size())
+	require.Less(t, st.Size(), int64(4<<20), "a 10k-op report should stay a few MB")
+
+	b := browsertest.Start(t)
+	ctx := context.Background()
+	p := openPage(t, b, filepath.Join(dir, reports.ReportFile))
+	require.NoError(t, p.WaitFor(ctx, `document.body.dataset.timeline === 'rendered'`))
+	var drawn int
+	require.NoError(t, p.Eval(`Number(document.body.dataset.opsDrawn)`, &drawn))
+	require.Equal(t, len(h.Ops), drawn)
+	require.NoError(t, p.Eval(`window.fencecheck.zoom(0.01); new Promise(function(r){ requestAnimationFrame(function(){ requestAnimationFrame(function(){ r(Number(document.body.dataset.opsDrawn)); }); }); })`, &drawn))
+	require.Less(t, drawn, len(h.Ops)/10, "zoomed in, only the visible ops are drawn")
+	require.Positive(t, drawn)
+	require.Empty(t, p.Errors())
+}
+
+// Tiny histories (no ops at all, no faults, one client) render without errors too.
+func TestTinyReportsInBrowser(t *testing.T) {
+	b := browsertest.Start(t)
+	ctx := context.Background()
+	ret := func(v int64) *int64 { return &v }
+	for name, h := range map[string]*history.History{
+		"empty": {Format: history.Format},
+		"one write": {Format: history.Format, Ops: []history.Op{
+			{ID: 1, Client: 0, Kind: history.Acquire, Call: 0, Return: ret(10), Status: history.OK, Token: 1},
+			{ID: 2, Client: 0, Kind: history.Write, Call: 20, Return: nil, Status: history.Unknown, Token: 1, Value: "v"},
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rep, err := models.Check(ctx, h, models.Options{})
+			require.NoError(t, err)
+			dir := t.TempDir()
+			require.NoError(t, reports.WriteReport(dir, h, rep))
+			p := openPage(t, b, filepath.Join(dir, reports.ReportFile))
+			require.NoError(t, p.WaitFor(ctx, `document.body.dataset.timeline === 'rendered'`))
+			require.NoError(t, p.Eval(`window.fencecheck.zoom(0.5); window.fencecheck.focusOp(2, false); new Promise(function(r){ requestAnimationFrame(function(){ r(); }); })`, nil))
+			require.Empty(t, p.Errors())
+		})
+	}
+}

@@ -1,0 +1,232 @@
+package reports
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"fencecheck/models"
+)
+
+// The results store (`--out DIR`, default ./fencecheck-results):
+//
+//	DIR/<scenario>/<timestamp>/{history.json, verdict.json, report.html, porcupine-<property>.html, run.log}
+//	DIR/<scenario>/latest -> <timestamp>
+//	DIR/matrix/<timestamp>/{index.html, matrix.json}         and DIR/matrix/latest
+//	DIR/evaluate-<backend>/<timestamp>/{scorecard.html, scorecard.json}  and its latest
+//	DIR/index.html                                            the store's index (fencecheck report DIR)
+
+// TimestampLayout names a run's folder: sortable, and unique to the millisecond.
+const TimestampLayout = "20060102-150405.000"
+
+// LatestLink is the name of the symlink to the newest run of a scenario.
+const LatestLink = "latest"
+
+// Files of a run, a matrix and a scorecard.
+const (
+	HistoryFile   = "history.json"
+	VerdictJSON   = "verdict.json"
+	RunLog        = "run.log"
+	MatrixPage    = "index.html"
+	MatrixJSON    = "matrix.json"
+	ScorecardPage = "scorecard.html"
+	ScorecardJSON = "scorecard.json"
+	StoreIndex    = "index.html"
+)
+
+// NewRunDir creates root/label/<timestamp>/ for a new run and returns its path. Two
+// runs of the same label in the same millisecond get distinct folders.
+func NewRunDir(root, label string, now time.Time) (string, error) {
+	if label == "" || strings.ContainsAny(label, `/\`) || label == "." || label == ".." {
+		return "", fmt.Errorf("results store: bad name %q", label)
+	}
+	parent := filepath.Join(root, label)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	base := now.Format(TimestampLayout)
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		dir := filepath.Join(parent, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || i > 1000 {
+			return "", err
+		}
+	}
+}
+
+// MarkLatest points the `latest` symlink beside dir at dir (replacing it atomically).
+func MarkLatest(dir string) error {
+	parent, name := filepath.Dir(dir), filepath.Base(dir)
+	link := filepath.Join(parent, LatestLink)
+	tmp := filepath.Join(parent, fmt.Sprintf(".%s.tmp-%d", LatestLink, time.Now().UnixNano()))
+	if err := os.Symlink(name, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// StoreEntry is one scenario, matrix or scorecard in the store's index.
+type StoreEntry struct {
+	Name string
+	// Kind is "run", "matrix" or "scorecard".
+	Kind string
+	// Page is the path of its newest page, relative to the store's root.
+	Page string
+	// Runs counts its timestamped folders.
+	Runs int
+	// When is the newest folder's timestamp.
+	When string
+	// Outcome is the newest run's outcome (runs), or "safe"/"unsafe" (scorecards),
+	// or "as expected"/"differs" (matrices).
+	Outcome  string
+	Verdicts map[models.Property]models.Verdict
+	Summary  string
+}
+
+// ScanStore lists what the store holds, newest folder first within each name.
+func ScanStore(root string) ([]StoreEntry, error) {
+	des, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []StoreEntry
+	for _, de := range des {
+		if !de.IsDir() || strings.HasPrefix(de.Name(), ".") {
+			continue
+		}
+		e, ok := scanEntry(root, de.Name())
+		if ok {
+			out = append(out, e)
+		}
+	}
+	kindOrder := map[string]int{"scorecard": 0, "matrix": 1, "run": 2}
+	slices.SortFunc(out, func(a, b StoreEntry) int {
+		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+// runFolders lists the timestamped folders under root/name, newest first; the folder
+// `latest` points at comes first when it exists.
+func runFolders(root, name string) []string {
+	des, err := os.ReadDir(filepath.Join(root, name))
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, de := range des {
+		if de.IsDir() && len(de.Name()) >= len("20060102-150405") && de.Name()[0] >= '0' && de.Name()[0] <= '9' {
+			dirs = append(dirs, de.Name())
+		}
+	}
+	slices.Sort(dirs)
+	slices.Reverse(dirs)
+	if target, err := os.Readlink(filepath.Join(root, name, LatestLink)); err == nil {
+		if i := slices.Index(dirs, filepath.Base(target)); i > 0 {
+			dirs = append([]string{dirs[i]}, slices.Delete(dirs, i, i+1)...)
+		}
+	}
+	return dirs
+}
+
+func scanEntry(root, name string) (StoreEntry, bool) {
+	dirs := runFolders(root, name)
+	for _, d := range dirs {
+		dir := filepath.Join(root, name, d)
+		rel := func(f string) string { return filepath.ToSlash(filepath.Join(name, d, f)) }
+		e := StoreEntry{Name: name, Runs: len(dirs), When: d}
+		switch {
+		case exists(filepath.Join(dir, ScorecardJSON)):
+			e.Kind, e.Page = "scorecard", rel(ScorecardPage)
+			if sc, err := ReadScorecard(filepath.Join(dir, ScorecardJSON)); err == nil {
+				e.Outcome = "unsafe"
+				if sc.Safe {
+					e.Outcome = "safe"
+				}
+				e.Summary = sc.Verdict
+			}
+			return e, true
+		case exists(filepath.Join(dir, MatrixJSON)):
+			e.Kind, e.Page = "matrix", rel(MatrixPage)
+			if m, err := ReadMatrix(filepath.Join(dir, MatrixJSON)); err == nil {
+				e.Summary = m.SummaryLine()
+				e.Outcome = "safe"
+				if m.Mismatches() > 0 || m.Errors() > 0 {
+					e.Outcome = "unsafe"
+				}
+			}
+			return e, true
+		case exists(filepath.Join(dir, HistoryFile)):
+			e.Kind, e.Page = "run", rel(ReportFile)
+			if rep, err := ReadVerdict(filepath.Join(dir, VerdictJSON)); err == nil {
+				e.Outcome = Outcome(rep)
+				e.Verdicts = rep.Verdicts
+				e.Summary = fmt.Sprintf("%d stale write(s) accepted, %d rejected; validity gap %s",
+					rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected, Duration(rep.Evidence.ValidityGapNanos))
+			} else {
+				e.Outcome = "unknown"
+				e.Summary = "not checked yet: run `fencecheck report` on it"
+			}
+			return e, true
+		}
+	}
+	return StoreEntry{}, false
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+type storeView struct {
+	Root       string
+	Entries    []StoreEntry
+	Generated  string
+	Properties []models.Property
+}
+
+// RenderStoreIndex writes the store's index page: every scorecard, matrix and scenario
+// with its newest outcome, linked to its page.
+func RenderStoreIndex(w io.Writer, root string) error {
+	es, err := ScanStore(root)
+	if err != nil {
+		return err
+	}
+	return renderTo(w, "store.tmpl", storeView{Root: root, Entries: es, Generated: time.Now().Format("2006-01-02 15:04:05 MST"), Properties: models.Properties})
+}
+
+// WriteStoreIndex writes root/index.html.
+func WriteStoreIndex(root string) error {
+	es, err := ScanStore(root)
+	if err != nil {
+		return err
+	}
+	return render(filepath.Join(root, StoreIndex), "store.tmpl", storeView{Root: root, Entries: es, Generated: time.Now().Format("2006-01-02 15:04:05 MST"), Properties: models.Properties})
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
