@@ -385,10 +385,7 @@ func (scorecardView) Cell(row ScoreRow, resource string) *ScoreRun {
 func (s *Scorecard) Terminal(w io.Writer) {
 	fmt.Fprintf(w, "scorecard: %s (%s); tokens: %s\n", s.Backend, s.Setup, s.Token)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"fault", "without fencing", "with fencing"}
-	for _, n := range s.Native {
-		head = append(head, n)
-	}
+	head := append([]string{"fault", "without fencing", "with fencing"}, s.Native...)
 	head = append(head, "tokens", "validity gap p50/p90/max", "fencing cost")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range s.Rows {

@@ -126,7 +126,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "fencecheck report: %s: %v\n", j.path, err)
 			return exitInternal
 		}
-		if err := os.MkdirAll(j.dir, 0o755); err == nil {
+		err = os.MkdirAll(j.dir, 0o755)
+		if err == nil {
 			err = reports.WriteRun(ctx, j.dir, j.h, rep)
 		}
 		if err != nil {
