@@ -117,6 +117,7 @@ var propertyMeaning = map[models.Property]string{
 	models.Updates:  "Every read-modify-write read the value accepted just before it. Violated: an update was lost.",
 	models.Tokens:   "Grants carry strictly increasing tokens in real-time order. Violated: token reuse or regression.",
 	models.Mutex:    "At most one client believes it holds the lock at a time. Any lease lock violates this under pauses; that is why fencing exists.",
+	models.Effects:  "Every side effect delivered outside the resource belongs to an accepted write. Violated: a stale writer's side effect escaped the fence.",
 }
 
 type kv struct{ Key, Value, Hint string }
@@ -208,7 +209,11 @@ func newRunView(h *history.History, rep *models.Report) runView {
 		v.Settings = append(v.Settings, kv{Key: k, Value: val})
 	}
 	for _, res := range rep.Results {
-		v.Results = append(v.Results, resultView{Result: res, Meaning: propertyMeaning[res.Property], Porcupine: "porcupine-" + string(res.Property) + ".html"})
+		rv := resultView{Result: res, Meaning: propertyMeaning[res.Property]}
+		if slices.Contains(models.Properties, res.Property) { // effects has no porcupine model
+			rv.Porcupine = "porcupine-" + string(res.Property) + ".html"
+		}
+		v.Results = append(v.Results, rv)
 	}
 	ev := rep.Evidence
 	v.Evidence = []kv{
