@@ -250,6 +250,8 @@ func (s Spec) applicable(f string) error {
 		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", f)
 	case f == "skew" && s.Backend == "etcd", f == "clock-jump" && (s.Backend == "etcd" || s.Backend == "raft"):
 		return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
+	case f == "delay" && strings.HasPrefix(s.Resource, "sqlite"):
+		return fmt.Errorf("fault %q holds a write in the network, and %s is embedded: there is no network between the client and SQLite (use pause, or a postgres resource)", f, s.Resource)
 	}
 	return nil
 }
