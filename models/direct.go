@@ -99,24 +99,6 @@ func evidence(h *history.History, stale []StaleWrite) Evidence {
 	return ev
 }
 
-// lastTime is the latest time recorded in h: the end of the run as far as it shows.
-func lastTime(h *history.History) int64 {
-	var t int64
-	for _, o := range h.Ops {
-		t = max(t, o.Call)
-		if o.Return != nil {
-			t = max(t, *o.Return)
-		}
-	}
-	for _, f := range h.Faults {
-		t = max(t, f.Start)
-		if f.End != nil {
-			t = max(t, *f.End)
-		}
-	}
-	return t
-}
-
 // validityGap measures how long two clients both believed they held the lock. A client
 // believes from its acquire's return to its release's call (or the end of the history).
 // It returns the validity gap — the longest time a client went on believing it held the
@@ -127,7 +109,7 @@ func validityGap(h *history.History) (longest, total int64) {
 		client     int
 		start, end int64
 	}
-	end := lastTime(h)
+	end := h.LastTime()
 	var bs []belief
 	for _, hd := range holds(h) {
 		b := belief{client: hd.acq.Client, start: hd.acq.End(), end: end}
@@ -210,7 +192,7 @@ func longestNoAcceptedWrite(h *history.History) int64 {
 		return 0
 	}
 	if len(accepted) == 0 {
-		return lastTime(h) - firstCall
+		return h.LastTime() - firstCall
 	}
 	slices.Sort(accepted)
 	longest := max(0, accepted[0]-firstCall, lastCall-accepted[len(accepted)-1])

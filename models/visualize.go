@@ -39,7 +39,7 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 
 // annotations draws the faults, and the direct analysis's findings for p, as extra rows.
 func annotations(p Property, h *history.History) []porcupine.Annotation {
-	end := lastTime(h)
+	end := h.LastTime()
 	var out []porcupine.Annotation
 	for _, f := range h.Faults {
 		stop, healed := end, "never healed"

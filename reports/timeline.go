@@ -75,24 +75,6 @@ type timelineData struct {
 	TTL   int64 `json:"ttl"`
 }
 
-// lastTime is the latest time the history records.
-func lastTime(h *history.History) int64 {
-	var t int64
-	for _, o := range h.Ops {
-		t = max(t, o.Call)
-		if o.Return != nil {
-			t = max(t, *o.Return)
-		}
-	}
-	for _, f := range h.Faults {
-		t = max(t, f.Start)
-		if f.End != nil {
-			t = max(t, *f.End)
-		}
-	}
-	return t
-}
-
 // belief is a client's belief that it holds the lock: from its ok acquire's return to
 // its release's call (or the end of the history).
 type belief struct {
@@ -104,7 +86,7 @@ type belief struct {
 
 // beliefs pairs each client's ok acquires with its next release, as the mutex model does.
 func beliefs(h *history.History) []belief {
-	end := lastTime(h)
+	end := h.LastTime()
 	byClient := map[int][]*history.Op{}
 	for i := range h.Ops {
 		if o := &h.Ops[i]; o.Kind == history.Acquire || o.Kind == history.Release {
@@ -189,7 +171,7 @@ func GapSamples(h *history.History) []int64 {
 // laneOf names the lane of a fault target: "client-N" is client N's lane; anything
 // else ("node-2", "lock service") gets a lane of its own below the clients.
 func buildTimeline(h *history.History, rep *models.Report) timelineData {
-	d := timelineData{End: lastTime(h), Focus: -1, TTL: h.Run.TTLms * 1e6}
+	d := timelineData{End: h.LastTime(), Focus: -1, TTL: h.Run.TTLms * 1e6}
 	maxClient := -1
 	for _, o := range h.Ops {
 		maxClient = max(maxClient, o.Client)

@@ -250,6 +250,25 @@ func (h *History) Validate() error {
 	return nil
 }
 
+// LastTime is the latest time the history records (an op's call or return, a fault's
+// start or end): the end of the run as far as it shows.
+func (h *History) LastTime() int64 {
+	var t int64
+	for _, o := range h.Ops {
+		t = max(t, o.Call)
+		if o.Return != nil {
+			t = max(t, *o.Return)
+		}
+	}
+	for _, f := range h.Faults {
+		t = max(t, f.Start)
+		if f.End != nil {
+			t = max(t, *f.End)
+		}
+	}
+	return t
+}
+
 // ByID returns a map from op id to op.
 func (h *History) ByID() map[int]*Op {
 	m := make(map[int]*Op, len(h.Ops))
