@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -88,18 +87,7 @@ func definite(err error) bool {
 }
 
 // Names lists the resource names of this package, sorted.
-func Names() []string {
-	var out []string
-	for suffix := range Dialect.Modes {
-		if suffix == "" {
-			out = append(out, Dialect.Name)
-		} else {
-			out = append(out, Dialect.Name+"-"+suffix)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return Dialect.Names() }
 
 // Mode returns the mode of a postgres resource name.
 func Mode(name string) (sqldb.Mode, bool) { return Dialect.ParseName(name) }

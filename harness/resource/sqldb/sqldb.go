@@ -35,6 +35,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,20 @@ func (d *Dialect) ResourceName(m Mode) string {
 		}
 	}
 	return d.Name + "-" + string(m)
+}
+
+// Names lists the dialect's resource names, sorted.
+func (d *Dialect) Names() []string {
+	var out []string
+	for suffix := range d.Modes {
+		if suffix == "" {
+			out = append(out, d.Name)
+		} else {
+			out = append(out, d.Name+"-"+suffix)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ParseName returns the mode of a resource name of this dialect.
