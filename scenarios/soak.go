@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,7 +28,9 @@ type SoakConfig struct {
 	// same kinds drawn from the seed (see Spec.RandomFaults). Verdicts are then reported,
 	// not compared with the catalogue: a random schedule need not produce the hazard.
 	Random bool
-	// OutDir, if set, keeps each run's evidence in OutDir/<scenario>/seed-<N>/.
+	// OutDir, if set, keeps each run's evidence in OutDir/<scenario>/seed-<N>/. If not,
+	// only the evidence of runs that differ from the catalogue is kept, in a temporary
+	// directory named in SoakRun.Evidence.
 	OutDir string
 	// CheckTimeout bounds each property's check (0: the models' default).
 	CheckTimeout time.Duration
@@ -43,6 +46,8 @@ type SoakRun struct {
 	Diffs []string `json:"diffs,omitempty"`
 	// Err is set when the run could not complete; it has no verdicts then.
 	Err string `json:"error,omitempty"`
+	// Evidence is the directory holding the run's history and verdicts, when kept.
+	Evidence string `json:"evidence,omitempty"`
 	// FirstViolationNanos is when the first stale write that got through was called,
 	// since the workload started; nil when none got through.
 	FirstViolationNanos *int64 `json:"first_violation_ns,omitempty"`
@@ -162,10 +167,22 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		for seed := int64(1); seed <= int64(cfg.Runs); seed++ {
 			spec.Seed = seed
 			opt := Options{CheckTimeout: cfg.CheckTimeout}
-			if cfg.OutDir != "" {
+			keep := cfg.OutDir != ""
+			if keep {
 				opt.OutDir = filepath.Join(cfg.OutDir, sc.Name, "seed-"+strconv.FormatInt(seed, 10))
+			} else {
+				dir, err := os.MkdirTemp("", "fencecheck-soak-"+sc.Name+"-seed-"+strconv.FormatInt(seed, 10)+"-")
+				if err != nil {
+					return nil, fmt.Errorf("soak: %w", err)
+				}
+				opt.OutDir = dir
 			}
 			r, err := soakOnce(ctx, sc, spec, opt, cfg.Random)
+			if keep || len(r.Diffs) > 0 || r.Err != "" {
+				r.Evidence = opt.OutDir
+			} else if rmErr := os.RemoveAll(opt.OutDir); rmErr != nil && err == nil {
+				err = rmErr
+			}
 			if err == nil {
 				err = ctx.Err()
 			}

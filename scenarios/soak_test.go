@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,6 +38,9 @@ func TestSoakNaive(t *testing.T) {
 	require.Equal(t, 0.0, *safe.FalseAlarmRate)
 	require.Zero(t, safe.TimeToFirstViolation.N, "no stale write gets through a fence")
 	for _, s := range res.Scenarios {
+		for _, r := range s.Detail {
+			require.FileExists(t, filepath.Join(r.Evidence, "history.json"), "--out keeps every run's evidence")
+		}
 		require.Zero(t, s.InconclusiveRate)
 		require.Positive(t, s.OpsPerSec)
 		require.Equal(t, 2, s.Check.N)

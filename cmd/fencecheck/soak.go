@@ -22,7 +22,7 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runs    = fs.Int("runs", 20, "runs per scenario, with seeds 1..N")
 		random  = fs.Bool("random", false, "replace each scenario's targeted faults with a random schedule of the same kinds drawn from the seed (verdicts reported, not compared)")
 		asJSON  = fs.Bool("json", false, "print the result as one JSON document instead of a table")
-		out     = fs.String("out", "", "keep every run's evidence in DIR/<scenario>/seed-<N>/ (default: keep nothing)")
+		out     = fs.String("out", "", "keep every run's evidence in DIR/<scenario>/seed-<N>/ (default: only that of runs that differ, in a temporary directory)")
 		timeout = fs.Duration("check-timeout", 0, "per-property checker timeout (0: the default)")
 	)
 	fs.Usage = func() {
@@ -63,6 +63,9 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				status = "DIFFERS: " + strings.Join(r.Diffs, "; ")
 			case *random:
 				status = "done"
+			}
+			if r.Evidence != "" && status != "as expected" && status != "done" {
+				status += " (evidence: " + r.Evidence + ")"
 			}
 			fmt.Fprintf(stderr, "soak %s seed %d: %s\n", name, r.Seed, status)
 		},

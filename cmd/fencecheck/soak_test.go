@@ -39,6 +39,7 @@ func TestSoakOneRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Scenarios, 1)
 	require.Equal(t, 1.0, *res.Scenarios[0].DetectionRate)
+	require.Empty(t, res.Scenarios[0].Detail[0].Evidence, "without --out, only differing runs keep their evidence")
 	require.Contains(t, stderr, "soak naive-unfenced-pause seed 1: as expected")
 
 	code, stdout, _ = run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1")
