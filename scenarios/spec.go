@@ -334,6 +334,12 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 		}
 		if len(out) == 0 {
 			f.With = with
+			if len(with) > 0 {
+				// A paused or isolated leader can hold clients up for a while: etcd's
+				// clients notice a silent member only through gRPC keep-alives, which
+				// gRPC will not send more often than every 10 s.
+				f.MaxHold = max(f.MaxHold, 45*time.Second)
+			}
 		}
 		out = append(out, f)
 	}
