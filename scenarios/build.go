@@ -257,6 +257,28 @@ func (n nodeFaults) action(name string) nemesis.Action {
 				return crasher.Restart(ctx, crashed, true)
 			},
 		}
+	case "cluster-crash":
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+				if crasher == nil || cluster == nil {
+					return "lock service", "", fmt.Errorf("backend %s cannot be crashed by fencecheck", n.backend.Name())
+				}
+				for i := range cluster.Nodes() {
+					if err := crasher.Crash(ctx, i); err != nil {
+						return node(i), "", err
+					}
+				}
+				// Restart at once, so the lock is available again while the holder is
+				// still paused; every node comes back with its log and snapshot.
+				for i := range cluster.Nodes() {
+					if err := crasher.Restart(ctx, i, true); err != nil {
+						return node(i), "", err
+					}
+				}
+				return "lock service", fmt.Sprintf("all %d nodes crashed and restarted with their data", cluster.Nodes()), nil
+			},
+		}
 	case "skew":
 		var skewed *nemesis.Clock
 		return nemesis.Action{

@@ -164,6 +164,11 @@ func Catalogue() []Scenario {
 			Expect: unsafe,
 		},
 		{
+			Spec:   Spec{Name: "raft-fenced-cluster-crash", Backend: "raft", Resource: "fenced", Faults: []string{"cluster-crash"}},
+			About:  "every raft node crashes while the holder is paused and the service restarts with its logs: leases and tokens survive, the paused holder is refused",
+			Expect: safe,
+		},
+		{
 			Spec:   Spec{Name: "raft-unfenced-careful-skew", Backend: "raft", Resource: "unfenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}},
 			About:  "the raft leader's clock runs fast: the lock FSM expires the lease while the careful client's own clock says there is time left",
 			Expect: unsafe,

@@ -102,6 +102,7 @@ func FaultNames() []Named {
 		{"leader-isolation", "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (etcd/raft clusters)"},
 		{"node-pause", "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"},
 		{"crash", "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals)"},
+		{"cluster-crash", "every raft node crashes while the holder is paused, and the whole lock service restarts at once with its logs (raft)"},
 		{"skew", "the lock service's clock (naive: the server; raft: the leader's FSM stamps) runs 20x fast while the holder is briefly paused (less than its TTL by its own clock)"},
 		{"clock-jump", "the lock server's wall clock steps back while the holder is paused (naive-wallclock: to between the last two grants, and stands still until healed; otherwise 1 h back)"},
 	}
@@ -250,6 +251,8 @@ func (s Spec) applicable(f string) error {
 		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", f)
 	case f == "skew" && s.Backend == "etcd", f == "clock-jump" && (s.Backend == "etcd" || s.Backend == "raft"):
 		return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
+	case f == "cluster-crash" && s.Backend != "raft":
+		return fmt.Errorf("fault %q restarts a whole cluster fencecheck runs itself: the raft backend (naive: use crash; etcd: one member at a time)", f)
 	case f == "delay" && strings.HasPrefix(s.Resource, "sqlite"):
 		return fmt.Errorf("fault %q holds a write in the network, and %s is embedded: there is no network between the client and SQLite (use pause, or a postgres resource)", f, s.Resource)
 	}
@@ -259,7 +262,7 @@ func (s Spec) applicable(f string) error {
 // isNodeFault reports whether a fault acts on the lock service rather than on a client.
 func isNodeFault(f string) bool {
 	switch f {
-	case "leader-isolation", "node-pause", "crash", "skew", "clock-jump":
+	case "leader-isolation", "node-pause", "crash", "cluster-crash", "skew", "clock-jump":
 		return true
 	}
 	return false
