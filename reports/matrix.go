@@ -137,18 +137,23 @@ func (m *Matrix) Cell(backend, resource, fault string) (MatrixCell, bool) {
 
 // ReadMatrix reads a matrix.json.
 func ReadMatrix(path string) (*Matrix, error) {
+	return readDocument(path, MatrixFormat, func(m *Matrix) string { return m.Format })
+}
+
+// readDocument reads a JSON document of ours whose "format" field must be want.
+func readDocument[T any](path, want string, format func(*T) string) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var m Matrix
-	if err := json.Unmarshal(b, &m); err != nil {
+	var d T
+	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if m.Format != MatrixFormat {
-		return nil, fmt.Errorf("%s: field \"format\": got %q, want %q", path, m.Format, MatrixFormat)
+	if got := format(&d); got != want {
+		return nil, fmt.Errorf("%s: field \"format\": got %q, want %q", path, got, want)
 	}
-	return &m, nil
+	return &d, nil
 }
 
 // WriteMatrix writes dir/matrix.json and the index page dir/index.html. dir is the

@@ -1,10 +1,8 @@
 package reports
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -324,18 +322,7 @@ func WriteScorecard(dir string, s *Scorecard) error {
 
 // ReadScorecard reads a scorecard.json.
 func ReadScorecard(path string) (*Scorecard, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var s Scorecard
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if s.Format != ScorecardFormat {
-		return nil, fmt.Errorf("%s: field \"format\": got %q, want %q", path, s.Format, ScorecardFormat)
-	}
-	return &s, nil
+	return readDocument(path, ScorecardFormat, func(s *Scorecard) string { return s.Format })
 }
 
 type scorecardView struct {
