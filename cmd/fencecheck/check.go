@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,11 +33,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		failOn  = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
 		timeout = fs.Duration("timeout", 0, "per-property checker timeout (default 30s)")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	props, err := parseFailOn(*failOn)
 	if err != nil {

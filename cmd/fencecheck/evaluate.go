@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,11 +34,8 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "usage: fencecheck evaluate --backend NAME [flags]\n\nRuns every fault that applies to a lock backend against an unfenced register, a fenced one\nand the backend's own store (etcd: etcd-txn), and writes a scorecard: may we adopt this\nbackend, and what must our resource do?\nExit 0: safe with fencing under every applicable fault; 1: not safe; 2: bad input; 3: a run\nfailed or the checker timed out.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "fencecheck evaluate: unexpected arguments %q\n", fs.Args())

@@ -15,6 +15,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -83,4 +85,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck: unknown command %q\n%s", args[0], usage)
 		return exitUsage
 	}
+}
+
+// parseFlags parses a command's flags. done says the command must return code at once:
+// exit 0 after -h, exit 2 after a bad flag (the flag package has already said what).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitSafe, true
+		}
+		return exitUsage, true
+	}
+	return 0, false
 }

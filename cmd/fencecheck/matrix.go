@@ -50,11 +50,8 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "usage: fencecheck matrix [flags]\n\nRuns backend × resource × fault cells, compares each cell's verdicts with the catalogue's\nexpectation (or, for cells not in it, the design brief's table), and writes an index page.\nExit 0: every cell as expected; 1: some cell differs; 2: bad input; 3: a cell failed to run.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "fencecheck matrix: unexpected arguments %q (choose cells with --backend, --resource, --fault or --scenario)\n", fs.Args())

@@ -40,11 +40,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		failOn   = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
 		verbose  = fs.Bool("v", false, "log progress to stderr")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	props, err := parseFailOn(*failOn)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,11 +22,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: fencecheck serve [--addr 127.0.0.1:PORT] [DIR]\n\nServes a results store (default ./fencecheck-results) on 127.0.0.1 for browsing: / is its\nindex, always fresh; every report, matrix and scorecard page is under it. Ctrl-C stops it.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	dir := defaultOut
 	switch fs.NArg() {

@@ -29,11 +29,8 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: fencecheck soak [flags]\n\nRuns each scenario N times (seeds 1..N), one run at a time, and reports per scenario the\ndetection rate (expected violations found), false-alarm rate (expected-held properties found\nviolated), inconclusive rate, time to the first stale write accepted, checker time and ops/s.\nExit 0: every run as the catalogue expects; 1: some run differed; 2: bad input; 3: a run\nfailed to complete.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "fencecheck soak: unexpected arguments %q (choose scenarios with --scenarios)\n", fs.Args())
