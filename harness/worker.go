@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Worker is one harness client: it loops acquire → read → write → release, recording

@@ -8,7 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Checker benchmarks on generated histories like the harness's (see realisticConfig):

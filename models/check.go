@@ -10,7 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Check validates h, runs the direct analysis, then checks the four properties with

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Finding is the direct analysis's answer for one property.

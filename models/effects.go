@@ -3,7 +3,7 @@ package models
 import (
 	"fmt"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Effects is the optional fifth property, checked only on histories that record side

@@ -9,7 +9,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Independent keys. A multi-key history (ops carrying history.Op.Key) is K independent

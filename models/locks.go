@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // analyzeTokens decides the tokens model: grants sorted by token must be strictly

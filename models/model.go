@@ -8,7 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Every model's Input is one of the op types below and carries the whole recorded op,

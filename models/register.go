@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // The direct register analysis decides exactly what porcupine's register model decides,

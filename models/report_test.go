@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // staleHistory: a paused client's stale write gets through an unfenced register.

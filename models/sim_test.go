@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // The simulator produces histories the way a real run does: clients issue operations

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // staleWrites lists every write that carried a token older, by the fence rule, than

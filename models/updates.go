@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // The direct updates analysis decides what porcupine's updates model decides.

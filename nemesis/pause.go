@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Link is one faultable network link; *proxy.Link implements it.

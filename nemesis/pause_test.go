@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

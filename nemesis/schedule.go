@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness"
 )
 
 // Item is one fault of a random schedule.

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // MatrixFormat names matrix.json's format.

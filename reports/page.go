@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // The pages are html/template templates with their CSS and script inlined, so every page

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // ReportFile is the name of a run's HTML report in its folder.

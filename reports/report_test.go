@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
-	"fencecheck/reports"
-	"fencecheck/reports/browsertest"
-	"fencecheck/reports/reporttest"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/reports/browsertest"
+	"github.com/fencecheck/fencecheck/reports/reporttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // VerdictFile is the content of verdict.json.

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // ScorecardFormat names scorecard.json's format.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 func vs(register, updates, tokens models.Verdict) map[models.Property]models.Verdict {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // The results store (`--out DIR`, default ./fencecheck-results):

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Seconds formats a history time (ns since the run started) as seconds.

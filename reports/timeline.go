@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // The timeline's data, embedded in report.html as JSON and drawn by timeline.js. Ops are

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	etcdlock "fencecheck/harness/lease/etcd"
-	"fencecheck/harness/lease/naive"
-	raftlock "fencecheck/harness/lease/raft"
-	"fencecheck/harness/resource/etcdtxn"
-	"fencecheck/harness/resource/register"
-	"fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
+	"github.com/fencecheck/fencecheck/harness/resource/register"
+	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // env is a started backend and resource, and what to close when the run ends.

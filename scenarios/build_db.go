@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"fencecheck/harness"
-	"fencecheck/harness/resource/postgres"
-	"fencecheck/harness/resource/sqldb"
-	"fencecheck/harness/resource/sqlite"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/resource/postgres"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
+	"github.com/fencecheck/fencecheck/harness/resource/sqlite"
 )
 
 // databaseResourceNames lists the database resources (SQLite, embedded; PostgreSQL, a

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Expect is what a scenario's verdicts and evidence must be.

@@ -1,6 +1,6 @@
 package scenarios
 
-import "fencecheck/models"
+import "github.com/fencecheck/fencecheck/models"
 
 // databaseScenarios are the scenarios with a real database as the fenced resource:
 // SQLite (embedded, always runs) and PostgreSQL (needs a server: --postgres-dsn or

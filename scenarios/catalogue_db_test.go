@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness/resource/postgres"
+	"github.com/fencecheck/fencecheck/harness/resource/postgres"
 )
 
 // skipWithoutPostgres skips a scenario that needs a PostgreSQL server when none is

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"fencecheck/harness/history"
-	"fencecheck/harness/runner"
-	"fencecheck/models"
-	"fencecheck/reports"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/runner"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 // Options control how a scenario is executed.

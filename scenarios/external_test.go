@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	etcdlock "fencecheck/harness/lease/etcd"
-	"fencecheck/models"
+	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // The external-cluster path: an etcd server started on its own, reached only through

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 func TestKeysSpec(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // This file serves `fencecheck matrix` and `fencecheck evaluate`: building cell specs,

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 func TestMatchCatalogue(t *testing.T) {

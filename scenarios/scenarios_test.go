@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness/history"
-	"fencecheck/harness/lease/etcd/etcdtest"
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an

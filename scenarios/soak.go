@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Soak runs: every scenario N times with seeds 1..N, and how trustworthy its verdicts

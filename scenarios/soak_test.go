@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // A tiny soak: one unsafe and one safe naive scenario, two runs each, as the catalogue

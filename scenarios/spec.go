@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	"fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // Spec says what to run. Zero fields take defaults.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/reports/browsertest"
+	"github.com/fencecheck/fencecheck/reports/browsertest"
 )
 
 // The pages a user opens, in a real browser: the matrix index (from disk) with every cell

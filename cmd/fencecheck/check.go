@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
-	"fencecheck/reports"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 // checkJSON is one line of `check --json`.

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"fencecheck/models"
-	"fencecheck/reports"
-	"fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"fencecheck/harness/lease/etcd/etcdtest"
-	"fencecheck/reports"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 func TestEvaluateSafe(t *testing.T) {

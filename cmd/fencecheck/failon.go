@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"fencecheck/models"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // parseFailOn parses --fail-on: a comma-separated list of properties.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 func cmdList(args []string, stdout, stderr io.Writer) int {

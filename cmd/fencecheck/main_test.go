@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 )
 
 // TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an

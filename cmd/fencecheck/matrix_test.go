@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/reports"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 // requireRunFolder checks a run's folder in the results store holds everything the

@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"fencecheck/harness/history"
-	"fencecheck/models"
-	"fencecheck/reports"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/reports"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 // copyHistory puts a testdata history into a results-store layout under root.

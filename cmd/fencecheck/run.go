@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/reports"
-	"fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"fencecheck/reports"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {

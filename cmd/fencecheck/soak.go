@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {

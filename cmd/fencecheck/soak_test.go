@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 func TestSoakBadInput(t *testing.T) {

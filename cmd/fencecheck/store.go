@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"fencecheck/reports"
-	"fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 // defaultOut is the results store when --out is not given.

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	"fencecheck/nemesis"
-	"fencecheck/nemesis/proxy"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
 // Config is one run. Backend and Resource are started by the caller, who also closes them.

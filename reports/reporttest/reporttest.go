@@ -10,7 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Options shape a synthetic history.

@@ -14,7 +14,7 @@ import (
 	"net/http"
 	"syscall"
 
-	"fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness"
 )
 
 // Client talks to one server address.

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"fencecheck/harness"
-	"fencecheck/harness/lease/etcd"
-	"fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 )
 
 func TestConfigValidate(t *testing.T) {

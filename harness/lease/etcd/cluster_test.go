@@ -10,9 +10,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"fencecheck/harness"
-	"fencecheck/harness/lease/etcd"
-	"fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 )
 
 func TestClusterConfigValidate(t *testing.T) {

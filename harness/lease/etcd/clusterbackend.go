@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness"
 )
 
 // ClusterBackend is the "etcd" backend together with the embedded cluster it started:

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 )
 
 func TestMain(m *testing.M) {

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fencecheck/harness"
-	"fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
 )
 
 // Config configures the naive backend.

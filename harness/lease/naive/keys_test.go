@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness"
 )
 
 // One lease per key: holding key a does not block key b, tokens still increase across

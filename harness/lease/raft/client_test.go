@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness"
 )
 
 // fakeNode is a scripted client API node.

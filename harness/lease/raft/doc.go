@@ -2,7 +2,7 @@
 // on hashicorp/raft, run as N nodes inside the test process, with a fault-injecting
 // transport between the nodes and a JSON-over-HTTP client API per node on 127.0.0.1.
 //
-// The import path is fencecheck/harness/lease/raft; the package is named raftlock so that
+// The import path is github.com/fencecheck/fencecheck/harness/lease/raft; the package is named raftlock so that
 // it does not clash with github.com/hashicorp/raft.
 //
 //	s, err := raftlock.Start(ctx, raftlock.Config{TTL: 500 * time.Millisecond})

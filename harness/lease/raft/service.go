@@ -17,7 +17,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 
-	"fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness"
 )
 
 // Name is the backend's name as users type it.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness"
-	"fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
 )
 
 func TestStartLeaderAndBackend(t *testing.T) {

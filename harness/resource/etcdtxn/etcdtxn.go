@@ -12,7 +12,7 @@
 // # Why Fence is "owner"
 //
 // The owner's CreateRevision only increases from holder to holder (see package
-// fencecheck/harness/lease/etcd), and a write is accepted only while its writer owns
+// github.com/fencecheck/fencecheck/harness/lease/etcd), and a write is accepted only while its writer owns
 // the lock, so every earlier accepted write came from an earlier holder with a smaller
 // token: an accepted write's token is > the stored token, as long as each grant writes
 // once (the harness worker's critical section does; a second write under the same
@@ -35,9 +35,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	"fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd"
 )
 
 // The keys holding the protected data.

@@ -7,11 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	"fencecheck/harness/lease/etcd"
-	"fencecheck/harness/lease/etcd/etcdtest"
-	"fencecheck/harness/resource/etcdtxn"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
 )
 
 type setup struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fencecheck/harness/history"
-	"fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
 )
 
 // Row is one undelivered outbox row.

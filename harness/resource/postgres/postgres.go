@@ -37,7 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"fencecheck/harness/resource/sqldb"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
 )
 
 // EnvDSN is the environment variable read when no DSN is given.

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"fencecheck/harness/resource/postgres"
-	"fencecheck/harness/resource/sqldb"
-	"fencecheck/harness/resource/sqldb/sqldbtest"
-	"fencecheck/nemesis/proxy"
+	"github.com/fencecheck/fencecheck/harness/resource/postgres"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb/sqldbtest"
+	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"sync"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	"fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
 )
 
 // Kind selects how clients protect the register.

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Rule is the server's write rule.

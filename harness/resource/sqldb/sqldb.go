@@ -41,10 +41,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	"fencecheck/harness/internal/jsonhttp"
-	"fencecheck/harness/resource/outbox"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness/resource/outbox"
 )
 
 // Table names. Both tables are created if missing; a run touches only its own key's rows.

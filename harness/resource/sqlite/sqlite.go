@@ -35,7 +35,7 @@ import (
 
 	sqlite "modernc.org/sqlite"
 
-	"fencecheck/harness/resource/sqldb"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
 )
 
 // Dialect is SQLite's sqldb dialect.

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"fencecheck/harness/resource/sqldb"
-	"fencecheck/harness/resource/sqldb/sqldbtest"
-	"fencecheck/harness/resource/sqlite"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb/sqldbtest"
+	"github.com/fencecheck/fencecheck/harness/resource/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd"
 )
 
 // StartCluster starts an embedded cluster of n members for t, logging to a file in

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"fencecheck/harness"
-	"fencecheck/harness/history"
-	"fencecheck/harness/resource/sqldb"
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
 )
 
 // Factory creates a resource by name and fence on a fresh run key; the test closes it.
