@@ -1,0 +1,93 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// state is the process state letter from /proc/PID/stat (R, S, T for stopped, ...).
+func state(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	require.NoError(t, err)
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
+}
+
+// waitState waits, with a generous ceiling, for the kernel to report the state.
+func waitState(t *testing.T, pid int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for state(t, pid) != want {
+		require.True(t, time.Now().Before(deadline), "pid %d never reached state %s", pid, want)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPauseResumeClose(t *testing.T) {
+	// A shell with a child: the group signals must reach both.
+	p, err := Start(context.Background(), Config{Name: "sleeper", Path: "sh", Args: []string{"-c", "sleep 300 & wait"}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(Descendants(os.Getpid())) >= 2 }, 20*time.Second, 5*time.Millisecond)
+	kids := Descendants(p.PID())
+	require.Len(t, kids, 1)
+
+	require.NoError(t, p.Pause())
+	waitState(t, p.PID(), "T")
+	waitState(t, kids[0], "T")
+	require.NoError(t, p.Resume())
+	waitState(t, p.PID(), "S")
+	waitState(t, kids[0], "S")
+
+	require.NoError(t, p.Pause()) // Close must end a stopped group too
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close())
+	require.Empty(t, Descendants(os.Getpid()))
+}
+
+func TestKill(t *testing.T) {
+	p, err := Start(context.Background(), Config{Path: "sleep", Args: []string{"300"}})
+	require.NoError(t, err)
+	require.NoError(t, p.Kill())
+	exited, werr := p.Exited()
+	require.True(t, exited)
+	require.Error(t, werr) // killed by a signal
+	require.Error(t, p.Pause(), "signalling an exited process says so")
+	require.NoError(t, p.Close())
+	require.Empty(t, Descendants(os.Getpid()))
+}
+
+func TestStartFailures(t *testing.T) {
+	_, err := Start(context.Background(), Config{Name: "nosuch", Path: "fencecheck-no-such-program"})
+	require.ErrorIs(t, err, ErrNotFound)
+
+	_, err = Start(context.Background(), Config{Name: "quitter", Path: "sh", Args: []string{"-c", "echo port in use >&2; exit 1"},
+		Ready: func(context.Context) error { return errors.New("not listening") }})
+	require.ErrorContains(t, err, "quitter exited before it was ready")
+	require.ErrorContains(t, err, "port in use")
+
+	_, err = Start(context.Background(), Config{Name: "mute", Path: "sleep", Args: []string{"300"}, ReadyTimeout: 200 * time.Millisecond,
+		Ready: func(context.Context) error { return errors.New("no answer") }})
+	require.ErrorContains(t, err, "mute was not ready within 200ms (last check: no answer)")
+	require.Empty(t, Descendants(os.Getpid()), "a server that never came up is killed")
+}
+
+func TestCloseEscalatesToKill(t *testing.T) {
+	p, err := Start(context.Background(), Config{Path: "sh", Args: []string{"-c", "trap '' TERM; echo ready; while :; do sleep 1; done"},
+		StopGrace: 100 * time.Millisecond,
+		Ready:     func(context.Context) error { return nil }})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	require.Empty(t, Descendants(os.Getpid()))
+}
