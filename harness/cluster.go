@@ -30,3 +30,28 @@ type Crasher interface {
 	// Restart starts node i again on the same address.
 	Restart(ctx context.Context, i int, keepData bool) error
 }
+
+// ProcessNodes is implemented by backends whose nodes are real server processes that
+// fencecheck started (redis-server, nats-server, ZooKeeper's JVM). Their node faults
+// are real signals: PauseNode stops node i's process group with SIGSTOP, ResumeNode
+// continues it with SIGCONT, and Crasher.Crash sends SIGKILL. The PID goes into the
+// fault's detail in the history.
+type ProcessNodes interface {
+	// Nodes is the number of server processes; node i serves Endpoints()[i].
+	Nodes() int
+	// NodePID is the process id of node i's server (its process group id).
+	NodePID(i int) int
+	// PauseNode sends SIGSTOP to node i's process group.
+	PauseNode(ctx context.Context, i int) error
+	// ResumeNode sends SIGCONT to node i's process group.
+	ResumeNode(ctx context.Context, i int) error
+}
+
+// Tokenless is implemented by backends (or backend options) that hand out no fencing
+// token, such as Redlock's random value or a Redis lock without a counter. A fenced
+// resource cannot be made safe with them: the harness refuses such a run with
+// NoFencingToken's reason instead of pretending.
+type Tokenless interface {
+	// NoFencingToken says why this backend's grants carry no usable fencing token.
+	NoFencingToken() string
+}
