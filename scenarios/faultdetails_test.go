@@ -27,13 +27,17 @@ func TestFaultDetailsAgreeWithHistory(t *testing.T) {
 	for _, backend := range []string{"naive", "raft"} {
 		t.Run(backend, func(t *testing.T) {
 			var mu sync.Mutex
-			total := 0
+			total, none, some := 0, 0, 0
 			kinds := map[string]int{}
 			t.Cleanup(func() {
 				if !t.Failed() {
-					// Not vacuous: the runs struck clients and every clause was checked.
+					// Not vacuous: the runs struck clients, every clause was checked, and
+					// both outcomes occurred (holds shorter than the TTL keep the others
+					// out; longer ones let them take the lock over).
 					require.GreaterOrEqual(t, total, 3*seeds, "clauses checked over %d seeds", seeds)
-					t.Logf("%s: %d clauses checked; faults by kind %v", backend, total, kinds)
+					require.Positive(t, none, "faults during which no other client's write was accepted")
+					require.Positive(t, some, "faults during which other clients' writes were accepted")
+					t.Logf("%s: %d clauses checked; %d faults without and %d with other clients' writes accepted; faults by kind %v", backend, total, none, some, kinds)
 				}
 			})
 			for seed := int64(1); seed <= seeds; seed++ {
@@ -50,6 +54,12 @@ func TestFaultDetailsAgreeWithHistory(t *testing.T) {
 					total += clauses
 					for _, f := range o.History.Faults {
 						kinds[f.Kind]++
+						switch {
+						case strings.Contains(f.Detail, "no other client's write was accepted during it"):
+							none++
+						case strings.Contains(f.Detail, "accepted during it"):
+							some++
+						}
 					}
 				})
 			}
