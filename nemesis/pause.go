@@ -123,11 +123,16 @@ type strike struct {
 	nextWrite  chan struct{}
 	nextOnce   sync.Once
 	once       sync.Once
+	// firstOther and nextOp are the writes that closed otherWrite and nextWrite, so the
+	// fault's detail can name the write that ended it.
+	firstOther, nextOp history.Op
 	// heal is closed to end the fault early (the run is ending).
 	heal chan struct{}
-	// ownWrite is closed when the struck client's first write after the heal returns.
+	// ownWrite is closed when the struck client's first write after the heal returns
+	// (ownOp).
 	ownWrite chan struct{}
 	ownOnce  sync.Once
+	ownOp    history.Op
 	healed   bool
 	// exclusive strikes stall the other clients' links the moment the write that ends
 	// them is accepted (once minPassed), so no other request slips in before the struck
@@ -206,12 +211,21 @@ func (n *Nemesis) observe(op history.Op) {
 					l.Stall()
 				}
 			}
-			s.once.Do(func() { close(s.otherWrite) })
+			s.once.Do(func() {
+				s.firstOther = op
+				close(s.otherWrite)
+			})
 			if s.minPassed {
-				s.nextOnce.Do(func() { close(s.nextWrite) })
+				s.nextOnce.Do(func() {
+					s.nextOp = op
+					close(s.nextWrite)
+				})
 			}
 		case s.client == op.Client && s.healed:
-			s.ownOnce.Do(func() { close(s.ownWrite) })
+			s.ownOnce.Do(func() {
+				s.ownOp = op
+				close(s.ownWrite)
+			})
 		}
 	}
 }
@@ -237,7 +251,10 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	}
 	n.fired[idx] = true
 	f := n.faults[idx]
-	s := &strike{client: client, start: n.rec.Now(), otherWrite: make(chan struct{}), nextWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
+	fi := n.rec.FaultStart(f.Kind, fmt.Sprintf("client-%d", client), startDetail(f, client, p))
+	// The strike starts when the fault is recorded to, so every write that can end it
+	// was called inside the recorded interval.
+	s := &strike{client: client, start: n.rec.Fault(fi).Start, otherWrite: make(chan struct{}), nextWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
 	n.active[s] = struct{}{}
 	n.strikes[s] = struct{}{}
 	links := append([]Link(nil), n.links[client]...)
@@ -250,18 +267,6 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	n.wg.Add(1)
 	n.mu.Unlock()
 
-	var detail string
-	switch {
-	case f.NoLinks:
-		detail = fmt.Sprintf("struck when client %d reached %s", client, p)
-	case f.Partition:
-		detail = fmt.Sprintf("client %d cut off from the lock service at %s (it can still reach the resource), and stopped there", client, p)
-	case f.StopWorker:
-		detail = fmt.Sprintf("client %d stopped at %s, all its links stalled", client, p)
-	default:
-		detail = fmt.Sprintf("client %d's request at %s held in the network", client, p)
-	}
-	fi := n.rec.FaultStart(f.Kind, fmt.Sprintf("client-%d", client), detail)
 	for _, l := range links {
 		if f.Partition {
 			l.Blackhole()
@@ -272,7 +277,7 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	heals := n.startActions(ctx, f.With, client)
 	hold := func() {
 		defer n.wg.Done()
-		extra := n.wait(ctx, f, s)
+		why := n.wait(ctx, f, s)
 		for i := len(heals) - 1; i >= 0; i-- {
 			heals[i]()
 		}
@@ -287,6 +292,11 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		}
 		s.healed = true
 		n.mu.Unlock()
+		// The fault ends before its links pass, so nothing the heal lets through falls
+		// inside it, and its note is written from the ops recorded by then.
+		n.rec.FaultEndNote(fi, func(rf history.Fault, ops []history.Op) string {
+			return why + "; " + acceptedNote(rf, client, ops)
+		})
 		for _, l := range links {
 			l.Pass()
 		}
@@ -294,36 +304,93 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		delete(n.active, s)
 		n.mu.Unlock()
 		if len(others) > 0 {
-			extra += "; the other clients were held until its next write returned"
 			n.wg.Add(1)
 			go func() {
 				defer n.wg.Done()
-				t := time.NewTimer(ExclusiveCap)
-				defer t.Stop()
-				select {
-				case <-s.ownWrite:
-				case <-t.C:
-				case <-s.heal:
-				}
+				note := n.holdOthers(s, client)
 				for _, l := range others {
 					l.Pass()
 				}
 				n.mu.Lock()
 				delete(n.strikes, s)
 				n.mu.Unlock()
+				n.rec.FaultEnd(fi, note)
 			}()
 		} else {
 			n.mu.Lock()
 			delete(n.strikes, s)
 			n.mu.Unlock()
 		}
-		n.rec.FaultEnd(fi, extra)
 	}
 	if f.StopWorker {
 		hold()
 		return
 	}
 	go hold()
+}
+
+// startDetail says what a fault did to the client it struck at p.
+func startDetail(f ClientFault, client int, p harness.PausePoint) string {
+	switch {
+	case f.NoLinks:
+		return fmt.Sprintf("struck when client %d reached %s", client, p)
+	case f.Partition && f.StopWorker:
+		return fmt.Sprintf("client %d cut off from the lock service at %s (it can still reach the resource), and stopped there", client, p)
+	case f.Partition:
+		return fmt.Sprintf("client %d cut off from the lock service at %s (it can still reach the resource), and carries on", client, p)
+	case f.StopWorker:
+		return fmt.Sprintf("client %d stopped at %s, all its links stalled", client, p)
+	default:
+		return fmt.Sprintf("client %d's request at %s held in the network", client, p)
+	}
+}
+
+// acceptedNote says which writes of clients other than the struck one were accepted
+// while fault f was in force: what a reader checks the fault against.
+func acceptedNote(f history.Fault, client int, ops []history.Op) string {
+	var first *history.Op
+	n := 0
+	for i := range ops {
+		o := &ops[i]
+		if o.Kind != history.Write || o.Client == client || o.Status != history.OK || o.Return == nil ||
+			*o.Return < f.Start || *o.Return > *f.End {
+			continue
+		}
+		n++
+		if first == nil || *o.Return < *first.Return {
+			first = o
+		}
+	}
+	switch n {
+	case 0:
+		return "no other client's write was accepted during it"
+	case 1:
+		return fmt.Sprintf("1 write by another client was accepted during it: client %d's write #%d at %s", first.Client, first.ID, history.Seconds(*first.Return))
+	}
+	return fmt.Sprintf("%d writes by other clients were accepted during it, the first client %d's write #%d at %s", n, first.Client, first.ID, history.Seconds(*first.Return))
+}
+
+// holdOthers keeps an Exclusive strike's other clients held until the struck client's
+// next write returns, at most ExclusiveCap, and says how it went.
+func (n *Nemesis) holdOthers(s *strike, client int) string {
+	t := time.NewTimer(ExclusiveCap)
+	defer t.Stop()
+	select {
+	case <-s.ownWrite:
+	case <-t.C:
+		return fmt.Sprintf("the other clients were held for %s, the cap, waiting for client %d's next write", history.Seconds(int64(ExclusiveCap)), client)
+	case <-s.heal:
+		select {
+		case <-s.ownWrite:
+		default:
+			return "the other clients were held until the run ended"
+		}
+	}
+	o := s.ownOp
+	if o.Return == nil {
+		return fmt.Sprintf("the other clients were held until client %d's write #%d gave up, its outcome unknown", client, o.ID)
+	}
+	return fmt.Sprintf("the other clients were held until client %d's write #%d returned at %s", client, o.ID, history.Seconds(*o.Return))
 }
 
 // startActions starts each action, recording it as a fault of its own, and returns the
@@ -356,8 +423,10 @@ func (n *Nemesis) startActions(ctx context.Context, actions []Action, client int
 }
 
 // wait holds a strike for at least MinHold and until another client's write is accepted,
-// but no longer than MaxHold. It returns a note for the fault's detail.
+// but no longer than MaxHold. It returns why the strike ended, for the fault's detail;
+// each reason is true of the history whichever of two ready channels select picks.
 func (n *Nemesis) wait(ctx context.Context, f ClientFault, s *strike) string {
+	const early = "healed early: the run ended"
 	minT := time.NewTimer(f.MinHold)
 	defer minT.Stop()
 	maxT := time.NewTimer(f.MaxHold)
@@ -365,26 +434,38 @@ func (n *Nemesis) wait(ctx context.Context, f ClientFault, s *strike) string {
 	select {
 	case <-minT.C:
 	case <-s.heal:
-		return "healed early: the run ended"
+		return early
 	case <-ctx.Done():
-		return "healed early: the run ended"
+		return early
+	}
+	if f.MaxHold == f.MinHold {
+		// A fixed hold (a random schedule's): it ends on its timer whatever was written.
+		return fmt.Sprintf("healed after its %s hold", history.Seconds(int64(f.MinHold)))
+	}
+	if !s.exclusive {
+		select {
+		case <-s.otherWrite:
+			return fmt.Sprintf("healed at the end of its %s minimum hold", history.Seconds(int64(f.MinHold)))
+		default:
+		}
 	}
 	n.mu.Lock()
 	s.minPassed = true
 	n.mu.Unlock()
-	trigger := s.otherWrite
+	trigger, op := s.otherWrite, &s.firstOther
 	if s.exclusive {
-		trigger = s.nextWrite
+		trigger, op = s.nextWrite, &s.nextOp
 	}
 	select {
 	case <-trigger:
-		return "another client's write was accepted meanwhile"
+		// op was set before trigger closed.
+		return fmt.Sprintf("healed when client %d's write #%d was accepted at %s", op.Client, op.ID, history.Seconds(op.End()))
 	case <-maxT.C:
-		return fmt.Sprintf("no other client's write was accepted within %v", f.MaxHold)
+		return fmt.Sprintf("healed at its %s limit", history.Seconds(int64(f.MaxHold)))
 	case <-s.heal:
-		return "healed early: the run ended"
+		return early
 	case <-ctx.Done():
-		return "healed early: the run ended"
+		return early
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,3 +239,58 @@ func TestTinyReportsInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// The timeline's view never leaves the run: a fresh report shows exactly 0 s to its end
+// (it once said "showing -41 ms – 4.12 s"), and no zoom, pan or focus goes before 0 or
+// past the end.
+func TestTimelineViewStaysInsideTheRun(t *testing.T) {
+	b := browsertest.Start(t)
+	ctx := context.Background()
+	h, rep := checked(t, reporttest.Options{Ops: 400, Scenario: "synthetic-unfenced"})
+	dir := t.TempDir()
+	require.NoError(t, reports.WriteRun(ctx, dir, h, rep))
+	p := openPage(t, b, filepath.Join(dir, reports.ReportFile))
+	require.NoError(t, p.WaitFor(ctx, `document.body.dataset.timeline === 'rendered'`))
+
+	type step struct {
+		Name  string
+		A, B  float64
+		Label string
+	}
+	var steps []step
+	// Each action, then the view and the header once the frame is drawn.
+	require.NoError(t, p.Eval(`(async function(){
+		var fc = window.fencecheck, out = [], c = document.getElementById('timeline-canvas');
+		function frame(){ return new Promise(function(r){ requestAnimationFrame(function(){ requestAnimationFrame(r); }); }); }
+		async function take(name){ await frame(); out.push({name: name, a: fc.view.a, b: fc.view.b, label: document.getElementById('view-range').textContent}); }
+		function key(k){ c.dispatchEvent(new KeyboardEvent('keydown', {key: k, bubbles: true, cancelable: true})); }
+		function wheel(dy, atLeft){ var r = c.getBoundingClientRect();
+			c.dispatchEvent(new WheelEvent('wheel', {deltaY: dy, clientX: atLeft ? r.left + 90 : r.right - 10, clientY: r.top + 80, bubbles: true, cancelable: true})); }
+		await take('fresh');
+		fc.zoom(1/4); await take('zoom in');
+		for (var i = 0; i < 20; i++) key('ArrowLeft'); await take('pan left');
+		for (i = 0; i < 20; i++) key('ArrowRight'); await take('pan right');
+		fc.focusOp(1, false); await take('focus the first op');
+		for (i = 0; i < 10; i++) wheel(300, true); await take('wheel out at the left edge');
+		fc.focusOp(`+itoa(h.Ops[len(h.Ops)-1].ID)+`, false); await take('focus the last op');
+		for (i = 0; i < 10; i++) wheel(300, false); await take('wheel out at the right edge');
+		key('0'); await take('fit again');
+		return out;
+	})()`, &steps))
+	end := float64(h.LastTime())
+	require.Len(t, steps, 9)
+	for _, s := range steps {
+		require.GreaterOrEqual(t, s.A, 0.0, "%s: the view starts before the run: %s", s.Name, s.Label)
+		require.LessOrEqual(t, s.B, end, "%s: the view ends after the run: %s", s.Name, s.Label)
+		require.Less(t, s.A, s.B, s.Name)
+		require.NotContains(t, s.Label, "-", "%s: a negative time in %q", s.Name, s.Label)
+	}
+	for _, i := range []int{0, len(steps) - 1} {
+		require.Equal(t, 0.0, steps[i].A, steps[i].Name)
+		require.Equal(t, end, steps[i].B, steps[i].Name)
+		require.True(t, strings.HasPrefix(steps[i].Label, "showing 0 s – "+reports.Seconds(h.LastTime())+" of "+reports.Seconds(h.LastTime())), "%s: %q", steps[i].Name, steps[i].Label)
+	}
+	require.Empty(t, p.Errors(), "console errors")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -10,8 +10,9 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
-// Seconds formats a history time (ns since the run started) as seconds.
-func Seconds(ns int64) string { return fmt.Sprintf("%.2f s", float64(ns)/1e9) }
+// Seconds formats a history time (ns since the run started) as seconds; it is
+// history.Seconds, which the nemesis uses too, so every figure prints alike.
+func Seconds(ns int64) string { return history.Seconds(ns) }
 
 // Summary writes the terminal summary of a checked history: settings, faults, the four
 // verdicts, each stale write and lost update in one sentence, and the evidence.

@@ -61,6 +61,8 @@ type tlPair struct {
 }
 
 type timelineData struct {
+	// Start (0, the run's start) and End (its last event) bound the timeline: the
+	// script never shows a view outside them.
 	Start  int64      `json:"start"`
 	End    int64      `json:"end"`
 	Lanes  []tlLane   `json:"lanes"`

@@ -311,17 +311,17 @@ func (n nodeFaults) action(name string) nemesis.Action {
 			Start: func(_ context.Context, nem *nemesis.Nemesis, client int) (string, string, error) {
 				if !wallTokens {
 					c.Jump(-time.Hour)
-					return "lock server", "wall clock stepped back 1h (tokens from a counter and expiry on the monotonic clock do not notice)", nil
+					return "lock server", "wall clock stepped back 1 h (tokens from a counter and expiry on the monotonic clock do not notice)", nil
 				}
 				prev, held, ok := lastTokens(nem.History(), client)
 				if !ok || held-prev < 2 {
 					c.Jump(-time.Hour)
-					return "lock server", "wall clock stepped back 1h (no room between the last two grants to land in)", nil
+					return "lock server", "wall clock stepped back 1 h (no room between the last two grants to land in)", nil
 				}
 				at := time.Unix(0, prev+(held-prev)/2)
 				c.Freeze(at)
-				return "lock server", fmt.Sprintf("wall clock stepped back %v, to %s (between the last two grants, tokens %d and %d), and stands still",
-					time.Duration(time.Now().UnixNano()-at.UnixNano()).Round(time.Millisecond), at.Format(time.RFC3339Nano), prev, held), nil
+				return "lock server", fmt.Sprintf("wall clock stepped back %s, to %s (between the last two grants, tokens %d and %d), and stands still",
+					history.Seconds(time.Now().UnixNano()-at.UnixNano()), at.Format(time.RFC3339Nano), prev, held), nil
 			},
 			Heal: func(context.Context) error {
 				c.Reset(true)

@@ -11,6 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/nemesis/nemesistest"
 )
 
 // TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an
@@ -40,6 +41,8 @@ func TestCatalogue(t *testing.T) {
 			for _, f := range o.History.Faults {
 				require.NotNil(t, f.End, "fault %s never healed", f.Kind)
 			}
+			_, problems := nemesistest.Check(o.History)
+			require.Empty(t, problems, "the faults' details disagree with the history")
 			require.True(t, o.Report.Agree, "porcupine and the direct analysis disagree")
 
 			// The saved evidence re-checks to the same verdicts offline.

@@ -69,6 +69,10 @@ func (o Op) End() int64 {
 	return *o.Return
 }
 
+// Seconds formats a history time or duration (nanoseconds) as seconds, "1.11 s": the
+// one format of every time fencecheck prints.
+func Seconds(ns int64) string { return fmt.Sprintf("%.2f s", float64(ns)/1e9) }
+
 // Infinity is the return time of an operation that never returned.
 const Infinity = int64(^uint64(0) >> 1)
 

@@ -44,9 +44,9 @@ func (r *Recorder) Begin(client int, kind Kind, token int64, value string, readI
 
 // BeginKey is Begin for an op on key (Op.Key; "" is the default key).
 func (r *Recorder) BeginKey(key string, client int, kind Kind, token int64, value string, readID *int) *Pending {
-	now := r.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.Now() // under the lock: times follow the order ops are recorded in
 	op := Op{ID: r.nextID, Client: client, Kind: kind, Call: now, Status: Unknown, Token: token, Value: value, ReadID: readID, Key: key}
 	r.nextID++
 	r.ops = append(r.ops, op)
@@ -64,8 +64,10 @@ func (p *Pending) ID() int {
 // read; for acquires, token is the granted token; otherwise pass the values given to
 // Begin. Status Unknown leaves the op open forever.
 func (p *Pending) Done(s Status, token int64, value string, errText string) {
-	now := p.r.Now()
 	p.r.mu.Lock()
+	// Under the lock, so an op that returned before a fault's end is already recorded
+	// when FaultEndNote reads the ops.
+	now := p.r.Now()
 	op := &p.r.ops[p.idx]
 	op.Status = s
 	op.Token = token
@@ -91,28 +93,44 @@ func (r *Recorder) Watch(f func(Op)) {
 
 // FaultStart records the start of a fault and returns its index for FaultEnd.
 func (r *Recorder) FaultStart(kind, target, detail string) int {
-	now := r.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.Now()
 	r.faults = append(r.faults, Fault{Kind: kind, Target: target, Start: now, Detail: detail})
 	return len(r.faults) - 1
 }
 
 // FaultEnd records that fault i healed, appending to its detail if extra is not empty.
+// Called again, it only appends (the fault keeps its first end).
 func (r *Recorder) FaultEnd(i int, extra string) {
-	now := r.Now()
+	r.FaultEndNote(i, func(Fault, []Op) string { return extra })
+}
+
+// FaultEndNote is FaultEnd with the extra text written from what was recorded up to the
+// fault's end: note gets the fault, its End set, and every op recorded so far, which
+// includes every op that returned by End (return times are taken under the same lock).
+// note runs under the recorder's lock: it must not call the recorder or keep ops.
+func (r *Recorder) FaultEndNote(i int, note func(f Fault, ops []Op) string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.Now()
 	f := &r.faults[i]
 	if f.End == nil {
 		f.End = &now
 	}
-	if extra != "" {
+	if extra := note(*f, r.ops); extra != "" {
 		if f.Detail != "" {
 			f.Detail += "; "
 		}
 		f.Detail += extra
 	}
+}
+
+// Fault returns a copy of fault i as recorded so far.
+func (r *Recorder) Fault(i int) Fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.faults[i]
 }
 
 // History returns a copy of everything recorded so far as a v1 history.

@@ -75,6 +75,7 @@
 
   // ---- formatting ----
   function fmtT(ns) {
+    if (ns === 0) return '0 s';
     var a = Math.abs(ns);
     if (a >= 1e10) return (ns / 1e9).toFixed(1) + ' s';
     if (a >= 1e9) return (ns / 1e9).toFixed(2) + ' s';
@@ -433,21 +434,22 @@
 
   // ---- view changes ----
   var MINSPAN = 10000; // 10 µs
+  // The view stays inside the run, [t0, t1]: nothing happens before its start (0) or
+  // after its end, and the header must never show a time the run does not have.
   function setView(a, b) {
-    var full = t1 - t0, span = Math.min(Math.max(b - a, MINSPAN), full * 1.2 + MINSPAN);
+    var full = t1 - t0, span = Math.min(Math.max(b - a, Math.min(MINSPAN, full)), full);
     var mid = (a + b) / 2;
     a = mid - span / 2; b = mid + span / 2;
-    var lo = t0 - full * 0.1, hi = t1 + full * 0.1;
-    if (a < lo) { b += lo - a; a = lo; }
-    if (b > hi) { a -= b - hi; b = hi; }
-    view.a = a; view.b = b;
+    if (a < t0) { b += t0 - a; a = t0; }
+    if (b > t1) { a -= b - t1; b = t1; }
+    view.a = Math.max(t0, a); view.b = Math.min(t1, b);
     render();
   }
   function zoom(f, at) {
     if (at === undefined) at = (view.a + view.b) / 2;
     setView(at - (at - view.a) * f, at + (view.b - at) * f);
   }
-  function fit() { setView(t0 - (t1 - t0) * 0.01, t1 + (t1 - t0) * 0.01); }
+  function fit() { setView(t0, t1); }
   function showSpan(a, b) {
     var span = Math.max(b - a, (D.ttl || 0) * 2, MINSPAN * 10);
     var mid = (a + b) / 2;
