@@ -246,7 +246,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 	if caps.NoToken != "" && res.NeedsToken {
 		return fail(fmt.Errorf("%w (backend %s: %s; resource %s fences on tokens)", ErrNoToken, s.Backend, caps.NoToken, res.Name))
 	}
-	if err := checkKeys(s, be.Name, caps, res); err != nil { // keys.go
+	if err := checkKeys(reg, s, be.Name, caps, res); err != nil { // keys.go
 		return fail(err)
 	}
 	r.target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL}
