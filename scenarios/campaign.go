@@ -103,6 +103,10 @@ func (c Campaign) runOne(ctx context.Context, spec Spec, label string) (r RunRes
 	r.Label = label
 	started := time.Now()
 	defer func() { r.Took = time.Since(started) }()
+	if c.Store == "" {
+		r.Err = errors.New("campaign: no results store given (Campaign.Store)")
+		return r
+	}
 	dir, err := reports.NewRunDir(c.Store, label, started)
 	if err != nil {
 		r.Err = err

@@ -180,6 +180,9 @@ func Evaluate(ctx context.Context, cfg EvaluateConfig, c Campaign) (sc *judge.Sc
 	if cfg.Registry == nil {
 		cfg.Registry = c.Registry
 	}
+	if c.Store == "" {
+		return nil, "", false, fmt.Errorf("%w: evaluate needs a results store (Campaign.Store), e.g. t.TempDir()", ErrSpec)
+	}
 	p, err := PlanEvaluate(cfg)
 	if err != nil {
 		return nil, "", false, err

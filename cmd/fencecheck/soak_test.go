@@ -62,6 +62,13 @@ func TestSoakOneRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, doc.Mismatches())
 	require.Equal(t, "naive-unfenced-pause/"+filepath.Base(filepath.Dir(runs[0])), doc.Scenarios[0].Detail[0].Evidence)
+
+	// report rebuilds the soak's page offline, with the run's report.
+	require.NoError(t, os.Remove(filepath.Join(store, "soak", "latest", reports.SoakPage)))
+	code, stdout, stderr = run(t, "report", store)
+	require.Equal(t, exitSafe, code, stderr)
+	require.Contains(t, stdout, "and 1 soak page(s)")
+	require.FileExists(t, filepath.Join(store, "soak", "latest", reports.SoakPage))
 }
 
 // --keys is refused, with exit 2, where the backend or resource does not serve keys.
