@@ -64,6 +64,10 @@ func (c Campaign) Run(ctx context.Context, specs []Spec) (results []RunResult, i
 		wg.Go(func() {
 			for i := range jobs {
 				label := label(c.registry(), specs[i])
+				if ctx.Err() != nil { // ended while the job was handed over
+					results[i] = RunResult{Label: label, Err: ErrInterrupted}
+					continue
+				}
 				if c.Started != nil {
 					c.Started(i, label)
 				}
