@@ -62,9 +62,8 @@ type Spec struct {
 // Defaults for a Spec.
 const (
 	DefaultClients = 3
-	DefaultTTL     = registry.DefaultTTL
-	// DefaultEtcdTTL: etcd leases are whole seconds, at least 1.
-	DefaultEtcdTTL  = time.Second
+	// DefaultTTL is the TTL of a backend whose descriptor sets none (etcd's: 1 s).
+	DefaultTTL      = registry.DefaultTTL
 	DefaultDuration = 2 * time.Second
 )
 
