@@ -46,12 +46,3 @@ type ProcessNodes interface {
 	// ResumeNode sends SIGCONT to node i's process group.
 	ResumeNode(ctx context.Context, i int) error
 }
-
-// Tokenless is implemented by backends (or backend options) that hand out no fencing
-// token, such as Redlock's random value or a Redis lock without a counter. A fenced
-// resource cannot be made safe with them: the harness refuses such a run with
-// NoFencingToken's reason instead of pretending.
-type Tokenless interface {
-	// NoFencingToken says why this backend's grants carry no usable fencing token.
-	NoFencingToken() string
-}

@@ -25,7 +25,7 @@ type MatrixCell struct {
 	// Scenario is the name the run is stored under (its catalogue name when it has one).
 	Scenario string `json:"scenario"`
 	// Catalogue: the expectation is the catalogue's; else it was derived from the
-	// design brief's table.
+	// table of expected verdicts (docs/expected-verdicts.md).
 	Catalogue bool                               `json:"catalogue"`
 	Expected  map[models.Property]models.Verdict `json:"expected,omitempty"`
 	Verdicts  map[models.Property]models.Verdict `json:"verdicts,omitempty"`

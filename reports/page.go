@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // The pages are html/template templates with their CSS and script inlined, so every page
@@ -81,20 +81,7 @@ func writeFileAtomic(path string, b []byte) error {
 }
 
 // Duration formats nanoseconds for people: "1.52 s", "350 ms", "12 µs".
-func Duration(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d >= time.Minute:
-		return d.Round(time.Second).String()
-	case d >= time.Second:
-		return fmt.Sprintf("%.2f s", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
-	case d >= time.Microsecond:
-		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
-	}
-	return fmt.Sprintf("%d ns", ns)
-}
+func Duration(ns int64) string { return judge.Duration(ns) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

@@ -11,32 +11,23 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // ReportFile is the name of a run's HTML report in its folder.
 const ReportFile = "report.html"
 
-// Outcome words, from worst to best: what a run says about the protected data.
+// Outcome words, from worst to best: what a run says about the protected data
+// (judge's).
 const (
-	OutcomeUnsafe       = "unsafe"       // register or updates violated
-	OutcomeUnknown      = "unknown"      // the checker timed out on register or updates
-	OutcomeInconclusive = "inconclusive" // held, but the fault never produced a stale write
-	OutcomeSafe         = "safe"         // held, and the fault bit (or there was no fault)
+	OutcomeUnsafe       = judge.OutcomeUnsafe
+	OutcomeUnknown      = judge.OutcomeUnknown
+	OutcomeInconclusive = judge.OutcomeInconclusive
+	OutcomeSafe         = judge.OutcomeSafe
 )
 
-// Outcome classifies a report by what it says about the protected data.
-func Outcome(rep *models.Report) string {
-	v := rep.Verdicts
-	switch {
-	case v[models.Register] == models.Violated || v[models.Updates] == models.Violated:
-		return OutcomeUnsafe
-	case v[models.Register] == models.Unknown || v[models.Updates] == models.Unknown:
-		return OutcomeUnknown
-	case v[models.Register] == models.Inconclusive || v[models.Updates] == models.Inconclusive:
-		return OutcomeInconclusive
-	}
-	return OutcomeSafe
-}
+// Outcome classifies a report by what it says about the protected data (judge.Outcome).
+func Outcome(rep *models.Report) string { return judge.Outcome(rep) }
 
 // Headline is the one thing a newcomer must read: what happened, in a title and a
 // sentence.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 func vs(register, updates, tokens models.Verdict) map[models.Property]models.Verdict {
@@ -45,7 +46,7 @@ func TestScorecardSafe(t *testing.T) {
 	require.True(t, r.Safe)
 
 	var b strings.Builder
-	sc.Terminal(&b)
+	PrintScorecard(&b, sc)
 	require.Contains(t, b.String(), "verdict: SAFE with fencing")
 	require.Contains(t, b.String(), "STALE WRITES GOT THROUGH (1)")
 }
@@ -88,11 +89,11 @@ func TestScorecardNativeRefusesValidWrite(t *testing.T) {
 
 func TestPercentile(t *testing.T) {
 	s := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	require.Equal(t, int64(5), percentile(s, 50))
-	require.Equal(t, int64(9), percentile(s, 90))
-	require.Equal(t, int64(10), percentile(s, 100))
-	require.Equal(t, int64(1), percentile(s, 0))
-	require.Zero(t, percentile(nil, 50))
+	require.Equal(t, int64(5), judge.Percentile(s, 50))
+	require.Equal(t, int64(9), judge.Percentile(s, 90))
+	require.Equal(t, int64(10), judge.Percentile(s, 100))
+	require.Equal(t, int64(1), judge.Percentile(s, 0))
+	require.Zero(t, judge.Percentile(nil, 50))
 }
 
 func TestWrap(t *testing.T) {

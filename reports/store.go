@@ -22,6 +22,7 @@ import (
 //	DIR/<scenario>/latest -> <timestamp>
 //	DIR/matrix/<timestamp>/{index.html, matrix.json}         and DIR/matrix/latest
 //	DIR/evaluate-<backend>/<timestamp>/{scorecard.html, scorecard.json}  and its latest
+//	DIR/soak/<timestamp>/{index.html, soak.json}              and DIR/soak/latest
 //	DIR/index.html                                            the store's index (fencecheck report DIR)
 
 // TimestampLayout names a run's folder: sortable, and unique to the millisecond.
@@ -87,7 +88,7 @@ func MarkLatest(dir string) error {
 // StoreEntry is one scenario, matrix or scorecard in the store's index.
 type StoreEntry struct {
 	Name string
-	// Kind is "run", "matrix" or "scorecard".
+	// Kind is "run", "matrix", "scorecard" or "soak".
 	Kind string
 	// Page is the path of its newest page, relative to the store's root.
 	Page string
@@ -118,7 +119,7 @@ func ScanStore(root string) ([]StoreEntry, error) {
 			out = append(out, e)
 		}
 	}
-	kindOrder := map[string]int{"scorecard": 0, "matrix": 1, "run": 2}
+	kindOrder := map[string]int{"scorecard": 0, "matrix": 1, "soak": 2, "run": 3}
 	slices.SortFunc(out, func(a, b StoreEntry) int {
 		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Name, b.Name))
 	})
@@ -171,6 +172,16 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 				e.Summary = m.SummaryLine()
 				e.Outcome = "safe"
 				if m.Mismatches() > 0 || m.Errors() > 0 {
+					e.Outcome = "unsafe"
+				}
+			}
+			return e, true
+		case exists(filepath.Join(dir, SoakJSON)):
+			e.Kind, e.Page = "soak", rel(SoakPage)
+			if d, err := ReadSoak(filepath.Join(dir, SoakJSON)); err == nil {
+				e.Summary = d.SummaryLine()
+				e.Outcome = "safe"
+				if d.Mismatches() > 0 || d.Errors() > 0 || d.Interrupted {
 					e.Outcome = "unsafe"
 				}
 			}

@@ -7,15 +7,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/resource/postgres"
+	"github.com/fencecheck/fencecheck/harness/resource/sqlite"
 )
 
 // skipWithoutPostgres skips a scenario that needs a PostgreSQL server when none is
 // configured, saying how to configure one.
 func skipWithoutPostgres(t *testing.T, s Spec) {
 	t.Helper()
-	if needs, configured := needsPostgres(s); needs && !configured {
-		t.Skipf("resource %s needs a PostgreSQL server: set %s (e.g. postgres://fencecheck:fencecheck@127.0.0.1:5432/fencecheck); .ci/run does", s.Resource, postgres.EnvDSN)
+	if why := Unavailable(s); why != "" {
+		t.Skipf("resource %s cannot run here: %s (e.g. %s=postgres://fencecheck:fencecheck@127.0.0.1:5432/fencecheck); .ci/run sets one", s.Resource, why, postgres.EnvDSN)
 	}
 }
 
@@ -26,16 +28,22 @@ func TestDatabaseScenarioNames(t *testing.T) {
 		seen[sc.Name] = true
 		_, err := sc.Spec.withDefaults()
 		require.NoError(t, err, sc.Name)
-		_, ok := databaseMode(sc.Resource)
-		require.True(t, ok, sc.Name)
+		_, sok := sqlite.Mode(sc.Resource)
+		_, pok := postgres.Mode(sc.Resource)
+		require.True(t, sok || pok, sc.Name)
 	}
-	for _, n := range databaseResourceNames() {
-		_, ok := databaseMode(n.Name)
-		require.True(t, ok, "listed resource %s has no mode", n.Name)
+	reg := builtin.Registry()
+	for _, name := range append(sqlite.Names(), postgres.Names()...) {
+		r, ok := reg.Resource(name)
+		require.True(t, ok, "database resource %s is not registered", name)
+		_, isToctou := map[string]bool{"sqlite-toctou": true, "postgres-toctou": true}[name]
+		require.Equal(t, isToctou, r.Unfenced, name)
 	}
-	require.True(t, checksThenWrites("postgres-toctou-forupdate"))
-	require.False(t, checksThenWrites("sqlite-outbox"))
-	require.False(t, checksThenWrites("toctou"), "the register's toctou is spec.go's")
+	checks := func(name string) bool { r, _ := reg.Resource(name); return r.ChecksThenWrites }
+	require.True(t, checks("postgres-toctou-forupdate"))
+	require.False(t, checks("sqlite-outbox"))
+	require.True(t, checks("toctou"))
+	require.False(t, checks("fenced"))
 }
 
 // A database that cannot be used is the user's input: ErrSpec (exit 2), one clear
@@ -48,8 +56,8 @@ func TestDatabaseSpecErrors(t *testing.T) {
 		want string
 	}{
 		{"no dsn", Spec{Resource: "postgres"}, "no PostgreSQL server configured"},
-		{"bad dsn", Spec{Resource: "postgres-outbox", PostgresDSN: "postgres://u:sekrit@127.0.0.1:notaport/db"}, "bad PostgreSQL DSN"},
-		{"unreachable", Spec{Resource: "postgres", PostgresDSN: "postgres://u:sekrit@127.0.0.1:1/db?sslmode=disable"}, "cannot connect to PostgreSQL at 127.0.0.1:1"},
+		{"bad dsn", Spec{Resource: "postgres-outbox", Options: map[string]string{postgres.OptionDSN: "postgres://u:sekrit@127.0.0.1:notaport/db"}}, "bad PostgreSQL DSN"},
+		{"unreachable", Spec{Resource: "postgres", Options: map[string]string{postgres.OptionDSN: "postgres://u:sekrit@127.0.0.1:1/db?sslmode=disable"}}, "cannot connect to PostgreSQL at 127.0.0.1:1"},
 		{"sqlite delay", Spec{Resource: "sqlite", Faults: []string{"delay"}}, "there is no network between the client and SQLite"},
 		{"unknown database", Spec{Resource: "sqlite-toctou-serializable"}, `unknown resource "sqlite-toctou-serializable"`},
 	} {

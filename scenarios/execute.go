@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/runner"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
@@ -24,6 +25,8 @@ type Options struct {
 	Logger *slog.Logger
 	// CheckTimeout bounds each property's linearizability check (0: models' default).
 	CheckTimeout time.Duration
+	// Registry resolves the spec's names (nil: the built-in registry, harness/builtin).
+	Registry *registry.Registry
 }
 
 // Outcome is an executed scenario.
@@ -41,10 +44,11 @@ var ErrSpec = errors.New("invalid scenario")
 // Execute builds the backend and resource, runs the workload, saves the history, checks
 // it, and saves the verdicts. Every server it starts is closed before it returns.
 func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
-	spec, err := spec.withDefaults()
+	r, err := resolve(opt.Registry, spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
+	spec = r.Spec
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -54,14 +58,14 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	e, err := build(ctx, spec, opt.OutDir)
+	e, err := build(ctx, r, opt.OutDir)
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
 	res, be := e.resource, e.backend
 
-	faults := spec.clientFaults(nodeFaults{backend: be, env: e})
+	faults := r.clientFaults(be)
 	var maxHold time.Duration
 	for _, f := range faults {
 		maxHold = max(maxHold, f.MaxHold)

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +22,13 @@ func TestExternalEtcd(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	o, err := Execute(ctx, Spec{Backend: "etcd", EtcdEndpoints: c.Endpoints(), Resource: "fenced", Faults: []string{"pause"}}, Options{})
+	o, err := Execute(ctx, Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Resource: "fenced", Faults: []string{"pause"}}, Options{})
 	require.NoError(t, err)
 	sc, _ := Lookup("etcd-fenced-pause")
 	require.Empty(t, sc.Expect.Diff(o.Report), "same verdicts as the embedded etcd-fenced-pause")
 	require.Equal(t, models.Held, o.Report.Verdicts[models.Register])
 
-	_, err = Execute(ctx, Spec{Backend: "etcd", EtcdEndpoints: c.Endpoints(), Faults: []string{"leader-isolation"}}, Options{})
+	_, err = Execute(ctx, Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Faults: []string{"leader-isolation"}}, Options{})
 	require.ErrorIs(t, err, ErrSpec)
 	require.ErrorContains(t, err, "needs a cluster fencecheck started itself")
 }
@@ -39,7 +40,7 @@ func TestExternalEtcdUnreachable(t *testing.T) {
 	require.NoError(t, ln.Close()) // nothing listens there now
 
 	start := time.Now()
-	_, err = Execute(context.Background(), Spec{Backend: "etcd", EtcdEndpoints: []string{addr}}, Options{})
+	_, err = Execute(context.Background(), Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: addr}}, Options{})
 	require.ErrorIs(t, err, ErrSpec, "an unreachable endpoint is bad input (exit 2)")
 	require.ErrorContains(t, err, addr)
 	t.Logf("unreachable endpoint reported after %v", time.Since(start))

@@ -27,7 +27,7 @@ func TestMatchCatalogue(t *testing.T) {
 	}
 	for _, s := range []Spec{
 		CellSpec("etcd", "unfenced", []string{"partition"}, nil),
-		CellSpec("etcd", "fenced", []string{"pause"}, []string{"127.0.0.1:2379"}), // an external cluster is not the catalogue's
+		CellSpec("etcd", "fenced", []string{"pause"}, map[string]string{"etcd-endpoints": "127.0.0.1:2379"}), // an external cluster is not the catalogue's
 		{Backend: "naive", Resource: "fenced", Fence: "monotonic", Faults: []string{"delay"}},
 	} {
 		_, ok := Match(s)
@@ -63,7 +63,7 @@ func TestExpectFor(t *testing.T) {
 func TestLabel(t *testing.T) {
 	require.Equal(t, "etcd-unfenced-partition", Label(CellSpec("etcd", "unfenced", []string{"partition"}, nil)))
 	require.Equal(t, "etcd-txn-partition", Label(CellSpec("etcd", "etcd-txn", []string{"partition"}, nil)))
-	require.Equal(t, "etcd-external-fenced-pause", Label(CellSpec("etcd", "fenced", []string{"pause"}, []string{"127.0.0.1:1"})))
+	require.Equal(t, "etcd-external-fenced-pause", Label(CellSpec("etcd", "fenced", []string{"pause"}, map[string]string{"etcd-endpoints": "127.0.0.1:1"})))
 	require.Equal(t, "raft-3-unfenced-crash", Label(Spec{Backend: "raft", Members: 3, Resource: "unfenced", Faults: []string{"crash"}}))
 }
 
@@ -75,7 +75,7 @@ func TestApplicableFaults(t *testing.T) {
 	etcd := ApplicableFaults("etcd", nil)
 	require.Contains(t, etcd, "leader-isolation")
 	require.Contains(t, etcd, "node-pause")
-	external := ApplicableFaults("etcd", []string{"127.0.0.1:2379"})
+	external := ApplicableFaults("etcd", map[string]string{"etcd-endpoints": "127.0.0.1:2379"})
 	require.Contains(t, external, "pause")
 	require.NotContains(t, external, "leader-isolation")
 	require.NotContains(t, external, "crash")

@@ -1,24 +1,30 @@
 // Package scenarios is the catalogue of named scenarios — a backend, a resource, a fault
-// and the verdicts the design brief expects — and the code that runs one: build the
-// servers, run the workload, save the evidence, check it. The CLI and `go test
-// ./scenarios/...` share it.
+// and the verdicts docs/expected-verdicts.md gives — and the code that runs one: resolve
+// the names in a registry (harness/registry; the built-in one by default), start the
+// servers, run the workload, save the evidence, check it. The CLI, `go test
+// ./scenarios/...` and a user's own tests share it.
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // Spec says what to run. Zero fields take defaults.
 type Spec struct {
 	// Name is recorded in the history; empty for an ad-hoc run.
-	Name     string
+	Name string
+	// Backend and Resource are registry names (default: the first registered of each,
+	// the naive backend and the fenced register).
 	Backend  string
 	Resource string
 	// Fence is the fence rule: "strict" (default) or "monotonic".
@@ -41,26 +47,23 @@ type Spec struct {
 	// reaches the write) or "careful" (checks by its own clock that its lease is still
 	// valid, with a margin, right before writing).
 	Policy string
-	// Members is the size of an embedded etcd cluster (default 1) or of the raft lock
-	// service (default 3).
+	// Members is the size of the lock-service cluster (default: the backend's).
 	Members int
-	// EtcdEndpoints points the etcd backend at an existing cluster instead of starting
-	// an embedded one. Only client-side faults apply to it.
-	EtcdEndpoints []string
-	// PostgresDSN is the PostgreSQL server of the postgres resources (default:
-	// $FENCECHECK_POSTGRES_DSN; see build_db.go).
-	PostgresDSN string
+	// Options are the backend's and the resource's own options by name (e.g.
+	// "etcd-endpoints", "postgres-dsn"; see registry.Option). An option of another
+	// backend is an error; one of another resource is ignored (a DSN given for a run
+	// that uses no database).
+	Options map[string]string
 	// Keys > 1 runs that many independent locks and register cells; each critical
-	// section picks one (seeded). Naive backends and register resources only (keys.go).
+	// section picks one (seeded). Backends and resources that serve keys only.
 	Keys int
 }
 
 // Defaults for a Spec.
 const (
 	DefaultClients = 3
-	DefaultTTL     = 500 * time.Millisecond
-	// DefaultEtcdTTL: etcd leases are whole seconds, at least 1.
-	DefaultEtcdTTL  = time.Second
+	// DefaultTTL is the TTL of a backend whose descriptor sets none (etcd's: 1 s).
+	DefaultTTL      = registry.DefaultTTL
 	DefaultDuration = 2 * time.Second
 )
 
@@ -70,42 +73,37 @@ type Named struct {
 	Meaning string
 }
 
-// BackendNames lists the lock backends.
-func BackendNames() []Named {
-	return []Named{
-		{"naive", "a TTL lock server with an in-memory token counter (lost on restart)"},
-		{"naive-persisted", "the naive lock server with a token counter persisted to a file (fsync before each grant)"},
-		{"naive-wallclock", "the naive lock server whose token is its wall clock in ns (not linearizable)"},
-		{"naive-32bit", "the naive lock server with a 32-bit token counter started near its limit (wraps)"},
-		{"etcd", "embedded etcd (--members 1 or 3) or an existing cluster (--etcd-endpoints); concurrency.Mutex, token = lock key's CreateRevision"},
-		{"raft", "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire"},
+// BackendNames lists the built-in lock backends.
+func BackendNames() []Named { return backendNames(builtin.Registry()) }
+
+func backendNames(reg *registry.Registry) []Named {
+	var out []Named
+	for _, b := range reg.Backends() {
+		out = append(out, Named{b.Name, b.Meaning})
 	}
+	return out
 }
 
-// ResourceNames lists the protected resources.
-func ResourceNames() []Named {
-	return append([]Named{
-		{"fenced", "register with one atomic conditional write (accept iff token passes the fence)"},
-		{"unfenced", "register that accepts every write; the token is stored, never checked"},
-		{"toctou", "register guarded by check-then-write: read the token, compare, then write in a second request"},
-		{"etcd-txn", "etcd itself is the store: one txn writes only while the lock key's CreateRevision is still the writer's token (etcd backend only)"},
-	}, databaseResourceNames()...) // sqlite*, postgres*: build_db.go
+// ResourceNames lists the built-in protected resources.
+func ResourceNames() []Named { return resourceNames(builtin.Registry()) }
+
+func resourceNames(reg *registry.Registry) []Named {
+	var out []Named
+	for _, r := range reg.Resources() {
+		out = append(out, Named{r.Name, r.Meaning})
+	}
+	return out
 }
 
-// FaultNames lists the targeted faults.
-func FaultNames() []Named {
-	return []Named{
-		{"pause", "GC-like pause of the lock holder inside its critical section (after its read, before its write; for toctou between check and write), longer than the TTL"},
-		{"pause-before-read", "GC-like pause of the lock holder right after acquiring, before its read, longer than the TTL"},
-		{"delay", "the holder's write is sent but held in the network (all its links stall) until its lease has expired and another write was accepted"},
-		{"partition", "the holder is cut off from the lock service (its connections close) while it can still reach the resource, and stalls in its critical section"},
-		{"leader-isolation", "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (etcd/raft clusters)"},
-		{"node-pause", "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"},
-		{"crash", "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals)"},
-		{"cluster-crash", "every raft node crashes while the holder is paused, and the whole lock service restarts at once with its logs (raft)"},
-		{"skew", "the lock service's clock (naive: the server; raft: the leader's FSM stamps) runs 20x fast while the holder is briefly paused (less than its TTL by its own clock)"},
-		{"clock-jump", "the lock server's wall clock steps back while the holder is paused (naive-wallclock: to between the last two grants, and stands still until healed; otherwise 1 h back)"},
+// FaultNames lists the built-in targeted faults.
+func FaultNames() []Named { return faultNames(builtin.Registry()) }
+
+func faultNames(reg *registry.Registry) []Named {
+	var out []Named
+	for _, f := range reg.Faults() {
+		out = append(out, Named{f.Name(), f.Meaning()})
 	}
+	return out
 }
 
 func known(list []Named, name string) bool {
@@ -120,13 +118,41 @@ func names(list []Named) string {
 	return strings.Join(s, ", ")
 }
 
-// withDefaults fills zero fields and validates the spec.
+// resolved is a validated spec with the descriptors its names resolve to.
+type resolved struct {
+	Spec
+	reg      *registry.Registry
+	backend  registry.Backend
+	resource registry.Resource
+	// settings are the backend's; resSettings the resource's.
+	settings, resSettings registry.Settings
+	target                registry.Target
+}
+
+// withDefaults fills zero fields and validates the spec against the built-in registry.
 func (s Spec) withDefaults() (Spec, error) {
-	if s.Backend == "" {
-		s.Backend = "naive"
+	r, err := resolve(nil, s)
+	return r.Spec, err
+}
+
+// defaultRegistry is the registry used when none is given.
+func defaultRegistry() *registry.Registry { return builtin.Registry() }
+
+// resolve fills zero fields and validates the spec against reg (nil: the built-in one).
+func resolve(reg *registry.Registry, s Spec) (resolved, error) {
+	if reg == nil {
+		reg = defaultRegistry()
 	}
-	if s.Resource == "" {
-		s.Resource = "fenced"
+	r := resolved{reg: reg}
+	fail := func(err error) (resolved, error) {
+		r.Spec = s
+		return r, err
+	}
+	if s.Backend == "" {
+		s.Backend = defaultBackend(reg, s.Options)
+	}
+	if s.Resource == "" && len(reg.Resources()) > 0 {
+		s.Resource = reg.Resources()[0].Name
 	}
 	if s.Fence == "" {
 		s.Fence = history.FenceStrict
@@ -134,100 +160,110 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.Clients == 0 {
 		s.Clients = DefaultClients
 	}
+	be, beOK := reg.Backend(s.Backend)
 	if s.TTL == 0 {
 		s.TTL = DefaultTTL
-		if s.Backend == "etcd" {
-			s.TTL = DefaultEtcdTTL
+		if beOK && be.TTL > 0 {
+			s.TTL = be.TTL
 		}
 	}
 	if s.Members == 0 {
 		s.Members = 1
-		if s.Backend == "raft" {
-			s.Members = 3
+		if beOK && be.Members > 0 {
+			s.Members = be.Members
 		}
 	}
 	if s.Duration == 0 {
 		s.Duration = DefaultDuration
 	}
-	if !known(BackendNames(), s.Backend) {
-		return s, fmt.Errorf("unknown backend %q (known: %s)", s.Backend, names(BackendNames()))
+	if !beOK {
+		return fail(fmt.Errorf("unknown backend %q (known: %s)", s.Backend, names(backendNames(reg))))
 	}
-	if !known(ResourceNames(), s.Resource) {
-		return s, fmt.Errorf("unknown resource %q (known: %s)", s.Resource, names(ResourceNames()))
+	res, ok := reg.Resource(s.Resource)
+	if !ok {
+		return fail(fmt.Errorf("unknown resource %q (known: %s)", s.Resource, names(resourceNames(reg))))
 	}
+	r.backend, r.resource = be, res
 	if s.Fence != history.FenceStrict && s.Fence != history.FenceMonotonic {
-		return s, fmt.Errorf("unknown fence %q (want strict or monotonic)", s.Fence)
+		return fail(fmt.Errorf("unknown fence %q (want strict or monotonic)", s.Fence))
 	}
 	for _, f := range append(append([]string(nil), s.Faults...), s.RandomFaults...) {
-		if !known(FaultNames(), f) {
-			return s, fmt.Errorf("unknown fault %q (known: %s)", f, names(FaultNames()))
+		if _, ok := reg.Fault(f); !ok {
+			return fail(fmt.Errorf("unknown fault %q (known: %s)", f, names(faultNames(reg))))
 		}
 	}
 	if len(s.RandomFaults) > 0 {
 		if len(s.Faults) > 0 {
-			return s, fmt.Errorf("give either targeted faults (--fault) or a random schedule (--faults), not both")
+			return fail(fmt.Errorf("give either targeted faults (--fault) or a random schedule (--faults), not both"))
 		}
 		if s.Interval == 0 {
 			s.Interval = 2 * s.TTL
 		}
 		if s.Interval < 0 {
-			return s, fmt.Errorf("interval must be positive, got %v", s.Interval)
+			return fail(fmt.Errorf("interval must be positive, got %v", s.Interval))
 		}
 		if s.Duration < 2*s.Interval {
-			return s, fmt.Errorf("a random schedule needs a duration of at least twice the interval (%v), got %v", 2*s.Interval, s.Duration)
+			return fail(fmt.Errorf("a random schedule needs a duration of at least twice the interval (%v), got %v", 2*s.Interval, s.Duration))
 		}
 	}
 	if s.Clients < 2 || s.Clients > 64 {
-		return s, fmt.Errorf("clients must be between 2 and 64 (a stale write needs a second client), got %d", s.Clients)
+		return fail(fmt.Errorf("clients must be between 2 and 64 (a stale write needs a second client), got %d", s.Clients))
 	}
 	if s.TTL < 0 {
-		return s, fmt.Errorf("ttl must be positive, got %v", s.TTL)
+		return fail(fmt.Errorf("ttl must be positive, got %v", s.TTL))
 	}
 	if s.TTL < 50*time.Millisecond {
-		return s, fmt.Errorf("ttl %v is too short: below 50ms the timing noise of a loaded machine decides the verdicts", s.TTL)
+		return fail(fmt.Errorf("ttl %v is too short: below 50ms the timing noise of a loaded machine decides the verdicts", s.TTL))
 	}
 	if s.Duration < 0 {
-		return s, fmt.Errorf("duration must be positive, got %v", s.Duration)
+		return fail(fmt.Errorf("duration must be positive, got %v", s.Duration))
 	}
-	switch {
-	case s.Backend == "etcd" && s.Members != 1 && s.Members != 3:
-		return s, fmt.Errorf("etcd: --members must be 1 or 3, got %d", s.Members)
-	case s.Backend == "raft" && (s.Members < 1 || s.Members > 7):
-		return s, fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)
-	case s.Backend != "etcd" && s.Backend != "raft" && s.Members != 1:
-		return s, fmt.Errorf("backend %s is a single server: --members must be 1, got %d", s.Backend, s.Members)
+	opts, err := splitOptions(reg, s)
+	if err != nil {
+		return fail(err)
 	}
-	if s.Backend == "etcd" && (s.TTL < time.Second || s.TTL%time.Second != 0) {
-		return s, fmt.Errorf("etcd leases are whole seconds, at least 1s (and at least 1.5x the election timeout): --ttl %v will not do", s.TTL)
+	s.Options = opts.all
+	r.settings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.backend}.WithOptions(be.Options)
+	r.resSettings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.resource}.WithOptions(res.Options)
+	if err := be.CheckSettings(r.settings); err != nil {
+		return fail(err)
 	}
+	caps := be.DeclaredCaps(r.settings)
 	if s.Policy == "" {
 		s.Policy = "trusting"
 	}
 	if !known(Policies(), s.Policy) {
-		return s, fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, names(Policies()))
+		return fail(fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, names(Policies())))
 	}
-	if s.Policy == "careful" && s.Backend == "etcd" {
-		return s, fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock (naive or raft); etcd's session does not expose one")
+	if s.Policy == "careful" && !caps.ClientExpiry {
+		return fail(fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock (naive or raft); %s's session does not expose one", s.Backend))
 	}
-	if s.Resource == "etcd-txn" && s.Backend != "etcd" {
-		return s, fmt.Errorf("resource etcd-txn needs the etcd backend (got %q)", s.Backend)
+	if res.NativeOnly && !slices.Contains(be.Native, res.Name) {
+		owners := reg.NativeOwners(res.Name)
+		return fail(fmt.Errorf("resource %s needs the %s backend (got %q)", res.Name, strings.Join(owners, " or "), s.Backend))
 	}
-	if len(s.EtcdEndpoints) > 0 && s.Backend != "etcd" {
-		return s, fmt.Errorf("--etcd-endpoints is for the etcd backend (got %q)", s.Backend)
+	if caps.NoToken != "" && res.NeedsToken {
+		return fail(fmt.Errorf("%w (backend %s: %s; resource %s fences on tokens)", ErrNoToken, s.Backend, caps.NoToken, res.Name))
 	}
-	if err := s.checkKeys(); err != nil { // keys.go
-		return s, err
+	if err := checkKeys(reg, s, be.Name, caps, res); err != nil { // keys.go
+		return fail(err)
+	}
+	r.target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL}
+	for _, f := range reg.Faults() {
+		if _, ok := f.(registry.ClientFault); ok {
+			r.target.ClientFaults = append(r.target.ClientFaults, f.Name())
+		}
 	}
 	for _, f := range s.Faults {
-		if err := s.applicable(f); err != nil {
-			return s, err
+		if err := r.applies(f); err != nil {
+			return fail(err)
 		}
 	}
 	// A random schedule draws only from the kinds that apply to this backend.
 	var kinds []string
 	s.Skipped = nil
 	for _, f := range s.RandomFaults {
-		if err := s.applicable(f); err != nil {
+		if err := r.applies(f); err != nil {
 			s.Skipped = append(s.Skipped, err.Error())
 			continue
 		}
@@ -235,37 +271,103 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if len(s.RandomFaults) > 0 {
 		if len(kinds) == 0 {
-			return s, fmt.Errorf("no fault of --faults applies: %s", strings.Join(s.Skipped, "; "))
+			return fail(fmt.Errorf("no fault of --faults applies: %s", strings.Join(s.Skipped, "; ")))
 		}
 		s.RandomFaults = kinds
 	}
-	return s, nil
+	r.Spec = s
+	return r, nil
 }
 
-// applicable says why fault f cannot run against the spec's backend, or nil.
-func (s Spec) applicable(f string) error {
-	switch {
-	case len(s.EtcdEndpoints) > 0 && isNodeFault(f):
-		return fmt.Errorf("fault %q needs a cluster fencecheck started itself; an external cluster (--etcd-endpoints) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
-	case (f == "leader-isolation" || f == "node-pause") && (s.Backend != "etcd" && s.Backend != "raft" || s.Members < 3):
-		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", f)
-	case f == "skew" && s.Backend == "etcd", f == "clock-jump" && (s.Backend == "etcd" || s.Backend == "raft"):
-		return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
-	case f == "cluster-crash" && s.Backend != "raft":
-		return fmt.Errorf("fault %q restarts a whole cluster fencecheck runs itself: the raft backend (naive: use crash; etcd: one member at a time)", f)
-	case f == "delay" && strings.HasPrefix(s.Resource, "sqlite"):
-		return fmt.Errorf("fault %q holds a write in the network, and %s is embedded: there is no network between the client and SQLite (use pause, or a postgres resource)", f, s.Resource)
+// ErrNoToken marks a run of a backend without fencing tokens against a resource that
+// fences on them: it cannot be made safe by fencing (a usage error, exit 2).
+var ErrNoToken = errors.New("no fencing token: cannot be made safe by fencing")
+
+// defaultBackend is the backend an option implies (--etcd-endpoints: etcd), else the
+// first registered.
+func defaultBackend(reg *registry.Registry, opts map[string]string) string {
+	for name, v := range opts {
+		if v == "" {
+			continue
+		}
+		if owners, _ := reg.OptionOwners(name); len(owners) == 1 {
+			return owners[0]
+		}
 	}
-	return nil
+	if bs := reg.Backends(); len(bs) > 0 {
+		return bs[0].Name
+	}
+	return ""
 }
 
-// isNodeFault reports whether a fault acts on the lock service rather than on a client.
-func isNodeFault(f string) bool {
-	switch f {
-	case "leader-isolation", "node-pause", "crash", "cluster-crash", "skew", "clock-jump":
-		return true
+type splitOpts struct {
+	// all are the options kept; backend and resource the ones each descriptor owns.
+	all, backend, resource map[string]string
+}
+
+// splitOptions sorts a spec's options by owner. An option of another backend is an
+// error (it would be silently ignored); one of another resource is dropped.
+func splitOptions(reg *registry.Registry, s Spec) (splitOpts, error) {
+	var o splitOpts
+	be, _ := reg.Backend(s.Backend)
+	res, _ := reg.Resource(s.Resource)
+	keys := make([]string, 0, len(s.Options))
+	for k := range s.Options {
+		keys = append(keys, k)
 	}
-	return false
+	slices.Sort(keys)
+	put := func(m *map[string]string, k, v string) {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[k] = v
+	}
+	for _, k := range keys {
+		v := s.Options[k]
+		if v == "" {
+			continue
+		}
+		inBackend, inResource := registry.HasOption(be.Options, k), registry.HasOption(res.Options, k)
+		switch {
+		case inBackend || inResource:
+			put(&o.all, k, v)
+			if inBackend {
+				put(&o.backend, k, v)
+			}
+			if inResource {
+				put(&o.resource, k, v)
+			}
+		default:
+			backends, resources := reg.OptionOwners(k)
+			switch {
+			case len(backends) > 0:
+				return o, fmt.Errorf("--%s is for the %s backend (got %q)", k, strings.Join(backends, " or "), s.Backend)
+			case len(resources) == 0:
+				return o, fmt.Errorf("unknown option --%s", k)
+			}
+		}
+	}
+	return o, nil
+}
+
+// applies says why fault f cannot run against the spec, or nil.
+func (r resolved) applies(f string) error {
+	fault, ok := r.reg.Fault(f)
+	if !ok {
+		return fmt.Errorf("unknown fault %q", f)
+	}
+	return fault.Applies(r.target)
+}
+
+// isServiceFault reports whether a fault acts on the lock service rather than on a
+// client.
+func isServiceFault(reg *registry.Registry, f string) bool {
+	fault, ok := reg.Fault(f)
+	if !ok {
+		return false
+	}
+	_, service := fault.(registry.ServiceFault)
+	return service
 }
 
 // Policies lists the client policies.
@@ -276,65 +378,50 @@ func Policies() []Named {
 	}
 }
 
-// clientFaults turns the spec's fault names into targeted faults. Node faults ride along
-// with the client fault (given alone, they ride on a pause of the holder, so that the
-// run contains a stale write to stop): node is how they act on the lock service.
-func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
-	if sched, ok := s.schedule(); ok {
-		return sched.ClientFaults(func(kind string) (nemesis.Action, bool) { return node.action(kind), true })
+// clientFaults turns the spec's fault names into targeted faults against the started
+// backend. Service faults ride along with the client fault (given alone, they ride on a
+// pause of the holder, so that the run contains a stale write to stop).
+func (r resolved) clientFaults(be harness.Backend) []nemesis.ClientFault {
+	action := func(kind string) (nemesis.Action, bool) {
+		f, ok := r.reg.Fault(kind)
+		if !ok {
+			return nemesis.Action{}, false
+		}
+		sf, ok := f.(registry.ServiceFault)
+		if !ok {
+			return nemesis.Action{}, false
+		}
+		return sf.Action(be), true
+	}
+	if sched, ok := r.schedule(); ok {
+		return sched.ClientFaults(action)
+	}
+	var with []nemesis.Action
+	var strikes []registry.ClientFault
+	for _, name := range r.Faults {
+		f, _ := r.reg.Fault(name)
+		switch f := f.(type) {
+		case registry.ServiceFault:
+			a, _ := action(name)
+			with = append(with, a)
+		case registry.ClientFault:
+			strikes = append(strikes, f)
+		}
+	}
+	if len(with) > 0 && len(strikes) == 0 {
+		strikes = append(strikes, r.carrier())
+	}
+	// Riders in registry order, so that which one shapes the pause does not depend on
+	// the order the user named them in.
+	var riders []registry.ServiceFault
+	for _, f := range r.reg.Faults() {
+		if sf, ok := f.(registry.ServiceFault); ok && slices.Contains(r.Faults, f.Name()) {
+			riders = append(riders, sf)
+		}
 	}
 	var out []nemesis.ClientFault
-	var with []nemesis.Action
-	arm := max(s.TTL, 200*time.Millisecond)
-	names := []string{}
-	for _, name := range s.Faults {
-		if isNodeFault(name) {
-			with = append(with, node.action(name))
-			continue
-		}
-		names = append(names, name)
-	}
-	if len(with) > 0 && len(names) == 0 {
-		names = []string{"pause"}
-	}
-	skew := slices.Contains(s.Faults, "skew")
-	for _, name := range names {
-		f := nemesis.ClientFault{
-			Kind:     name,
-			ArmAfter: arm,
-			// Twice the TTL: the lease has surely expired on the server before the
-			// client may go on, whatever the load.
-			MinHold: 2 * s.TTL,
-			MaxHold: max(20*s.TTL, 10*time.Second),
-			// The struck client's late request lands right after the write that ended
-			// the fault, before anyone else's: the same interleaving on every run.
-			Exclusive: true,
-		}
-		switch name {
-		case "pause":
-			f.Point, f.StopWorker = harness.PauseAfterRead, true
-			switch {
-			case slices.Contains(s.Faults, "crash") && s.Backend != "etcd" && s.Backend != "raft":
-				// The crash forgets the lease at once, so the holder need not outwait
-				// its TTL. It wakes right after the first write accepted after the
-				// crash, before any other client writes again: the worst moment.
-				f.MinHold = s.TTL / 20
-			case skew:
-				// A brief pause, shorter than the TTL by the client's clock: only the
-				// fast server clock makes it outlive the lease.
-				f.MinHold, f.MaxHold = s.TTL/20, s.TTL/2
-			case s.Policy == "careful":
-				f.Point = harness.PauseAfterLeaseCheck
-			case s.Resource == "toctou" || checksThenWrites(s.Resource):
-				f.Point = harness.PauseAfterCheck
-			}
-		case "pause-before-read":
-			f.Point, f.StopWorker = harness.PauseAfterAcquire, true
-		case "delay":
-			f.Point, f.StopWorker = harness.PauseInWrite, false
-		case "partition":
-			f.Point, f.StopWorker, f.Partition = harness.PauseAfterRead, true, true
-		}
+	for _, cf := range strikes {
+		f := cf.Strike(r.target, riders)
 		if len(out) == 0 {
 			f.With = with
 			if len(with) > 0 {
@@ -347,6 +434,22 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 		out = append(out, f)
 	}
 	return out
+}
+
+// carrier is the client fault a service fault given alone rides on: a pause, or the
+// first client fault registered.
+func (r resolved) carrier() registry.ClientFault {
+	if f, ok := r.reg.Fault("pause"); ok {
+		if cf, ok := f.(registry.ClientFault); ok {
+			return cf
+		}
+	}
+	for _, f := range r.reg.Faults() {
+		if cf, ok := f.(registry.ClientFault); ok {
+			return cf
+		}
+	}
+	return nil
 }
 
 // schedule draws the spec's random schedule, if it has one. The spec is validated.

@@ -9,22 +9,33 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/scenarios"
 )
 
-// Defaults of `fencecheck matrix`: every lock service × {unfenced, fenced} × {pause,
-// delay, partition}. The naive variants (naive-persisted, ...) differ only in their
-// token source; name them with --backend to include them.
+// Defaults of `fencecheck matrix`: every backend whose descriptor asks for a default row
+// (one per lock service: the naive variants differ only in their token source; name
+// them with --backend to include them) × {unfenced, fenced} × {pause, delay, partition}.
 const (
-	defaultMatrixBackends  = "naive,etcd,raft"
 	defaultMatrixResources = "unfenced,fenced"
 	defaultMatrixFaults    = "pause,delay,partition"
 )
+
+// defaultMatrixBackends lists the registry's default matrix rows.
+func defaultMatrixBackends(reg *registry.Registry) string {
+	var out []string
+	for _, b := range reg.Backends() {
+		if b.Matrix {
+			out = append(out, b.Name)
+		}
+	}
+	return strings.Join(out, ",")
+}
 
 // plannedCell is a matrix cell before it runs.
 type plannedCell struct {
@@ -34,20 +45,22 @@ type plannedCell struct {
 }
 
 func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	reg := builtin.Registry()
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		backends  = fs.String("backend", defaultMatrixBackends, "comma-separated lock backends (rows)")
+		backends  = fs.String("backend", defaultMatrixBackends(reg), "comma-separated lock backends (rows)")
 		resources = fs.String("resource", defaultMatrixResources, "comma-separated resources")
 		faults    = fs.String("fault", defaultMatrixFaults, "comma-separated targeted faults, one per column; a+b runs two faults together")
 		named     = fs.String("scenario", "", "comma-separated catalogue scenarios to run instead of the grid ('all' runs the whole catalogue)")
-		parallel  = fs.Int("parallel", 1, "cells run at a time (timing-sensitive faults are most faithful at 1)")
-		seed      = fs.Int64("seed", 1, "seed of every cell's workload")
-		out       = fs.String("out", defaultOut, "results store: cells go to DIR/<scenario>/<timestamp>/, the index page to DIR/matrix/<timestamp>/index.html")
-		verbose   = fs.Bool("v", false, "log every cell's progress to stderr as well as to its run.log")
+		parallel  = parallelFlag(fs, "cells run")
+		seed      = seedFlag(fs, "every cell's workload")
+		out       = outFlag(fs, defaultOut, "results store: cells go to DIR/<scenario>/<timestamp>/, the index page to DIR/matrix/<timestamp>/index.html")
+		verbose   = verboseFlag(fs, "log every cell's progress to stderr as well as to its run.log")
+		options   = optionFlags(fs, reg)
 	)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencecheck matrix [flags]\n\nRuns backend × resource × fault cells, compares each cell's verdicts with the catalogue's\nexpectation (or, for cells not in it, the design brief's table), and writes an index page.\nExit 0: every cell as expected; 1: some cell differs; 2: bad input; 3: a cell failed to run.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: fencecheck matrix [flags]\n\nRuns backend × resource × fault cells, compares each cell's verdicts with the catalogue's\nexpectation (or, for cells not in it, the table in docs/expected-verdicts.md), and writes an index page.\nExit 0: every cell as expected; 1: some cell differs; 2: bad input; 3: a cell failed to run.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args); done {
@@ -57,7 +70,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "fencecheck matrix: unexpected arguments %q (choose cells with --backend, --resource, --fault or --scenario)\n", fs.Args())
 		return exitUsage
 	}
-	if *parallel < 1 || *parallel > 8 {
+	if !checkParallel(*parallel) {
 		fmt.Fprintf(stderr, "fencecheck matrix: --parallel must be between 1 and 8, got %d\n", *parallel)
 		return exitUsage
 	}
@@ -71,9 +84,9 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintln(stderr, "fencecheck matrix: --scenario runs catalogue scenarios; it cannot be combined with --backend, --resource or --fault")
 			return exitUsage
 		}
-		plan, err = planScenarios(m, splitList(*named))
+		plan, err = planScenarios(reg, m, splitList(*named))
 	} else {
-		plan, err = planGrid(m, splitList(*backends), splitList(*resources), splitList(*faults))
+		plan, err = planGrid(m, splitList(*backends), splitList(*resources), splitList(*faults), options())
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck matrix:", err)
@@ -100,7 +113,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *verbose {
 		logTo = stderr
 	}
-	interrupted := runCells(ctx, plan, *parallel, *out, logTo, newProgress(stderr, torun))
+	interrupted := runCells(ctx, scenarios.Campaign{Registry: reg, Store: *out, Parallel: *parallel, Log: logTo}, plan, newProgress(stderr, torun))
 	m.Seconds = time.Since(m.Started).Seconds()
 	for _, c := range plan {
 		m.Cells = append(m.Cells, c.MatrixCell)
@@ -152,7 +165,7 @@ func checkNames(what string, names []string, list []scenarios.Named) error {
 	return nil
 }
 
-func planGrid(m *reports.Matrix, backends, resources, faults []string) ([]plannedCell, error) {
+func planGrid(m *reports.Matrix, backends, resources, faults []string, opts map[string]string) ([]plannedCell, error) {
 	if err := checkNames("backend", backends, scenarios.BackendNames()); err != nil {
 		return nil, err
 	}
@@ -172,7 +185,7 @@ func planGrid(m *reports.Matrix, backends, resources, faults []string) ([]planne
 	for _, b := range backends {
 		for _, r := range resources {
 			for _, f := range faults {
-				spec := scenarios.CellSpec(b, r, strings.Split(f, "+"), nil)
+				spec := scenarios.CellSpec(b, r, strings.Split(f, "+"), opts)
 				plan = append(plan, planCell(b, r, f, spec))
 			}
 		}
@@ -180,7 +193,7 @@ func planGrid(m *reports.Matrix, backends, resources, faults []string) ([]planne
 	return plan, nil
 }
 
-func planScenarios(m *reports.Matrix, names []string) ([]plannedCell, error) {
+func planScenarios(reg *registry.Registry, m *reports.Matrix, names []string) ([]plannedCell, error) {
 	var scs []scenarios.Scenario
 	if len(names) == 1 && names[0] == "all" {
 		scs = scenarios.Catalogue()
@@ -195,9 +208,10 @@ func planScenarios(m *reports.Matrix, names []string) ([]plannedCell, error) {
 	}
 	var plan []plannedCell
 	for _, sc := range scs {
+		// A row per cluster size that differs from the backend's default (etcd-3).
 		b := sc.Backend
-		if b == "etcd" && sc.Members > 1 {
-			b = fmt.Sprintf("etcd-%d", sc.Members)
+		if desc, ok := reg.Backend(b); ok && sc.Members > 1 && sc.Members != max(desc.Members, 1) {
+			b = fmt.Sprintf("%s-%d", b, sc.Members)
 		}
 		r, f := sc.Resource, strings.Join(sc.Faults, "+")
 		if sc.Fence != "" && sc.Fence != "strict" {
@@ -229,63 +243,54 @@ func planCell(b, r, f string, spec scenarios.Spec) plannedCell {
 	return c
 }
 
-// runCells runs the plan's applicable cells, n at a time, filling in their results. It
-// reports whether ctx ended before every cell ran.
-func runCells(ctx context.Context, plan []plannedCell, n int, out string, logTo io.Writer, prog *progress) bool {
+// runCells runs the plan's applicable cells over the campaign runner, filling in their
+// results. It reports whether ctx ended before every cell ran.
+func runCells(ctx context.Context, c scenarios.Campaign, plan []plannedCell, prog *progress) bool {
 	defer prog.Close()
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for i := range jobs {
-				c := &plan[i]
-				prog.Start(c.Scenario)
-				res := execute(ctx, c.spec, out, logTo)
-				c.Seconds = res.Took.Seconds()
-				if res.Dir != "" {
-					c.Dir = relTo(out, res.Dir)
-				}
-				if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
-					c.Outcome = "error"
-					if res.Err != nil {
-						c.Error = res.Err.Error()
-					} else {
-						c.Error = "no report"
-					}
-					prog.Done(c.Scenario, "ERROR: "+c.Error)
-					continue
-				}
-				rep := res.Outcome.Report
-				c.Verdicts = rep.Verdicts
-				c.Outcome = reports.Outcome(rep)
-				c.StaleAccepted, c.StaleRejected = rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected
-				c.ValidityGap = rep.Evidence.ValidityGapNanos
-				c.Diffs = c.exp.Diff(rep)
-				c.Match = len(c.Diffs) == 0
-				prog.Done(c.Scenario, cellResult(c.MatrixCell, res.Took))
-			}
-		})
-	}
-	interrupted := false
+	var idx []int
+	var specs []scenarios.Spec
 	for i := range plan {
-		if plan[i].Outcome == "n/a" {
-			continue
-		}
-		if ctx.Err() != nil {
-			interrupted = true
-			plan[i].Outcome, plan[i].Error = "error", "interrupted before it ran"
-			continue
-		}
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			interrupted = true
-			plan[i].Outcome, plan[i].Error = "error", "interrupted before it ran"
+		if plan[i].Outcome != "n/a" {
+			idx = append(idx, i)
+			specs = append(specs, plan[i].spec)
 		}
 	}
-	close(jobs)
-	wg.Wait()
+	c.Started = func(_ int, label string) { prog.Start(label) }
+	c.Finished = func(k int, res scenarios.RunResult) {
+		cell := &plan[idx[k]]
+		fillCell(cell, c.Store, res)
+		if cell.Outcome == "error" {
+			prog.Done(res.Label, "ERROR: "+cell.Error)
+			return
+		}
+		prog.Done(res.Label, cellResult(cell.MatrixCell, res.Took))
+	}
+	results, interrupted := c.Run(ctx, specs)
+	for k, res := range results {
+		if errors.Is(res.Err, scenarios.ErrInterrupted) {
+			fillCell(&plan[idx[k]], c.Store, res)
+		}
+	}
 	return interrupted
+}
+
+// fillCell records a run's result in its cell.
+func fillCell(c *plannedCell, store string, res scenarios.RunResult) {
+	c.Seconds = res.Took.Seconds()
+	if res.Dir != "" {
+		c.Dir = scenarios.RelTo(store, res.Dir)
+	}
+	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
+		c.Outcome, c.Error = "error", errText(res.Err)
+		return
+	}
+	rep := res.Outcome.Report
+	c.Verdicts = rep.Verdicts
+	c.Outcome = reports.Outcome(rep)
+	c.StaleAccepted, c.StaleRejected = rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected
+	c.ValidityGap = rep.Evidence.ValidityGapNanos
+	c.Diffs = c.exp.Diff(rep)
+	c.Match = len(c.Diffs) == 0
 }
 
 func cellResult(c reports.MatrixCell, took time.Duration) string {

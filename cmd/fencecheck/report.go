@@ -43,12 +43,14 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		h         *history.History
 	}
 	var (
-		jobs    []job
-		mats    []*reports.Matrix
-		matDirs []string
-		scs     []*reports.Scorecard
-		scDirs  []string
-		indexes []string // store roots
+		jobs     []job
+		mats     []*reports.Matrix
+		matDirs  []string
+		scs      []*reports.Scorecard
+		scDirs   []string
+		soaks    []*reports.SoakDoc
+		soakDirs []string
+		indexes  []string // store roots
 	)
 	for _, arg := range fset.Args() {
 		st, err := os.Stat(arg)
@@ -103,6 +105,13 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				}
 				scs, scDirs = append(scs, sc), append(scDirs, filepath.Dir(path))
 				found++
+			case reports.SoakJSON:
+				d, err := reports.ReadSoak(path)
+				if err != nil {
+					return err
+				}
+				soaks, soakDirs = append(soaks, d), append(soakDirs, filepath.Dir(path))
+				found++
 			}
 			return nil
 		})
@@ -151,12 +160,23 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		fmt.Fprintln(stdout, filepath.Join(scDirs[i], reports.ScorecardPage))
 	}
+	for i, d := range soaks {
+		if err := reports.WriteSoak(soakDirs[i], d); err != nil {
+			fmt.Fprintln(stderr, "fencecheck report:", err)
+			return exitInternal
+		}
+		fmt.Fprintln(stdout, filepath.Join(soakDirs[i], reports.SoakPage))
+	}
 	for _, root := range indexes {
 		if err := reports.WriteStoreIndex(root); err != nil {
 			fmt.Fprintln(stderr, "fencecheck report:", err)
 			return exitInternal
 		}
 		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(root, reports.StoreIndex))
+	}
+	if len(soaks) > 0 {
+		fmt.Fprintf(stdout, "rebuilt %d run report(s), %d matrix/scorecard page(s) and %d soak page(s)\n", len(jobs), len(mats)+len(scs), len(soaks))
+		return exitSafe
 	}
 	fmt.Fprintf(stdout, "rebuilt %d run report(s) and %d matrix/scorecard page(s)\n", len(jobs), len(mats)+len(scs))
 	return exitSafe

@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	reg := builtin.Registry()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -30,15 +32,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		clients  = fs.Int("clients", 0, fmt.Sprintf("number of clients (default %d)", scenarios.DefaultClients))
 		ttl      = fs.Duration("ttl", 0, fmt.Sprintf("lease TTL (default %v)", scenarios.DefaultTTL))
 		duration = fs.Duration("duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", scenarios.DefaultDuration))
-		seed     = fs.Int64("seed", 1, "seed of the workload and the fault schedule")
+		seed     = seedFlag(fs, "the workload and the fault schedule")
 		policy   = fs.String("policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
 		members  = fs.Int("members", 0, "lock-service cluster size: etcd 1 (default) or 3, raft 3 (default) or 5")
 		keys     = fs.Int("keys", 0, "independent locks and registers; each critical section picks one (seeded). Naive backends with fenced/unfenced/toctou only")
-		etcdEPs  = fs.String("etcd-endpoints", "", "comma-separated host:port of an existing etcd cluster to use instead of an embedded one")
-		pgDSN    = fs.String("postgres-dsn", "", "PostgreSQL server of the postgres resources, e.g. postgres://user:pass@127.0.0.1:5432/db (default $FENCECHECK_POSTGRES_DSN)")
-		out      = fs.String("out", "fencecheck-results", "results folder; the run writes DIR/<scenario>/<timestamp>/")
+		out      = outFlag(fs, defaultOut, "results folder; the run writes DIR/<scenario>/<timestamp>/")
 		failOn   = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
-		verbose  = fs.Bool("v", false, "log progress to stderr")
+		verbose  = verboseFlag(fs, "log progress to stderr")
+		options  = optionFlags(fs, reg)
 	)
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -96,23 +97,22 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			spec.Keys = *keys
 		case "policy":
 			spec.Policy = *policy
-		case "etcd-endpoints":
-			spec.EtcdEndpoints = splitList(*etcdEPs)
-			if spec.Backend == "" {
-				spec.Backend = "etcd"
-			}
 		}
 	})
+	// Backend and resource options (an option names its backend when none is given;
+	// an unset one falls back to its environment variable, e.g. the PostgreSQL DSN).
+	for k, v := range options() {
+		if spec.Options == nil {
+			spec.Options = map[string]string{}
+		}
+		spec.Options[k] = v
+	}
 	spec.Seed = *seed
-	spec.PostgresDSN = *pgDSN // empty: $FENCECHECK_POSTGRES_DSN
 	if spec.Clients < 0 || spec.TTL < 0 || spec.Duration < 0 || spec.Members < 0 {
 		fmt.Fprintln(stderr, "fencecheck run: --clients, --ttl, --duration and --members must not be negative")
 		return exitUsage
 	}
-	label := spec.Name
-	if label == "" {
-		label = adhocName(spec)
-	}
+	label := scenarios.Label(spec)
 	// Bad input is reported before anything is written to the results store.
 	if _, err := scenarios.Normalize(spec); err != nil {
 		fmt.Fprintln(stderr, "fencecheck run:", err)
@@ -183,31 +183,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func adhocName(s scenarios.Spec) string {
-	be := orDefault(s.Backend, "naive")
-	if s.Members > 1 {
-		be = fmt.Sprintf("%s-%d", be, s.Members)
-	}
-	parts := []string{be, orDefault(s.Resource, "fenced")}
-	if s.Fence != "" {
-		parts = append(parts, s.Fence)
-	}
-	switch {
-	case len(s.Faults) > 0:
-		parts = append(parts, strings.Join(s.Faults, "+"))
-	case len(s.RandomFaults) > 0:
-		parts = append(parts, "random", strings.Join(s.RandomFaults, "+"))
-	default:
-		parts = append(parts, "nofault")
-	}
-	return strings.Join(parts, "-")
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/scenarios"
 )
 
@@ -33,18 +36,39 @@ func TestSoakOneRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a scenario twice")
 	}
-	code, stdout, stderr := run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1", "--json")
+	code, stdout, stderr := run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1", "--json", "--out", "")
 	require.Equal(t, exitSafe, code, "stderr:\n%s", stderr)
 	var res scenarios.SoakResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Scenarios, 1)
 	require.Equal(t, 1.0, *res.Scenarios[0].DetectionRate)
-	require.Empty(t, res.Scenarios[0].Detail[0].Evidence, "without --out, only differing runs keep their evidence")
+	require.Empty(t, res.Scenarios[0].Detail[0].Evidence, "without a store, only differing runs keep their evidence")
 	require.Contains(t, stderr, "soak naive-unfenced-pause seed 1: as expected")
 
-	code, stdout, _ = run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1")
+	// Into a results store: the run is kept like any other, and the soak's page is in
+	// the store's index.
+	store := t.TempDir()
+	code, stdout, _ = run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1", "--out", store)
 	require.Equal(t, exitSafe, code)
 	require.Contains(t, stdout, "naive-unfenced-pause  1     100%")
+	require.Contains(t, stdout, "soak page: "+filepath.Join(store, "soak"))
+	runs, err := filepath.Glob(filepath.Join(store, "naive-unfenced-pause", "2*", "history.json"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	index, err := os.ReadFile(filepath.Join(store, "index.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(index), `data-kind="soak"`)
+	doc, err := reports.ReadSoak(filepath.Join(store, "soak", "latest", reports.SoakJSON))
+	require.NoError(t, err)
+	require.Zero(t, doc.Mismatches())
+	require.Equal(t, "naive-unfenced-pause/"+filepath.Base(filepath.Dir(runs[0])), doc.Scenarios[0].Detail[0].Evidence)
+
+	// report rebuilds the soak's page offline, with the run's report.
+	require.NoError(t, os.Remove(filepath.Join(store, "soak", "latest", reports.SoakPage)))
+	code, stdout, stderr = run(t, "report", store)
+	require.Equal(t, exitSafe, code, stderr)
+	require.Contains(t, stdout, "and 1 soak page(s)")
+	require.FileExists(t, filepath.Join(store, "soak", "latest", reports.SoakPage))
 }
 
 // --keys is refused, with exit 2, where the backend or resource does not serve keys.

@@ -1,7 +1,7 @@
 // Package naive is the naive TTL lock: one HTTP server on 127.0.0.1 that grants a lease
 // measured on its own clock and a token from a TokenSource, and the backend whose clients
-// hold it. It is the simplest lock a team might write, and the one every hazard of the
-// design brief can be shown on.
+// hold it. It is the simplest lock a team might write, and the one every hazard in
+// docs/expected-verdicts.md can be shown on.
 //
 // Protocol (JSON over HTTP/1.1):
 //

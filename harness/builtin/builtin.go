@@ -1,0 +1,41 @@
+// Package builtin builds the registry of everything that ships with fencecheck. A new
+// backend, resource or fault is one package plus one line here.
+package builtin
+
+import (
+	"fmt"
+
+	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
+	"github.com/fencecheck/fencecheck/harness/resource/postgres"
+	"github.com/fencecheck/fencecheck/harness/resource/register"
+	"github.com/fencecheck/fencecheck/harness/resource/sqlite"
+)
+
+// Registry returns a new registry of the built-in backends, resources and faults. Add
+// your own descriptors to it to run them alongside.
+func Registry() *registry.Registry {
+	r := registry.New()
+	must(r.AddBackend(naive.Descriptors()...))
+	must(r.AddBackend(etcdlock.Descriptor()))
+	must(r.AddBackend(raftlock.Descriptor()))
+
+	must(r.AddResource(register.Descriptors()...))
+	must(r.AddResource(etcdtxn.Descriptor()))
+	must(r.AddResource(sqlite.Descriptors()...))
+	must(r.AddResource(postgres.Descriptors()...))
+
+	must(r.AddFault(registry.Faults()...))
+	return r
+}
+
+// must stops on a registration error: the built-in descriptors are fixed, so one is a
+// bug that every test catches.
+func must(err error) {
+	if err != nil {
+		panic(fmt.Sprintf("builtin registry: %v", err))
+	}
+}

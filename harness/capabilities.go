@@ -1,0 +1,48 @@
+package harness
+
+// Optional capabilities of a started Backend, found by type assertion (like Cluster and
+// Crasher): what a backend can undergo comes from the interfaces it implements, never
+// from its name. The registry (harness/registry) reads them to decide which faults,
+// policies and resources apply.
+
+// KeyedBackend is implemented by backends whose Lockers are KeyedLockers (independent
+// locks per key, for --keys runs).
+type KeyedBackend interface {
+	Backend
+	// ServesKeys marks the capability; it does nothing.
+	ServesKeys()
+}
+
+// ExpiringBackend is implemented by backends whose leases implement Expiring (they know
+// their end by the client's clock), which a careful client needs.
+type ExpiringBackend interface {
+	Backend
+	// LeasesExpire marks the capability; it does nothing.
+	LeasesExpire()
+}
+
+// ClusterCrasher is implemented by clusters that can lose every node at once and come
+// back from their durable state (the cluster-crash fault).
+type ClusterCrasher interface {
+	Cluster
+	Crasher
+	// CrashesWholeCluster marks the capability; it does nothing.
+	CrashesWholeCluster()
+}
+
+// External is implemented by backends that use servers fencecheck did not start: only
+// client-side faults reach them.
+type External interface {
+	Backend
+	// External says how the user pointed at the servers, e.g. "an external cluster
+	// (--etcd-endpoints)".
+	External() string
+}
+
+// Tokenless is implemented by backends that hand out no fencing token (Lease.Token is
+// meaningless): a resource that fences on tokens cannot be made safe with them.
+type Tokenless interface {
+	Backend
+	// NoFencingToken says in a few words why there is no token.
+	NoFencingToken() string
+}

@@ -1,0 +1,90 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// Name is the backend's name as users type it.
+const Name = "etcd"
+
+// OptionEndpoints points the backend at an existing cluster instead of an embedded one.
+const OptionEndpoints = "etcd-endpoints"
+
+// Descriptor returns the registry entry of the etcd backend.
+func Descriptor() registry.Backend {
+	return registry.Backend{
+		Name:             Name,
+		Meaning:          "embedded etcd (--members 1 or 3) or an existing cluster (--etcd-endpoints); concurrency.Mutex, token = lock key's CreateRevision",
+		Token:            "the lock key's CreateRevision",
+		TTL:              time.Second, // etcd leases are whole seconds, at least 1
+		Members:          1,
+		NodeFaultMembers: 3,
+		Matrix:           true,
+		Native:           []string{"etcd-txn"},
+		Options: []registry.Option{{
+			Name: OptionEndpoints, External: true,
+			Usage: "comma-separated host:port of an existing etcd cluster to use instead of an embedded one (client-side faults only)",
+		}},
+		Check: func(s registry.Settings) error {
+			if s.Members != 1 && s.Members != 3 {
+				return fmt.Errorf("etcd: --members must be 1 or 3, got %d", s.Members)
+			}
+			if s.TTL < time.Second || s.TTL%time.Second != 0 {
+				return fmt.Errorf("etcd leases are whole seconds, at least 1s (and at least 1.5x the election timeout): --ttl %v will not do", s.TTL)
+			}
+			return nil
+		},
+		Caps: func(s registry.Settings) registry.Caps {
+			if eps := s.List(OptionEndpoints); len(eps) > 0 {
+				return registry.Caps{External: externalWords}
+			}
+			return registry.Caps{Cluster: true, Nodes: s.Members, Crasher: true}
+		},
+		Setup: func(s registry.Settings) string {
+			if eps := s.List(OptionEndpoints); len(eps) > 0 {
+				return "existing etcd cluster at " + strings.Join(eps, ",")
+			}
+			if s.Members > 1 {
+				return "embedded etcd: 1 member, 3 members for node faults"
+			}
+			return "embedded etcd, 1 member"
+		},
+		Start: start,
+	}
+}
+
+const externalWords = "an external cluster (--" + OptionEndpoints + ")"
+
+// external is the backend on a cluster fencecheck did not start.
+type external struct{ *Backend }
+
+// External implements harness.External.
+func (external) External() string { return externalWords }
+
+func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
+	if eps := env.List(OptionEndpoints); len(eps) > 0 {
+		b, err := New(ctx, Config{Endpoints: eps, TTL: env.TTL})
+		if err != nil {
+			// A bad or unreachable endpoint is the user's input.
+			return nil, registry.Input(err)
+		}
+		return external{b}, nil
+	}
+	dir, err := env.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	_, logPath, err := env.LogFile("etcd.log")
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return StartBackend(cctx, ClusterConfig{Members: env.Members, Dir: dir, LogPath: logPath}, Config{TTL: env.TTL})
+}

@@ -1,0 +1,361 @@
+// Package registry describes what fencecheck can run: lock backends, protected resources
+// and faults, each as a descriptor value. A backend package exports its descriptor (name,
+// meaning, token, defaults, its own options, a start function); a Registry is a value
+// built by a function (see harness/builtin) that scenarios, the CLI and a user's own
+// tests ask, so that adding a backend is one package and one registration line.
+//
+// What a backend can undergo is read from the interfaces its started value implements
+// (harness.Cluster, harness.Crasher, harness.KeyedBackend, ...: Caps), never from its
+// name. A descriptor states the same capabilities before anything starts (Backend.Caps),
+// so that plans can leave out what does not apply; a run refuses to go on when the
+// started value disagrees with its descriptor.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+// Defaults every descriptor may override.
+const (
+	DefaultTTL = 500 * time.Millisecond
+)
+
+// Option is one of a descriptor's own settings, given on the command line as
+// --NAME=value and in a Spec's Options map.
+type Option struct {
+	// Name is the flag name, e.g. "etcd-endpoints".
+	Name  string
+	Usage string
+	// Env, if set, is the environment variable read when the option is not given.
+	Env string
+	// External marks an option that points the backend at servers fencecheck does not
+	// own: a run with it is labelled "-external" and matches no catalogue scenario.
+	External bool
+}
+
+// Settings are what a descriptor's functions see of a run.
+type Settings struct {
+	TTL     time.Duration
+	Members int
+	Clients int
+	// Fence is the resource's fence rule (history.FenceStrict or FenceMonotonic).
+	Fence string
+	// Options are the descriptor's own options as given (not yet the Env defaults).
+	Options map[string]string
+	// opts are the descriptor's declared options, for Option's Env defaults.
+	opts []Option
+}
+
+// Option returns an option's value: as given, else its environment variable's.
+func (s Settings) Option(name string) string {
+	if v := s.Options[name]; v != "" {
+		return v
+	}
+	for _, o := range s.opts {
+		if o.Name == name && o.Env != "" {
+			return os.Getenv(o.Env)
+		}
+	}
+	return ""
+}
+
+// List returns a comma-separated option's values.
+func (s Settings) List(name string) []string {
+	var out []string
+	for _, p := range strings.Split(s.Option(name), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// WithOptions returns s for a descriptor declaring opts (so that Option reads their
+// environment defaults).
+func (s Settings) WithOptions(opts []Option) Settings {
+	s.opts = opts
+	return s
+}
+
+// Env is what a backend's Start gets from the harness.
+type Env struct {
+	Settings
+	// ClientClock returns the reader of client i's clock, owned by the harness (a
+	// careful client checks its lease on it).
+	ClientClock func(client int) func() time.Time
+	// TempDir makes a directory removed when the run ends.
+	TempDir func() (string, error)
+	// LogFile creates name in the run's evidence folder for the service's logs; without
+	// a folder it returns io.Discard and an empty path.
+	LogFile func(name string) (io.Writer, string, error)
+}
+
+// Backend describes a lock backend.
+type Backend struct {
+	Name    string
+	Meaning string
+	// Token says in a few words where the fencing tokens come from.
+	Token string
+	// TTL is the default lease TTL (0: DefaultTTL); Members the default cluster size
+	// (0: 1).
+	TTL     time.Duration
+	Members int
+	// NodeFaultMembers, if set, is the cluster size matrix and evaluate cells use when
+	// a fault acts on the lock service (a leader to isolate needs followers).
+	NodeFaultMembers int
+	// Matrix puts the backend in matrix's default rows.
+	Matrix bool
+	// Native lists resources native to the backend (the service's own store).
+	Native []string
+	// TokensResetOnCrash: the token counter is lost when the server crashes, so tokens
+	// go back (the expected verdicts of derived cells say so).
+	TokensResetOnCrash bool
+	// Options are the backend's own settings.
+	Options []Option
+	// Check validates the settings before anything starts (members, TTL, options);
+	// nil: a single server, Members must be 1. Errors are the user's input.
+	Check func(Settings) error
+	// Caps are the capabilities the started backend will have (nil: none): they must
+	// equal CapsOf(the started value), or the run stops with an internal error.
+	Caps func(Settings) Caps
+	// Setup describes the service for a scorecard; nil: "<Name>: <Meaning>".
+	Setup func(Settings) string
+	// Start starts the service. Wrap errors that are the user's input with Input.
+	Start func(ctx context.Context, env Env) (harness.Backend, error)
+}
+
+// ResourceEnv is what a resource's Start gets.
+type ResourceEnv struct {
+	Settings
+	// Backend is the started lock backend (a native resource uses its endpoints).
+	Backend harness.Backend
+	TempDir func() (string, error)
+}
+
+// Resource describes a protected resource.
+type Resource struct {
+	Name    string
+	Meaning string
+	// Unfenced: lets a stale write through by design (no fence, or a check-then-write
+	// over separate requests).
+	Unfenced bool
+	// ChecksThenWrites: clients check the token and write in separate steps and pause
+	// between them (harness.PauseAfterCheck).
+	ChecksThenWrites bool
+	// Embedded, when set, names the store clients use in-process, without a network
+	// between them (no endpoints to delay), e.g. "SQLite".
+	Embedded string
+	// Keyed: clients are harness.KeyedResourceClients (--keys).
+	Keyed bool
+	// NeedsToken: the resource's safety rests on fencing tokens; a Tokenless backend
+	// cannot be made safe with it.
+	NeedsToken bool
+	// NativeOnly: only backends listing it in Backend.Native can use it.
+	NativeOnly bool
+	// Advice, for a native resource, is the condition a scorecard adds for using it.
+	Advice  string
+	Options []Option
+	// Unavailable says why the resource cannot run here (e.g. no server configured),
+	// or "" when it can. Tests and `soak all` skip such scenarios.
+	Unavailable func(Settings) string
+	// Start starts the resource. Wrap errors that are the user's input with Input.
+	Start func(ctx context.Context, env ResourceEnv) (harness.Resource, error)
+}
+
+// Registry holds the descriptors, in registration order (the order `list` prints).
+type Registry struct {
+	backends  []Backend
+	resources []Resource
+	faults    []Fault
+}
+
+// New returns an empty registry.
+func New() *Registry { return &Registry{} }
+
+// AddBackend registers backends. A duplicate or empty name, or no Start, is an error.
+func (r *Registry) AddBackend(bs ...Backend) error {
+	for _, b := range bs {
+		switch {
+		case b.Name == "" || b.Start == nil:
+			return fmt.Errorf("registry: backend %q needs a name and a Start function", b.Name)
+		case slices.ContainsFunc(r.backends, func(x Backend) bool { return x.Name == b.Name }):
+			return fmt.Errorf("registry: backend %q registered twice", b.Name)
+		}
+		if err := r.checkOptions(b.Options); err != nil {
+			return err
+		}
+		r.backends = append(r.backends, b)
+	}
+	return nil
+}
+
+// AddResource registers resources.
+func (r *Registry) AddResource(rs ...Resource) error {
+	for _, x := range rs {
+		switch {
+		case x.Name == "" || x.Start == nil:
+			return fmt.Errorf("registry: resource %q needs a name and a Start function", x.Name)
+		case slices.ContainsFunc(r.resources, func(y Resource) bool { return y.Name == x.Name }):
+			return fmt.Errorf("registry: resource %q registered twice", x.Name)
+		}
+		if err := r.checkOptions(x.Options); err != nil {
+			return err
+		}
+		r.resources = append(r.resources, x)
+	}
+	return nil
+}
+
+// AddFault registers faults.
+func (r *Registry) AddFault(fs ...Fault) error {
+	for _, f := range fs {
+		_, client := f.(ClientFault)
+		_, service := f.(ServiceFault)
+		switch {
+		case f.Name() == "" || client == service:
+			return fmt.Errorf("registry: fault %q must be a ClientFault or a ServiceFault", f.Name())
+		case slices.ContainsFunc(r.faults, func(x Fault) bool { return x.Name() == f.Name() }):
+			return fmt.Errorf("registry: fault %q registered twice", f.Name())
+		}
+		r.faults = append(r.faults, f)
+	}
+	return nil
+}
+
+// checkOptions refuses an option name another descriptor already declared with another
+// meaning; a family of resources may share one (the postgres DSN).
+func (r *Registry) checkOptions(opts []Option) error {
+	for _, o := range opts {
+		if o.Name == "" {
+			return errors.New("registry: an option needs a name")
+		}
+		if prev, ok := r.Option(o.Name); ok && prev != o {
+			return fmt.Errorf("registry: option --%s declared twice with different settings", o.Name)
+		}
+	}
+	return nil
+}
+
+// Backends returns the backend descriptors in registration order.
+func (r *Registry) Backends() []Backend { return slices.Clone(r.backends) }
+
+// Resources returns the resource descriptors in registration order.
+func (r *Registry) Resources() []Resource { return slices.Clone(r.resources) }
+
+// Faults returns the faults in registration order.
+func (r *Registry) Faults() []Fault { return slices.Clone(r.faults) }
+
+// Backend looks a backend up by name.
+func (r *Registry) Backend(name string) (Backend, bool) {
+	i := slices.IndexFunc(r.backends, func(b Backend) bool { return b.Name == name })
+	if i < 0 {
+		return Backend{}, false
+	}
+	return r.backends[i], true
+}
+
+// Resource looks a resource up by name.
+func (r *Registry) Resource(name string) (Resource, bool) {
+	i := slices.IndexFunc(r.resources, func(x Resource) bool { return x.Name == name })
+	if i < 0 {
+		return Resource{}, false
+	}
+	return r.resources[i], true
+}
+
+// Fault looks a fault up by name.
+func (r *Registry) Fault(name string) (Fault, bool) {
+	i := slices.IndexFunc(r.faults, func(f Fault) bool { return f.Name() == name })
+	if i < 0 {
+		return nil, false
+	}
+	return r.faults[i], true
+}
+
+// Options lists every option of every descriptor once, backends first, in
+// registration order: the CLI declares one flag for each.
+func (r *Registry) Options() []Option {
+	var out []Option
+	add := func(opts []Option) {
+		for _, o := range opts {
+			if !slices.ContainsFunc(out, func(x Option) bool { return x.Name == o.Name }) {
+				out = append(out, o)
+			}
+		}
+	}
+	for _, b := range r.backends {
+		add(b.Options)
+	}
+	for _, x := range r.resources {
+		add(x.Options)
+	}
+	return out
+}
+
+// Option looks an option up by name.
+func (r *Registry) Option(name string) (Option, bool) {
+	i := slices.IndexFunc(r.Options(), func(o Option) bool { return o.Name == name })
+	if i < 0 {
+		return Option{}, false
+	}
+	return r.Options()[i], true
+}
+
+// OptionOwners names the backends and the resources that declare an option.
+func (r *Registry) OptionOwners(name string) (backends, resources []string) {
+	for _, b := range r.backends {
+		if slices.ContainsFunc(b.Options, func(o Option) bool { return o.Name == name }) {
+			backends = append(backends, b.Name)
+		}
+	}
+	for _, x := range r.resources {
+		if slices.ContainsFunc(x.Options, func(o Option) bool { return o.Name == name }) {
+			resources = append(resources, x.Name)
+		}
+	}
+	return backends, resources
+}
+
+// NativeOwners names the backends a native resource belongs to.
+func (r *Registry) NativeOwners(resource string) []string {
+	var out []string
+	for _, b := range r.backends {
+		if slices.Contains(b.Native, resource) {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// HasOption reports whether opts declares name.
+func HasOption(opts []Option, name string) bool {
+	return slices.ContainsFunc(opts, func(o Option) bool { return o.Name == name })
+}
+
+// inputError marks an error that is the user's input (a bad setting, an unreachable
+// server they named).
+type inputError struct{ err error }
+
+func (e inputError) Error() string        { return e.err.Error() }
+func (e inputError) Unwrap() error        { return e.err }
+func (e inputError) Is(target error) bool { return target == ErrInput }
+
+// ErrInput matches errors wrapped by Input.
+var ErrInput = errors.New("bad input")
+
+// Input marks err as the user's input: the CLI exits 2 for it. The message is err's.
+func Input(err error) error {
+	if err == nil {
+		return nil
+	}
+	return inputError{err}
+}

@@ -1,0 +1,79 @@
+// Package judge turns checked runs into judgements: a run's Outcome, the evaluate
+// scorecard's verdict (Scorecard.Judge) and a soak's detection and false-alarm counts
+// (Summarise). It is typed data computed from models' reports; package reports only
+// renders it, and scenarios and the CLI decide exit codes from it.
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// Outcome words, from worst to best: what a run says about the protected data.
+const (
+	OutcomeUnsafe       = "unsafe"       // register or updates violated
+	OutcomeUnknown      = "unknown"      // the checker timed out on register or updates
+	OutcomeInconclusive = "inconclusive" // held, but the fault never produced a stale write
+	OutcomeSafe         = "safe"         // held, and the fault bit (or there was no fault)
+)
+
+// Outcome classifies a report by what it says about the protected data.
+func Outcome(rep *models.Report) string {
+	v := rep.Verdicts
+	switch {
+	case v[models.Register] == models.Violated || v[models.Updates] == models.Violated:
+		return OutcomeUnsafe
+	case v[models.Register] == models.Unknown || v[models.Updates] == models.Unknown:
+		return OutcomeUnknown
+	case v[models.Register] == models.Inconclusive || v[models.Updates] == models.Inconclusive:
+		return OutcomeInconclusive
+	}
+	return OutcomeSafe
+}
+
+// Percentile is the nearest-rank percentile p (0..100) of sorted samples (0 when
+// none): the one percentile function of fencecheck.
+func Percentile(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p/100*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Percentiles summarises a set of durations (nearest rank).
+type Percentiles struct {
+	N     int   `json:"n"`
+	P50ns int64 `json:"p50_ns"`
+	P95ns int64 `json:"p95_ns"`
+	MaxNs int64 `json:"max_ns"`
+}
+
+// Summary is the p50, p95 and maximum of xs (any order).
+func Summary(xs []int64) Percentiles {
+	if len(xs) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return Percentiles{N: len(s), P50ns: Percentile(s, 50), P95ns: Percentile(s, 95), MaxNs: Percentile(s, 100)}
+}
+
+// Duration formats nanoseconds for people: "1.52 s", "350 ms", "12 µs".
+func Duration(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%d ns", ns)
+}

@@ -1,0 +1,75 @@
+package judge
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// Summarise: the rates count completed runs only, and each rate applies only when the
+// catalogue expects some property that way.
+func TestSummarise(t *testing.T) {
+	v, h, inc := models.Violated, models.Held, models.Inconclusive
+	ns := func(x int64) *int64 { return &x }
+	runs := []SoakRun{
+		{Seed: 1, Verdicts: map[models.Property]models.Verdict{models.Register: v, models.Tokens: h}, FirstViolationNanos: ns(3e9), CheckNanos: 10, Ops: 100, WorkloadNanos: 2e9},
+		{Seed: 2, Verdicts: map[models.Property]models.Verdict{models.Register: h, models.Tokens: v}, Diffs: []string{"x"}, CheckNanos: 30, Ops: 300, WorkloadNanos: 2e9},
+		{Seed: 3, Verdicts: map[models.Property]models.Verdict{models.Register: v, models.Tokens: inc}, FirstViolationNanos: ns(1e9), CheckNanos: 20, Ops: 200, WorkloadNanos: 2e9},
+		{Seed: 4, Err: "boom"},
+	}
+	for _, tc := range []struct {
+		name                  string
+		expect                map[models.Property]models.Verdict
+		detect, alarm         *float64
+		wantInconclusive, ops float64
+	}{
+		{"both", map[models.Property]models.Verdict{models.Register: v, models.Tokens: h}, ptr(2.0 / 3), ptr(1.0 / 3), 1.0 / 3, 100},
+		{"only violated", map[models.Property]models.Verdict{models.Register: v}, ptr(2.0 / 3), nil, 1.0 / 3, 100},
+		{"none", nil, nil, nil, 1.0 / 3, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := Summarise("s", tc.expect, runs)
+			require.Equal(t, 4, st.Runs)
+			require.Equal(t, 1, st.Errors)
+			require.Equal(t, 1, st.Mismatches)
+			require.Equal(t, tc.detect, st.DetectionRate)
+			require.Equal(t, tc.alarm, st.FalseAlarmRate)
+			require.InDelta(t, tc.wantInconclusive, st.InconclusiveRate, 1e-9)
+			require.InDelta(t, tc.ops, st.OpsPerSec, 1e-9)
+			require.Equal(t, Percentiles{N: 2, P50ns: 1e9, P95ns: 3e9, MaxNs: 3e9}, st.TimeToFirstViolation)
+			require.Equal(t, Percentiles{N: 3, P50ns: 20, P95ns: 30, MaxNs: 30}, st.Check)
+		})
+	}
+}
+
+func ptr(f float64) *float64 { return &f }
+
+func TestPercentile(t *testing.T) {
+	s := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		p    float64
+		want int64
+	}{{50, 5}, {90, 9}, {100, 10}, {0, 1}} {
+		require.Equal(t, tc.want, Percentile(s, tc.p), "p%v", tc.p)
+	}
+	require.Zero(t, Percentile(nil, 50))
+	require.Equal(t, Percentiles{N: 3, P50ns: 2, P95ns: 3, MaxNs: 3}, Summary([]int64{3, 1, 2}))
+}
+
+// The scorecard's rows are "rows" in JSON; a scorecard written with the old "Rows" key
+// reads the same.
+func TestScorecardRowsKey(t *testing.T) {
+	b, err := json.Marshal(Scorecard{Rows: []ScoreRow{{Fault: "pause"}}})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"rows":[`)
+	require.NotContains(t, string(b), `"Rows"`)
+	for _, doc := range []string{`{"rows":[{"fault":"pause"}]}`, `{"Rows":[{"fault":"pause"}]}`} {
+		var sc Scorecard
+		require.NoError(t, json.Unmarshal([]byte(doc), &sc))
+		require.Len(t, sc.Rows, 1, doc)
+		require.Equal(t, "pause", sc.Rows[0].Fault)
+	}
+}

@@ -1,0 +1,317 @@
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// ScorecardFormat names scorecard.json's format.
+const ScorecardFormat = "fencecheck.scorecard/v1"
+
+// ScoreRun is one run of an evaluation: one fault against one resource.
+type ScoreRun struct {
+	Resource string `json:"resource"`
+	Scenario string `json:"scenario"`
+	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), or "error".
+	Outcome                     string                             `json:"outcome"`
+	Verdicts                    map[models.Property]models.Verdict `json:"verdicts,omitempty"`
+	StaleAccepted               int                                `json:"stale_accepted"`
+	StaleRejected               int                                `json:"stale_rejected"`
+	WritesAccepted              int                                `json:"writes_accepted"`
+	WritesRefused               int                                `json:"writes_refused"`
+	AcquireFailed               int                                `json:"acquire_failed"`
+	ValidityGapNanos            int64                              `json:"validity_gap_ns"`
+	LongestNoAcceptedWriteNanos int64                              `json:"longest_no_accepted_write_ns"`
+	// GapSamples are the validity gaps of every lease takeover in the run (GapSamples).
+	GapSamples []int64 `json:"gap_samples_ns"`
+	// Dir is the run's folder relative to the store's root.
+	Dir     string  `json:"dir,omitempty"`
+	Seconds float64 `json:"seconds"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// NewScoreRun summarizes a checked run for the scorecard.
+func NewScoreRun(resource, scenario string, rep *models.Report, gaps []int64) ScoreRun {
+	ev := rep.Evidence
+	return ScoreRun{
+		Resource: resource, Scenario: scenario, Outcome: Outcome(rep), Verdicts: rep.Verdicts,
+		StaleAccepted: ev.StaleAccepted, StaleRejected: ev.StaleRejected,
+		WritesAccepted: ev.WritesAccepted, WritesRefused: ev.WritesRefused, AcquireFailed: ev.AcquireFailed,
+		ValidityGapNanos: ev.ValidityGapNanos, LongestNoAcceptedWriteNanos: ev.LongestNoAcceptedWriteNanos,
+		GapSamples: gaps,
+	}
+}
+
+// ScoreRow is one fault: its runs against every resource, and what they show.
+type ScoreRow struct {
+	Fault   string     `json:"fault"`
+	Meaning string     `json:"meaning"`
+	Runs    []ScoreRun `json:"runs"`
+
+	// Judged by Judge:
+	// Unfenced: did stale writes get through without fencing ("stale writes got
+	// through", "held", "inconclusive", "unknown", "error", "not run").
+	Unfenced string `json:"unfenced"`
+	// Fenced: did fencing hold ("held", "VIOLATED", "not tested", "unknown", "error").
+	Fenced string `json:"fenced"`
+	// Native: the backend-native resource's result, like Fenced ("" when none).
+	Native string `json:"native,omitempty"`
+	// Tokens: "monotonic" or "WENT BACKWARDS" (or "unknown").
+	Tokens string `json:"tokens"`
+	// Validity-gap percentiles over every takeover in the fault's runs.
+	GapP50 int64 `json:"gap_p50_ns"`
+	GapP90 int64 `json:"gap_p90_ns"`
+	GapMax int64 `json:"gap_max_ns"`
+	// Availability cost of fencing: the fenced run's refused writes and longest stretch
+	// without an accepted write.
+	Refused        int   `json:"fenced_writes_refused"`
+	LongestNoWrite int64 `json:"fenced_longest_no_accepted_write_ns"`
+	// Safe: fencing held and tokens stayed monotonic under this fault.
+	Safe bool `json:"safe"`
+}
+
+// Run returns the row's run against a resource.
+func (r ScoreRow) Run(resource string) (ScoreRun, bool) {
+	i := slices.IndexFunc(r.Runs, func(x ScoreRun) bool { return x.Resource == resource })
+	if i < 0 {
+		return ScoreRun{}, false
+	}
+	return r.Runs[i], true
+}
+
+// Scorecard is the outcome of `fencecheck evaluate`: may we adopt this lock backend,
+// and what must our resource do?
+type Scorecard struct {
+	Format  string `json:"format"`
+	Backend string `json:"backend"`
+	// Options are the backend's options (e.g. an external cluster's endpoints).
+	Options map[string]string `json:"options,omitempty"`
+	// Endpoints is read from older scorecards (etcd_endpoints); new ones use Options.
+	Endpoints []string `json:"etcd_endpoints,omitempty"`
+	Setup     string   `json:"setup"`
+	Token     string   `json:"token_source"`
+	TTLNanos  int64    `json:"ttl_ns"`
+	Resources []string `json:"resources"`
+	Native    []string `json:"native_resources,omitempty"`
+	// NativeAdvice are the native resources' conditions of use (their descriptors').
+	NativeAdvice []string `json:"native_advice,omitempty"`
+	// NoToken, when set, says why the backend hands out no fencing token: it cannot be
+	// made safe by fencing, and the fenced runs were not made.
+	NoToken string    `json:"no_token,omitempty"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
+	// Rows is "rows" in JSON; older scorecards wrote "Rows", which reads the same
+	// (encoding/json matches keys case-insensitively).
+	Rows []ScoreRow `json:"rows"`
+
+	// Judged by Judge:
+	// Safe: fencing held and tokens stayed monotonic under every applicable fault, and
+	// every run completed.
+	Safe bool `json:"safe"`
+	// Complete: every fenced run ran and was decided (no error, no checker timeout).
+	Complete bool `json:"complete"`
+	// Verdict is the plain-language verdict, one paragraph.
+	Verdict    string   `json:"verdict"`
+	Conditions []string `json:"conditions"`
+	GapP50     int64    `json:"gap_p50_ns"`
+	GapP90     int64    `json:"gap_p90_ns"`
+	GapMax     int64    `json:"gap_max_ns"`
+}
+
+// gotThrough reports whether a run let a stale write through or lost an update, as
+// opposed to breaking the register model by refusing a write it should have accepted.
+func gotThrough(r ScoreRun) bool {
+	return r.StaleAccepted > 0 || r.Verdicts[models.Updates] == models.Violated
+}
+
+// NoTokenWord is a row's fenced result when the backend has no fencing token.
+const NoTokenWord = "no fencing token"
+
+// RefusedValid is the word for a resource that let no stale write through but refused a
+// write the register model accepts (e.g. etcd-txn refuses a write once the writer's
+// lock key is gone, even when nobody else wrote since).
+const RefusedValid = "refused a valid write"
+
+func fencedWord(r ScoreRun) string {
+	switch r.Outcome {
+	case OutcomeSafe:
+		return "held"
+	case OutcomeUnsafe:
+		if !gotThrough(r) {
+			return RefusedValid
+		}
+		return "VIOLATED"
+	case OutcomeInconclusive:
+		return "not tested"
+	}
+	return r.Outcome
+}
+
+// Judge fills the rows' summaries, the overall verdict, its paragraph and conditions.
+func (s *Scorecard) Judge() {
+	s.Format = ScorecardFormat
+	var all []int64
+	var unfencedBad, unfencedHeld, fencedBad, fencedInconclusive, fencedIncomplete, tokensBad, nativeBad, nativeRefused, nativeHeld []string
+	staleRejected, refused := 0, 0
+	var worstNoWrite int64
+	worstNoWriteFault := ""
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		var gaps []int64
+		r.Tokens = "monotonic"
+		for _, run := range r.Runs {
+			gaps = append(gaps, run.GapSamples...)
+			switch run.Verdicts[models.Tokens] {
+			case models.Violated:
+				r.Tokens = "WENT BACKWARDS"
+			case models.Unknown:
+				if r.Tokens == "monotonic" {
+					r.Tokens = "unknown"
+				}
+			}
+		}
+		slices.Sort(gaps)
+		all = append(all, gaps...)
+		r.GapP50, r.GapP90, r.GapMax = Percentile(gaps, 50), Percentile(gaps, 90), Percentile(gaps, 100)
+		r.Unfenced = "not run"
+		if u, ok := r.Run("unfenced"); ok {
+			switch u.Outcome {
+			case OutcomeUnsafe:
+				r.Unfenced = "stale writes got through"
+				unfencedBad = append(unfencedBad, r.Fault)
+			case OutcomeSafe:
+				r.Unfenced = "held"
+				unfencedHeld = append(unfencedHeld, r.Fault)
+			default:
+				r.Unfenced = u.Outcome
+			}
+		}
+		r.Fenced = "not run"
+		if s.NoToken != "" {
+			r.Fenced = NoTokenWord
+		} else if f, ok := r.Run("fenced"); ok {
+			r.Fenced = fencedWord(f)
+			r.Refused, r.LongestNoWrite = f.WritesRefused, f.LongestNoAcceptedWriteNanos
+			staleRejected += f.StaleRejected
+			refused += f.WritesRefused
+			if f.LongestNoAcceptedWriteNanos > worstNoWrite {
+				worstNoWrite, worstNoWriteFault = f.LongestNoAcceptedWriteNanos, r.Fault
+			}
+			switch f.Outcome {
+			case OutcomeUnsafe:
+				fencedBad = append(fencedBad, r.Fault)
+			case OutcomeInconclusive:
+				fencedInconclusive = append(fencedInconclusive, r.Fault)
+			case OutcomeSafe:
+			default:
+				fencedIncomplete = append(fencedIncomplete, r.Fault)
+			}
+		} else {
+			fencedIncomplete = append(fencedIncomplete, r.Fault)
+		}
+		for _, n := range s.Native {
+			if nr, ok := r.Run(n); ok {
+				r.Native = fencedWord(nr)
+				switch {
+				case nr.Outcome == OutcomeUnsafe && !gotThrough(nr):
+					nativeRefused = append(nativeRefused, r.Fault)
+				case nr.Outcome == OutcomeUnsafe:
+					nativeBad = append(nativeBad, r.Fault)
+				case nr.Outcome == OutcomeSafe || nr.Outcome == OutcomeInconclusive:
+					nativeHeld = append(nativeHeld, r.Fault)
+				}
+			}
+		}
+		if r.Tokens == "WENT BACKWARDS" {
+			tokensBad = append(tokensBad, r.Fault)
+		}
+		r.Safe = r.Fenced == "held" || r.Fenced == "not tested"
+		r.Safe = r.Safe && r.Tokens == "monotonic"
+	}
+	slices.Sort(all)
+	s.GapP50, s.GapP90, s.GapMax = Percentile(all, 50), Percentile(all, 90), Percentile(all, 100)
+	if s.NoToken != "" {
+		fencedIncomplete = nil // nothing to complete: fencing cannot apply
+	}
+	s.Complete = len(fencedIncomplete) == 0
+	s.Safe = s.NoToken == "" && len(s.Rows) > 0 && len(fencedBad) == 0 && len(tokensBad) == 0 && s.Complete
+
+	faults := make([]string, len(s.Rows))
+	for i, r := range s.Rows {
+		faults[i] = r.Fault
+	}
+	ttl := ""
+	if s.TTLNanos > 0 {
+		ttl = fmt.Sprintf(" (TTL %s)", Duration(s.TTLNanos))
+	}
+	var p []string
+	if s.NoToken != "" {
+		p = append(p, fmt.Sprintf("%s hands out no fencing token (%s): it cannot be made safe by fencing, so no fenced resource was run against it.", s.Backend, s.NoToken))
+	} else if s.Safe {
+		p = append(p, fmt.Sprintf("%s is safe to adopt with a fenced resource that uses %s as its fencing token: under every applicable fault (%s) the fence rejected every stale write (%d in all) and tokens stayed strictly increasing.",
+			s.Backend, s.Token, list(faults), staleRejected))
+		if len(fencedInconclusive) > 0 {
+			p = append(p, fmt.Sprintf("Under %s no stale write was attempted against the fenced resource, so those runs did not test the fence.", list(fencedInconclusive)))
+		}
+	} else {
+		var why []string
+		if len(fencedBad) > 0 {
+			why = append(why, fmt.Sprintf("under %s a stale write got through the fence or an update was lost", list(fencedBad)))
+		}
+		if len(tokensBad) > 0 {
+			why = append(why, fmt.Sprintf("under %s its tokens went backwards or were reused, so %s is not a fencing token to rely on", list(tokensBad), s.Token))
+		}
+		if len(fencedIncomplete) > 0 {
+			why = append(why, fmt.Sprintf("under %s the evaluation did not finish (a run failed or the checker timed out), so safety there is not shown", list(fencedIncomplete)))
+		}
+		if len(s.Rows) == 0 {
+			why = append(why, "no fault applies to it")
+		}
+		p = append(p, fmt.Sprintf("%s is NOT shown safe, even with a fenced resource: %s.", s.Backend, strings.Join(why, "; ")))
+	}
+	if len(unfencedBad) > 0 {
+		p = append(p, fmt.Sprintf("It is unsafe as a bare lock: without fencing, stale writes got through under %s; a client went on believing it held the lock for up to %s after another client got it%s.",
+			list(unfencedBad), Duration(s.GapMax), ttl))
+	} else if len(unfencedHeld) > 0 {
+		p = append(p, "Without fencing no stale write got through in these runs; that is luck of timing, not a guarantee: the lock alone is no mutual exclusion under pauses.")
+	}
+	if len(s.Native) > 0 {
+		native := strings.Join(s.Native, ", ")
+		switch {
+		case len(nativeBad) > 0:
+			p = append(p, fmt.Sprintf("The backend-native %s resource let a stale write through or lost an update under %s.", native, list(nativeBad)))
+		case len(nativeRefused) > 0:
+			p = append(p, fmt.Sprintf("The backend-native %s resource let no stale write through, but under %s it refused a write that the register model accepts (it guards on the writer's lock key still existing, not on token order), so its register verdict is violated there.", native, list(nativeRefused)))
+		case len(nativeHeld) > 0:
+			p = append(p, fmt.Sprintf("The backend-native %s resource held under every fault as well.", strings.Join(s.Native, ", ")))
+		}
+	}
+	if worstNoWriteFault != "" {
+		p = append(p, fmt.Sprintf("Fencing's availability cost: %d write(s) refused in all; the longest stretch without an accepted write was %s (under %s).", refused, Duration(worstNoWrite), worstNoWriteFault))
+	}
+	s.Verdict = strings.Join(p, " ")
+
+	s.Conditions = []string{
+		fmt.Sprintf("Send %s with every write, and have the resource refuse a write whose token is not newer than the newest it accepted.", s.Token),
+		"Check the token and write in one atomic step (a conditional write, or one transaction): a check-then-write (TOCTOU) resource lets the stale write through.",
+		fmt.Sprintf("Do not rely on the lease alone: clients went on believing they held the lock for up to %s after it passed to another client%s.", Duration(s.GapMax), ttl),
+	}
+	s.Conditions = append(s.Conditions, s.NativeAdvice...)
+	if len(tokensBad) > 0 {
+		s.Conditions = append(s.Conditions, fmt.Sprintf("Fix the token source first: under %s tokens went backwards.", list(tokensBad)))
+	}
+}
+
+func list(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return "none"
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}

@@ -1,0 +1,154 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+// A campaign is many runs: `matrix`, `evaluate` and `soak` are three plans (lists of
+// specs) over this one runner. Every run goes into the results store; an interrupted
+// campaign keeps every run that finished.
+
+// Campaign says how to run a plan.
+type Campaign struct {
+	// Registry resolves the specs' names (nil: the built-in registry).
+	Registry *registry.Registry
+	// Store is the results store: each run goes to Store/<label>/<timestamp>/ with its
+	// run.log, and Store/<label>/latest points at it.
+	Store string
+	// Parallel is how many runs go at a time (default 1: timing-sensitive faults are
+	// most faithful alone).
+	Parallel int
+	// Log, if set, also receives every run's log.
+	Log io.Writer
+	// CheckTimeout bounds each property's check (0: the models' default).
+	CheckTimeout time.Duration
+	// Started and Finished, if set, are called around each run (from the runs'
+	// goroutines, possibly at the same time).
+	Started  func(i int, label string)
+	Finished func(i int, r RunResult)
+}
+
+// RunResult is one run of a campaign.
+type RunResult struct {
+	Label string
+	// Dir is the run's folder ("" when none could be made or the run never started).
+	Dir     string
+	Outcome *Outcome
+	Took    time.Duration
+	Err     error
+}
+
+// ErrInterrupted marks a run that never started because the campaign was interrupted.
+var ErrInterrupted = errors.New("interrupted before it ran")
+
+// Run executes specs, Parallel at a time, and returns each spec's result in order. When
+// ctx ends, the runs under way end with its error, the ones not started get
+// ErrInterrupted, and interrupted is true.
+func (c Campaign) Run(ctx context.Context, specs []Spec) (results []RunResult, interrupted bool) {
+	results = make([]RunResult, len(specs))
+	n := max(c.Parallel, 1)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, max(len(specs), 1)) {
+		wg.Go(func() {
+			for i := range jobs {
+				label := label(c.registry(), specs[i])
+				if ctx.Err() != nil { // ended while the job was handed over
+					results[i] = RunResult{Label: label, Err: ErrInterrupted}
+					continue
+				}
+				if c.Started != nil {
+					c.Started(i, label)
+				}
+				results[i] = c.runOne(ctx, specs[i], label)
+				if c.Finished != nil {
+					c.Finished(i, results[i])
+				}
+			}
+		})
+	}
+	for i := range specs {
+		if ctx.Err() == nil {
+			select {
+			case jobs <- i:
+				continue
+			case <-ctx.Done():
+			}
+		}
+		interrupted = true
+		results[i] = RunResult{Label: label(c.registry(), specs[i]), Err: ErrInterrupted}
+	}
+	close(jobs)
+	wg.Wait()
+	return results, interrupted || ctx.Err() != nil
+}
+
+func (c Campaign) registry() *registry.Registry {
+	if c.Registry == nil {
+		c.Registry = defaultRegistry()
+	}
+	return c.Registry
+}
+
+// runOne runs spec into Store/<label>/<timestamp>/ with its log in run.log, and points
+// Store/<label>/latest at it.
+func (c Campaign) runOne(ctx context.Context, spec Spec, label string) (r RunResult) {
+	r.Label = label
+	started := time.Now()
+	defer func() { r.Took = time.Since(started) }()
+	if c.Store == "" {
+		r.Err = errors.New("campaign: no results store given (Campaign.Store)")
+		return r
+	}
+	dir, err := reports.NewRunDir(c.Store, label, started)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Dir = dir
+	logf, err := os.Create(filepath.Join(dir, reports.RunLog))
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	defer logf.Close()
+	var h slog.Handler = slog.NewTextHandler(logf, nil)
+	if c.Log != nil {
+		h = slog.NewMultiHandler(h, slog.NewTextHandler(c.Log, nil))
+	}
+	logger := slog.New(h)
+	logger.Info("scenario starting", "label", label, "backend", spec.Backend, "resource", spec.Resource, "faults", spec.Faults, "seed", spec.Seed)
+	r.Outcome, r.Err = Execute(ctx, spec, Options{OutDir: dir, Logger: logger, CheckTimeout: c.CheckTimeout, Registry: c.Registry})
+	if r.Err != nil {
+		logger.Error("scenario failed", "err", r.Err)
+	}
+	// The folder holds whatever evidence there is, even from a failed run.
+	if err := reports.MarkLatest(dir); err != nil && r.Err == nil {
+		r.Err = fmt.Errorf("results store: %w", err)
+	}
+	return r
+}
+
+// relTo returns path relative to root, with forward slashes.
+func relTo(root, path string) string {
+	r, err := filepath.Rel(root, path)
+	if err != nil {
+		return filepath.ToSlash(path)
+	}
+	return filepath.ToSlash(r)
+}
+
+// RelTo returns a run's folder relative to the results store's root, with forward
+// slashes, as the store's pages link it.
+func RelTo(root, path string) string { return relTo(root, path) }

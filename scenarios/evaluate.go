@@ -1,0 +1,204 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+// The evaluate plan: every fault that applies to a backend against an unfenced
+// register, a fenced one and the backend's native resources, judged into a scorecard.
+
+// EvaluateConfig says what to evaluate.
+type EvaluateConfig struct {
+	// Registry holds the backend (nil: the built-in registry). Add your own backend's
+	// descriptor to builtin.Registry() to evaluate it.
+	Registry *registry.Registry
+	Backend  string
+	// Options are the backend's options (e.g. an external cluster's endpoints).
+	Options map[string]string
+	// Faults to run; empty: every fault that applies to the backend.
+	Faults []string
+	// Seed of every run's workload (default 1).
+	Seed int64
+}
+
+// EvaluateJob is one run of an evaluation: a fault (the scorecard's row) against one
+// resource.
+type EvaluateJob struct {
+	Fault, Resource string
+	Spec            Spec
+}
+
+// EvaluatePlan is an evaluation before it runs.
+type EvaluatePlan struct {
+	// Name is the scorecard's folder in the results store: evaluate-<backend>, with
+	// -external for servers fencecheck does not own.
+	Name string
+	// Scorecard has its header and one row per fault, without runs yet.
+	Scorecard *judge.Scorecard
+	Jobs      []EvaluateJob
+}
+
+// PlanEvaluate checks the configuration and lists the runs. Errors wrap ErrSpec.
+func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
+	reg := cfg.Registry
+	if reg == nil {
+		reg = defaultRegistry()
+	}
+	be, ok := reg.Backend(cfg.Backend)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown backend %q (known: %s)", ErrSpec, cfg.Backend, names(backendNames(reg)))
+	}
+	for k := range cfg.Options {
+		if owners, _ := reg.OptionOwners(k); len(owners) > 0 && !slices.Contains(owners, be.Name) {
+			return nil, fmt.Errorf("%w: --%s is for the %s backend (got %q)", ErrSpec, k, strings.Join(owners, " or "), be.Name)
+		}
+	}
+	unfenced := "unfenced"
+	caps := be.DeclaredCaps(registry.Settings{Members: max(be.Members, 1), Options: cfg.Options})
+	// The faults are tried on the resource the verdict rests on: a fenced register, or
+	// the unfenced one for a backend without tokens (whose fenced runs cannot be made).
+	probe := "fenced"
+	if caps.NoToken != "" {
+		probe = unfenced
+	}
+	applicable := applicableFaults(reg, be.Name, probe, cfg.Options)
+	chosen := applicable
+	if len(cfg.Faults) > 0 {
+		chosen = slices.Clone(cfg.Faults)
+		for _, f := range chosen {
+			if _, ok := reg.Fault(f); !ok {
+				return nil, fmt.Errorf("%w: unknown fault %q (known: %s)", ErrSpec, f, names(faultNames(reg)))
+			}
+			if !slices.Contains(applicable, f) {
+				_, err := normalize(reg, cellSpec(reg, be.Name, probe, []string{f}, cfg.Options))
+				return nil, fmt.Errorf("%w: fault %q does not apply to %s: %w", ErrSpec, f, be.Name, err)
+			}
+		}
+	}
+	if len(chosen) == 0 {
+		return nil, fmt.Errorf("%w: no fault applies to backend %s", ErrSpec, be.Name)
+	}
+	resources := append([]string{unfenced, "fenced"}, be.Native...)
+	members := max(be.Members, 1)
+	for _, f := range chosen {
+		if isServiceFault(reg, f) && be.NodeFaultMembers > 0 {
+			members = be.NodeFaultMembers
+		}
+	}
+	sc := &judge.Scorecard{
+		Backend: be.Name, Options: cloneOptions(cfg.Options), Token: be.Token, Native: slices.Clone(be.Native),
+		Setup:     be.SetupOf(registry.Settings{Members: members, Options: cfg.Options}),
+		Resources: resources, NoToken: caps.NoToken,
+	}
+	for _, n := range be.Native {
+		if r, ok := reg.Resource(n); ok && r.Advice != "" {
+			sc.NativeAdvice = append(sc.NativeAdvice, r.Advice)
+		}
+	}
+	if n, err := normalize(reg, cellSpec(reg, be.Name, probe, chosen[:1], cfg.Options)); err == nil {
+		sc.TTLNanos = n.TTL.Nanoseconds()
+	}
+	p := &EvaluatePlan{Name: "evaluate-" + be.Name, Scorecard: sc}
+	if be.IsExternal(registry.Settings{Options: cfg.Options}) {
+		p.Name += "-external"
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	for _, f := range chosen {
+		fault, _ := reg.Fault(f)
+		sc.Rows = append(sc.Rows, judge.ScoreRow{Fault: f, Meaning: fault.Meaning()})
+		for _, r := range resources {
+			spec := cellSpec(reg, be.Name, r, []string{f}, cfg.Options)
+			if _, err := normalize(reg, spec); err != nil {
+				continue // e.g. a resource that cannot take this fault, or needs a token
+			}
+			spec.Seed = seed
+			p.Jobs = append(p.Jobs, EvaluateJob{Fault: f, Resource: r, Spec: spec})
+		}
+	}
+	return p, nil
+}
+
+// Specs lists the plan's runs, for a Campaign.
+func (p *EvaluatePlan) Specs() []Spec {
+	out := make([]Spec, len(p.Jobs))
+	for i, j := range p.Jobs {
+		out[i] = j.Spec
+	}
+	return out
+}
+
+// Judge fills the scorecard from the campaign's results (one per job, in order) and
+// judges it. store is the results store the runs' folders are relative to.
+func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Time) *judge.Scorecard {
+	sc := p.Scorecard
+	sc.Started = started
+	for i, j := range p.Jobs {
+		res := results[i]
+		var run judge.ScoreRun
+		if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
+			msg := "no report"
+			if res.Err != nil {
+				msg = res.Err.Error()
+			}
+			run = judge.ScoreRun{Resource: j.Resource, Scenario: res.Label, Outcome: "error", Error: msg}
+		} else {
+			run = judge.NewScoreRun(j.Resource, res.Label, res.Outcome.Report, reports.GapSamples(res.Outcome.History))
+		}
+		if res.Dir != "" {
+			run.Dir = relTo(store, res.Dir)
+		}
+		run.Seconds = res.Took.Seconds()
+		for k := range sc.Rows {
+			if sc.Rows[k].Fault == j.Fault {
+				sc.Rows[k].Runs = append(sc.Rows[k].Runs, run)
+			}
+		}
+	}
+	sc.Seconds = time.Since(started).Seconds()
+	sc.Judge()
+	return sc
+}
+
+// Evaluate plans and runs an evaluation into c.Store, and writes the scorecard to
+// c.Store/<plan name>/<timestamp>/ (scorecard.html, scorecard.json). A user's own test
+// can call it on their backend and fail with the scorecard's Verdict when !Safe.
+func Evaluate(ctx context.Context, cfg EvaluateConfig, c Campaign) (sc *judge.Scorecard, dir string, interrupted bool, err error) {
+	if c.Registry == nil {
+		c.Registry = cfg.Registry
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = c.Registry
+	}
+	if c.Store == "" {
+		return nil, "", false, fmt.Errorf("%w: evaluate needs a results store (Campaign.Store), e.g. t.TempDir()", ErrSpec)
+	}
+	p, err := PlanEvaluate(cfg)
+	if err != nil {
+		return nil, "", false, err
+	}
+	started := time.Now()
+	dir, err = reports.NewRunDir(c.Store, p.Name, started)
+	if err != nil {
+		return nil, "", false, err
+	}
+	results, interrupted := c.Run(ctx, p.Specs())
+	sc = p.Judge(results, c.Store, started)
+	if err := reports.WriteScorecard(dir, sc); err != nil {
+		return sc, dir, interrupted, err
+	}
+	if err := reports.MarkLatest(dir); err != nil {
+		return sc, dir, interrupted, err
+	}
+	return sc, dir, interrupted, reports.WriteStoreIndex(c.Store)
+}
