@@ -46,7 +46,8 @@ func (e *env) Close() error {
 }
 
 // build starts the spec's backend and resource. Lock-service logs go to outDir (if set).
-func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
+// runID names the run's own keys in a store that may outlive it (an external etcd).
+func build(ctx context.Context, s Spec, outDir, runID string) (_ *env, err error) {
 	e := &env{serverClock: nemesis.NewClock()}
 	for range s.Clients {
 		e.clientClock = append(e.clientClock, nemesis.NewClock())
@@ -94,7 +95,7 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		}
 		e.backend = b
 	case s.Backend == "etcd" && len(s.EtcdEndpoints) > 0:
-		b, err := etcdlock.New(ctx, etcdlock.Config{Endpoints: s.EtcdEndpoints, TTL: s.TTL})
+		b, err := etcdlock.New(ctx, etcdlock.Config{Endpoints: s.EtcdEndpoints, TTL: s.TTL, Prefix: etcdlock.RunPrefix(runID)})
 		if err != nil {
 			// A bad or unreachable endpoint is the user's input.
 			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
@@ -109,7 +110,7 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg := etcdlock.Config{TTL: s.TTL}
+		cfg := etcdlock.Config{TTL: s.TTL, Prefix: etcdlock.RunPrefix(runID)}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		b, err := etcdlock.StartBackend(cctx, etcdlock.ClusterConfig{Members: s.Members, Dir: dir, LogPath: logPath}, cfg)
@@ -151,7 +152,10 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		}
 		e.resource = r
 	case "etcd-txn":
-		e.resource = etcdtxn.New(e.backend.Endpoints())
+		r := etcdtxn.New(e.backend.Endpoints())
+		// Under the backend's prefix: its Close deletes the register with the lock.
+		r.Prefix = etcdlock.RunPrefix(runID)
+		e.resource = r
 	default: // the database resources (build_db.go); any other name is unknown
 		if e.resource, err = buildDatabase(ctx, s, tempDir); err != nil {
 			return nil, err

@@ -2,14 +2,18 @@ package scenarios
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	"github.com/fencecheck/fencecheck/harness/runner"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
@@ -41,24 +45,44 @@ var ErrSpec = errors.New("invalid scenario")
 // Execute builds the backend and resource, runs the workload, saves the history, checks
 // it, and saves the verdicts. Every server it starts is closed before it returns.
 func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
-	spec, err := spec.withDefaults()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
-	}
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	spec, note, err := ResolveTTL(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		log.Info(note)
+	}
+	spec, err = spec.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+	}
+	runID, err := newRunID()
+	if err != nil {
+		return nil, err
 	}
 	if opt.OutDir != "" {
 		if err := os.MkdirAll(opt.OutDir, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	e, err := build(ctx, spec, opt.OutDir)
+	e, err := build(ctx, spec, opt.OutDir, runID)
 	if err != nil {
+		var te *etcdlock.TTLError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, te)
+		}
 		return nil, err
 	}
-	defer e.Close()
+	defer func() {
+		// An external store keeps what a run wrote unless this succeeds: say so.
+		if err := e.Close(); err != nil {
+			log.Warn("closing the run's servers and removing its keys failed", "run_id", runID, "err", err)
+		}
+	}()
 	res, be := e.resource, e.backend
 
 	faults := spec.clientFaults(nodeFaults{backend: be, env: e})
@@ -69,7 +93,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	run := history.Run{
 		Scenario: spec.Name, Backend: spec.Backend, Resource: spec.Resource, Fence: res.Fence(),
 		Seed: spec.Seed, TTLms: spec.TTL.Milliseconds(),
-		Extra: map[string]any{"clients": spec.Clients, "faults": spec.Faults, "duration_ms": spec.Duration.Milliseconds(), "members": spec.Members, "policy": spec.Policy},
+		Extra: map[string]any{"run_id": runID, "clients": spec.Clients, "faults": spec.Faults, "duration_ms": spec.Duration.Milliseconds(), "members": spec.Members, "policy": spec.Policy},
 	}
 	if spec.Keys > 1 {
 		run.Extra["keys"] = spec.Keys
@@ -92,6 +116,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 		ClientNow:      e.clientNow,
 		Logger:         log,
 		Keys:           spec.Keys,
+		ValueTag:       valueTag(spec, runID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -116,4 +141,24 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	}
 	log.Info("scenario done", "name", spec.Name, "workload", out.Workload, "check", out.Check)
 	return out, nil
+}
+
+// newRunID names one run: its keys in an external etcd live under
+// /fencecheck/<run id>/, and its values carry it (valueTag).
+func newRunID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return "run-" + hex.EncodeToString(b), nil
+}
+
+// valueTag is what a run's written values carry: its run id (without "run-") when its
+// data lives in a store that outlives the run (an external etcd cluster), so that two
+// runs' values never look alike; nothing otherwise, as every other store starts empty.
+func valueTag(s Spec, runID string) string {
+	if len(s.EtcdEndpoints) == 0 {
+		return ""
+	}
+	return strings.TrimPrefix(runID, "run-")
 }

@@ -26,6 +26,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		faults   = fs.String("fault", "", "comma-separated faults to run (default: every fault that applies to the backend)")
 		parallel = fs.Int("parallel", 1, "runs at a time (timing-sensitive faults are most faithful at 1)")
 		seed     = fs.Int64("seed", 1, "seed of every run's workload")
+		ttl      = fs.Duration("ttl", 0, "lease TTL of every run (default: the backend's; an existing etcd cluster: the TTL it grants)")
 		out      = fs.String("out", defaultOut, "results store: runs go to DIR/<scenario>/<timestamp>/, the scorecard to DIR/evaluate-<backend>/<timestamp>/")
 		asJSON   = fs.Bool("json", false, "print the scorecard as JSON instead of a table")
 		verbose  = fs.Bool("v", false, "log every run's progress to stderr as well as to its run.log")
@@ -81,6 +82,25 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "fencecheck evaluate: no fault applies to backend %s\n", *backend)
 		return exitUsage
 	}
+	if *ttl < 0 {
+		fmt.Fprintln(stderr, "fencecheck evaluate: --ttl must not be negative")
+		return exitUsage
+	}
+	// An existing etcd cluster decides the TTL it grants: settle it once, for every run.
+	probe := scenarios.CellSpec(*backend, "fenced", chosen[:1], endpoints)
+	probe.TTL = *ttl
+	if _, err := scenarios.Normalize(probe); err != nil {
+		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
+		return exitUsage
+	}
+	probe, note, err := scenarios.ResolveTTL(ctx, probe)
+	if err != nil {
+		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
+		return exitUsage
+	}
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
 	resources := append([]string{"unfenced", "fenced"}, scenarios.NativeResources(*backend)...)
 
 	sc := &reports.Scorecard{
@@ -88,7 +108,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Token: scenarios.TokenSource(*backend), Native: scenarios.NativeResources(*backend),
 		Resources: resources, Started: time.Now(),
 	}
-	if n, err := scenarios.Normalize(scenarios.CellSpec(*backend, "fenced", chosen[:1], endpoints)); err == nil {
+	if n, err := scenarios.Normalize(probe); err == nil {
 		sc.TTLNanos = n.TTL.Nanoseconds()
 	}
 	meaning := map[string]string{}
@@ -104,6 +124,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		sc.Rows = append(sc.Rows, reports.ScoreRow{Fault: f, Meaning: meaning[f]})
 		for _, r := range resources {
 			spec := scenarios.CellSpec(*backend, r, []string{f}, endpoints)
+			spec.TTL = probe.TTL
 			if _, err := scenarios.Normalize(spec); err != nil {
 				continue // e.g. a resource that cannot take this fault
 			}
