@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
-	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	"github.com/fencecheck/fencecheck/harness/runner"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
@@ -37,6 +36,9 @@ type Outcome struct {
 	Report   *models.Report
 	Workload time.Duration
 	Check    time.Duration
+	// CloseErr says that stopping the run's servers or removing what it wrote in a store
+	// it does not own (an external etcd's keys and leases) failed after the run.
+	CloseErr error
 }
 
 // ErrSpec marks a spec that cannot run (bad name, bad value): a usage error.
@@ -44,7 +46,7 @@ var ErrSpec = errors.New("invalid scenario")
 
 // Execute builds the backend and resource, runs the workload, saves the history, checks
 // it, and saves the verdicts. Every server it starts is closed before it returns.
-func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
+func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err error) {
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -71,16 +73,15 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	}
 	e, err := build(ctx, spec, opt.OutDir, runID)
 	if err != nil {
-		var te *etcdlock.TTLError
-		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%w: %w", ErrSpec, te)
-		}
 		return nil, err
 	}
 	defer func() {
 		// An external store keeps what a run wrote unless this succeeds: say so.
-		if err := e.Close(); err != nil {
-			log.Warn("closing the run's servers and removing its keys failed", "run_id", runID, "err", err)
+		if cerr := e.Close(); cerr != nil {
+			log.Warn("closing the run's servers and removing its keys failed", "run_id", runID, "err", cerr)
+			if out != nil {
+				out.CloseErr = cerr
+			}
 		}
 	}()
 	res, be := e.resource, e.backend
@@ -121,7 +122,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	out := &Outcome{Spec: spec, History: h, Workload: time.Since(start)}
+	out = &Outcome{Spec: spec, History: h, Workload: time.Since(start)}
 	// Evidence first: the history is on disk before any check can fail or hang.
 	if opt.OutDir != "" {
 		if err := history.WriteFile(filepath.Join(opt.OutDir, "history.json"), h); err != nil {

@@ -167,7 +167,11 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 					prog.Done(label, "ERROR: "+msg)
 				} else {
 					run = reports.NewScoreRun(j.resource, label, res.Outcome.Report, reports.GapSamples(res.Outcome.History))
-					prog.Done(label, runResult(run))
+					done := runResult(run)
+					if cerr := res.Outcome.CloseErr; cerr != nil {
+						done += "; warning: " + cerr.Error()
+					}
+					prog.Done(label, done)
 				}
 				if res.Dir != "" {
 					run.Dir = relTo(*out, res.Dir)

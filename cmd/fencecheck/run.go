@@ -165,6 +165,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitInternal
 	}
+	if o.CloseErr != nil {
+		fmt.Fprintln(stderr, "fencecheck run: warning:", o.CloseErr)
+	}
 	reports.Summary(stdout, o.History, o.Report)
 	fmt.Fprintf(stdout, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())
 	fmt.Fprintf(stdout, "evidence: %s\n", dir)

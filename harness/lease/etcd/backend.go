@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	defer cli.Close()
-	if err := probeTTL(ctx, cli, cfg.TTL, cfg.DialTimeout); err != nil {
+	if err := probeTTL(ctx, cli, cfg.TTL, probeTimeout); err != nil {
 		return nil, err
 	}
 	return &Backend{cfg: cfg, leases: newLeaseBook()}, nil

@@ -131,6 +131,11 @@ func (b *leaseBook) take() []clientv3.LeaseID {
 	return out
 }
 
+// probeTimeout bounds the TTL probe's grant and revoke. The server has already answered
+// a read by then (an unreachable one fails within the dial timeout), so this is only a
+// ceiling for a slow commit on a loaded machine.
+const probeTimeout = 10 * time.Second
+
 // cleanupTimeout bounds Close's cleanup of a run's keys and leases.
 const cleanupTimeout = 15 * time.Second
 

@@ -106,4 +106,11 @@ func TestExternalServerTTLAndCleanup(t *testing.T) {
 	for _, k := range others {
 		require.EqualValues(t, 1, count(k), "%s is not the run's and stays", k)
 	}
+
+	// A cluster gone before the cleanup: Close says which prefix is left.
+	gone := etcd.RunPrefix("run-gone")
+	b2, err := etcd.New(ctx, etcd.Config{Endpoints: eps, TTL: 2 * time.Second, Prefix: gone})
+	require.NoError(t, err)
+	require.NoError(t, x.Close())
+	require.ErrorContains(t, b2.Close(), "clean up "+gone)
 }
