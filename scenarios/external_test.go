@@ -58,6 +58,9 @@ func TestExternalEtcdUnreachable(t *testing.T) {
 // passes, the TTL is the granted one, two concurrent runs do not meet, and nothing of
 // fencecheck's is left in the cluster afterwards.
 func TestExternalDebianEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against an etcd server process: skipped with -short")
+	}
 	x := etcdtest.StartExternal(t)
 	t.Parallel() // ~70 s of runs whose faults heal on events: let them overlap the catalogue
 	ctx := context.Background()

@@ -89,6 +89,9 @@ func TestEvaluateExternalEtcd(t *testing.T) {
 // refused in one line and the default runs with the granted 2 s, which the scorecard
 // reports.
 func TestExternalEtcdGrantedTTL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against an etcd server process: skipped with -short")
+	}
 	x := etcdtest.StartExternal(t)
 	t.Parallel()
 	want := "this cluster grants at least 2s leases; use --ttl 2s"
