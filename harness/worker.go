@@ -35,6 +35,10 @@ type Worker struct {
 	// Rand) and use that key's lock and register cell; Locker and Resource must then be
 	// a KeyedLocker and a KeyedResourceClient (keys.go). 0 or 1: the single default key.
 	Keys int
+	// ValueTag, if set, is appended to every written value ("c1-32@TAG"): a run against
+	// a store that outlives it tags its values with its run id, so no read can mistake
+	// another run's value for one of its own writes.
+	ValueTag string
 
 	writes int
 }
@@ -117,6 +121,9 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 	w.Gate.Pause(ctx, PauseInWrite)
 	w.writes++
 	v := fmt.Sprintf("c%d-%d", w.ID, w.writes)
+	if w.ValueTag != "" {
+		v += "@" + w.ValueTag
+	}
 	wr := w.Rec.BeginKey(key, w.ID, history.Write, lease.Token(), v, &readID)
 	wctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
 	accepted, err := w.write(wctx, key, lease, v)

@@ -45,8 +45,8 @@ func input(err error) error {
 }
 
 // build starts the spec's backend and resource from their descriptors. Lock-service logs
-// go to outDir (if set).
-func build(ctx context.Context, r resolved, outDir string) (_ *env, err error) {
+// go to outDir (if set); runID names the run's own keys in a store that may outlive it.
+func build(ctx context.Context, r resolved, outDir, runID string) (_ *env, err error) {
 	e := &env{}
 	for range r.Clients {
 		e.clientClock = append(e.clientClock, nemesis.NewClock())
@@ -78,6 +78,7 @@ func build(ctx context.Context, r resolved, outDir string) (_ *env, err error) {
 	}
 	be, err := r.backend.Start(ctx, registry.Env{
 		Settings:    r.settings,
+		RunID:       runID,
 		ClientClock: func(i int) func() time.Time { return e.clientClock[i].Monotonic },
 		TempDir:     tempDir,
 		LogFile:     logFile,
@@ -92,7 +93,7 @@ func build(ctx context.Context, r resolved, outDir string) (_ *env, err error) {
 	if err := r.backend.CheckStarted(r.settings, be); err != nil {
 		return nil, err
 	}
-	res, err := r.resource.Start(ctx, registry.ResourceEnv{Settings: r.resSettings, Backend: be, TempDir: tempDir})
+	res, err := r.resource.Start(ctx, registry.ResourceEnv{Settings: r.resSettings, RunID: runID, Backend: be, TempDir: tempDir})
 	if err != nil {
 		return nil, input(err)
 	}

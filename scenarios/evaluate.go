@@ -27,6 +27,20 @@ type EvaluateConfig struct {
 	Faults []string
 	// Seed of every run's workload (default 1).
 	Seed int64
+	// TTL of every run (0: the backend's default). A service that grants another TTL
+	// than asked (an existing etcd cluster) is settled first: see ResolveEvaluateTTL.
+	TTL time.Duration
+}
+
+// ResolveEvaluateTTL settles cfg.TTL with the service (ResolveTTL) once for every run
+// of the evaluation; note says when the granted TTL replaced the default.
+func ResolveEvaluateTTL(ctx context.Context, cfg EvaluateConfig) (EvaluateConfig, string, error) {
+	s, note, err := ResolveTTL(ctx, cfg.Registry, Spec{Backend: cfg.Backend, Options: cfg.Options, TTL: cfg.TTL})
+	if err != nil {
+		return cfg, "", err
+	}
+	cfg.TTL = s.TTL
+	return cfg, note, nil
 }
 
 // EvaluateJob is one run of an evaluation: a fault (the scorecard's row) against one
@@ -103,7 +117,14 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 			sc.NativeAdvice = append(sc.NativeAdvice, r.Advice)
 		}
 	}
-	if n, err := normalize(reg, cellSpec(reg, be.Name, probe, chosen[:1], cfg.Options)); err == nil {
+	cell := func(resource string, faults []string) Spec {
+		s := cellSpec(reg, be.Name, resource, faults, cfg.Options)
+		if cfg.TTL != 0 {
+			s.TTL = cfg.TTL
+		}
+		return s
+	}
+	if n, err := normalize(reg, cell(probe, chosen[:1])); err == nil {
 		sc.TTLNanos = n.TTL.Nanoseconds()
 	}
 	p := &EvaluatePlan{Name: "evaluate-" + be.Name, Scorecard: sc}
@@ -118,7 +139,7 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 		fault, _ := reg.Fault(f)
 		sc.Rows = append(sc.Rows, judge.ScoreRow{Fault: f, Meaning: fault.Meaning()})
 		for _, r := range resources {
-			spec := cellSpec(reg, be.Name, r, []string{f}, cfg.Options)
+			spec := cell(r, []string{f})
 			if _, err := normalize(reg, spec); err != nil {
 				continue // e.g. a resource that cannot take this fault, or needs a token
 			}
@@ -182,6 +203,10 @@ func Evaluate(ctx context.Context, cfg EvaluateConfig, c Campaign) (sc *judge.Sc
 	}
 	if c.Store == "" {
 		return nil, "", false, fmt.Errorf("%w: evaluate needs a results store (Campaign.Store), e.g. t.TempDir()", ErrSpec)
+	}
+	cfg, _, err = ResolveEvaluateTTL(ctx, cfg)
+	if err != nil {
+		return nil, "", false, err
 	}
 	p, err := PlanEvaluate(cfg)
 	if err != nil {

@@ -2,13 +2,17 @@ package scenarios
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/runner"
@@ -36,6 +40,9 @@ type Outcome struct {
 	Report   *models.Report
 	Workload time.Duration
 	Check    time.Duration
+	// CloseErr says that stopping the run's servers or removing what it wrote in a store
+	// it does not own (an external etcd's keys and leases) failed after the run.
+	CloseErr error
 }
 
 // ErrSpec marks a spec that cannot run (bad name, bad value): a usage error.
@@ -43,26 +50,45 @@ var ErrSpec = errors.New("invalid scenario")
 
 // Execute builds the backend and resource, runs the workload, saves the history, checks
 // it, and saves the verdicts. Every server it starts is closed before it returns.
-func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
+func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	spec, note, err := ResolveTTL(ctx, opt.Registry, spec)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		log.Info(note)
+	}
 	r, err := resolve(opt.Registry, spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	spec = r.Spec
-	log := opt.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	runID, err := newRunID()
+	if err != nil {
+		return nil, err
 	}
 	if opt.OutDir != "" {
 		if err := os.MkdirAll(opt.OutDir, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	e, err := build(ctx, r, opt.OutDir)
+	e, err := build(ctx, r, opt.OutDir, runID)
 	if err != nil {
 		return nil, err
 	}
-	defer e.Close()
+	defer func() {
+		// An external store keeps what a run wrote unless this succeeds: say so.
+		if cerr := e.Close(); cerr != nil {
+			log.Warn("closing the run's servers and removing its keys failed", "run_id", runID, "err", cerr)
+			if out != nil {
+				out.CloseErr = cerr
+			}
+		}
+	}()
 	res, be := e.resource, e.backend
 
 	faults := r.clientFaults(be)
@@ -73,7 +99,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	run := history.Run{
 		Scenario: spec.Name, Backend: spec.Backend, Resource: spec.Resource, Fence: res.Fence(),
 		Seed: spec.Seed, TTLms: spec.TTL.Milliseconds(),
-		Extra: map[string]any{"clients": spec.Clients, "faults": spec.Faults, "duration_ms": spec.Duration.Milliseconds(), "members": spec.Members, "policy": spec.Policy},
+		Extra: map[string]any{"run_id": runID, "clients": spec.Clients, "faults": spec.Faults, "duration_ms": spec.Duration.Milliseconds(), "members": spec.Members, "policy": spec.Policy},
 	}
 	if spec.Keys > 1 {
 		run.Extra["keys"] = spec.Keys
@@ -96,11 +122,12 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 		ClientNow:      e.clientNow,
 		Logger:         log,
 		Keys:           spec.Keys,
+		ValueTag:       valueTag(be, runID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	out := &Outcome{Spec: spec, History: h, Workload: time.Since(start)}
+	out = &Outcome{Spec: spec, History: h, Workload: time.Since(start)}
 	// Evidence first: the history is on disk before any check can fail or hang.
 	if opt.OutDir != "" {
 		if err := history.WriteFile(filepath.Join(opt.OutDir, "history.json"), h); err != nil {
@@ -120,4 +147,25 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	}
 	log.Info("scenario done", "name", spec.Name, "workload", out.Workload, "check", out.Check)
 	return out, nil
+}
+
+// newRunID names one run: its keys in a store that outlives it (an external etcd) live
+// under a prefix of its own, and its values carry it (valueTag).
+func newRunID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return "run-" + hex.EncodeToString(b), nil
+}
+
+// valueTag is what a run's written values carry: its run id (without "run-") when the
+// backend's servers are not fencecheck's (harness.External), so that two runs' values
+// in one store never look alike; nothing otherwise, as every store fencecheck starts
+// starts empty.
+func valueTag(be harness.Backend, runID string) string {
+	if _, ok := be.(harness.External); !ok {
+		return ""
+	}
+	return strings.TrimPrefix(runID, "run-")
 }

@@ -26,6 +26,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		faults   = fs.String("fault", "", "comma-separated faults to run (default: every fault that applies to the backend)")
 		parallel = parallelFlag(fs, "runs")
 		seed     = seedFlag(fs, "every run's workload")
+		ttl      = fs.Duration("ttl", 0, "lease TTL of every run (default: the backend's; an existing etcd cluster: the TTL it grants)")
 		out      = outFlag(fs, defaultOut, "results store: runs go to DIR/<scenario>/<timestamp>/, the scorecard to DIR/evaluate-<backend>/<timestamp>/")
 		asJSON   = fs.Bool("json", false, "print the scorecard as JSON instead of a table")
 		verbose  = verboseFlag(fs, "log every run's progress to stderr as well as to its run.log")
@@ -58,7 +59,21 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "fencecheck evaluate: --parallel must be between 1 and 8, got %d\n", *parallel)
 		return exitUsage
 	}
-	plan, err := scenarios.PlanEvaluate(scenarios.EvaluateConfig{Registry: reg, Backend: *backend, Options: opts, Faults: splitList(*faults), Seed: *seed})
+	if *ttl < 0 {
+		fmt.Fprintln(stderr, "fencecheck evaluate: --ttl must not be negative")
+		return exitUsage
+	}
+	cfg := scenarios.EvaluateConfig{Registry: reg, Backend: *backend, Options: opts, Faults: splitList(*faults), Seed: *seed, TTL: *ttl}
+	// An existing etcd cluster decides the TTL it grants: settle it once, for every run.
+	cfg, note, err := scenarios.ResolveEvaluateTTL(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), scenarios.ErrSpec.Error()+": "))
+		return exitUsage
+	}
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	plan, err := scenarios.PlanEvaluate(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), scenarios.ErrSpec.Error()+": "))
 		return exitUsage
@@ -87,7 +102,11 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				prog.Done(r.Label, "ERROR: "+errText(r.Err))
 				return
 			}
-			prog.Done(r.Label, runResult(reports.NewScoreRun(plan.Jobs[i].Resource, r.Label, r.Outcome.Report, nil)))
+			line := runResult(reports.NewScoreRun(plan.Jobs[i].Resource, r.Label, r.Outcome.Report, nil))
+			if r.Outcome.CloseErr != nil {
+				line += "; warning: " + r.Outcome.CloseErr.Error()
+			}
+			prog.Done(r.Label, line)
 		},
 	}.Run(ctx, plan.Specs())
 	prog.Close()

@@ -83,3 +83,42 @@ func TestEvaluateExternalEtcd(t *testing.T) {
 	require.Len(t, sc.Rows[0].Runs, 3)
 	require.Equal(t, "held", sc.Rows[0].Native)
 }
+
+// Against an etcd server started on its own with its defaults (Debian's etcd-server,
+// 1000 ms election timeout): it grants at least 2 s leases, so an explicit --ttl 1s is
+// refused in one line and the default runs with the granted 2 s, which the scorecard
+// reports.
+func TestExternalEtcdGrantedTTL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against an etcd server process: skipped with -short")
+	}
+	x := etcdtest.StartExternal(t)
+	t.Parallel()
+	want := "this cluster grants at least 2s leases; use --ttl 2s"
+	for _, args := range [][]string{
+		{"run", "--etcd-endpoints", x.Endpoint, "--ttl", "1s", "--fault", "pause", "--out", t.TempDir()},
+		{"evaluate", "--etcd-endpoints", x.Endpoint, "--ttl", "1s", "--out", t.TempDir()},
+	} {
+		code, stdout, stderr := run(t, args...)
+		require.Equal(t, exitUsage, code, "%v\nstdout:\n%s\nstderr:\n%s", args, stdout, stderr)
+		require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		require.Contains(t, stderr, want)
+	}
+
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "evaluate", "--etcd-endpoints", x.Endpoint, "--fault", "pause", "--out", out)
+	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "grants at least 2s leases (asked for the default 1s): running with TTL 2s")
+	require.Contains(t, stdout, "(TTL 2.00 s)")
+	require.NotContains(t, stdout, "TTL 1.00 s")
+	sc, err := reports.ReadScorecard(filepath.Join(out, "evaluate-etcd-external", "latest", "scorecard.json"))
+	require.NoError(t, err)
+	require.Equal(t, (2 * time.Second).Nanoseconds(), sc.TTLNanos)
+	require.Len(t, sc.Rows, 1)
+	for _, r := range sc.Rows[0].Runs {
+		require.Empty(t, r.Error)
+		// A validity gap from a 2 s lease paused for twice that: well above the few ms
+		// that faults timed from a 1 s TTL left.
+		require.Greater(t, r.ValidityGapNanos, (250 * time.Millisecond).Nanoseconds(), r.Resource)
+	}
+}

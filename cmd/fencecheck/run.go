@@ -118,6 +118,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fencecheck run:", err)
 		return exitUsage
 	}
+	// An external etcd decides the TTL it grants: settle it before the schedule is drawn.
+	spec, note, err := scenarios.ResolveTTL(ctx, reg, spec)
+	if err != nil {
+		fmt.Fprintln(stderr, "fencecheck run:", err)
+		return exitUsage
+	}
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
 	dir, err := reports.NewRunDir(*out, label, time.Now())
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck run:", err)
@@ -155,6 +164,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitInternal
+	}
+	if o.CloseErr != nil {
+		fmt.Fprintln(stderr, "fencecheck run: warning:", o.CloseErr)
 	}
 	reports.Summary(stdout, o.History, o.Report)
 	fmt.Fprintf(stdout, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())

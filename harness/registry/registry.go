@@ -89,6 +89,9 @@ func (s Settings) WithOptions(opts []Option) Settings {
 // Env is what a backend's Start gets from the harness.
 type Env struct {
 	Settings
+	// RunID names the run (also in the history's run object): a backend whose store
+	// outlives the run keeps the run's keys under it and removes them when it closes.
+	RunID string
 	// ClientClock returns the reader of client i's clock, owned by the harness (a
 	// careful client checks its lease on it).
 	ClientClock func(client int) func() time.Time
@@ -129,6 +132,10 @@ type Backend struct {
 	Caps func(Settings) Caps
 	// Setup describes the service for a scorecard; nil: "<Name>: <Meaning>".
 	Setup func(Settings) string
+	// GrantedTTL, if set, asks the service which lease TTL it grants when asked for
+	// s.TTL (an existing cluster may raise a short one). Every timing of a run derives
+	// from the TTL, so a run uses the granted one or is refused. nil: granted as asked.
+	GrantedTTL func(ctx context.Context, s Settings) (time.Duration, error)
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
 }
@@ -136,6 +143,8 @@ type Backend struct {
 // ResourceEnv is what a resource's Start gets.
 type ResourceEnv struct {
 	Settings
+	// RunID names the run (see Env.RunID).
+	RunID string
 	// Backend is the started lock backend (a native resource uses its endpoints).
 	Backend harness.Backend
 	TempDir func() (string, error)

@@ -46,6 +46,8 @@ type Config struct {
 	// Keys > 1: each critical section picks one of Keys independent locks and register
 	// cells (harness.KeyedLocker, harness.KeyedResourceClient; others refuse).
 	Keys int
+	// ValueTag is appended to every written value (harness.Worker.ValueTag).
+	ValueTag string
 }
 
 func (c *Config) defaults() error {
@@ -139,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			Careful: cfg.Careful, Margin: cfg.Margin,
 			// Each client's think times come from the seed, so the workload is reproducible.
 			Rand: rand.New(rand.NewPCG(uint64(cfg.Run.Seed), uint64(i))),
-			Keys: cfg.Keys,
+			Keys: cfg.Keys, ValueTag: cfg.ValueTag,
 		}
 		if cfg.ClientNow != nil {
 			w.Now = func() time.Time { return cfg.ClientNow(i) }

@@ -39,8 +39,14 @@ type Config struct {
 	TTL time.Duration
 	// Token is the token source (default TokenCreateRevision).
 	Token TokenSource
-	// LockKey is the concurrency.Mutex prefix (default DefaultLockKey).
+	// LockKey is the concurrency.Mutex prefix (default Prefix+"lock", or DefaultLockKey
+	// without a Prefix).
 	LockKey string
+	// Prefix, if set, is the run's own key prefix (RunPrefix(run id)): the lock lives
+	// under it, and Close deletes every key under it (the etcd-txn resource's too) and
+	// revokes every lease the backend's clients were granted and did not revoke, so a
+	// run leaves nothing behind in a cluster it does not own.
+	Prefix string
 	// DialTimeout bounds connecting to the servers (default 2s).
 	DialTimeout time.Duration
 	// KeepAlive is how often each client pings its connection; a connection whose ping
@@ -60,6 +66,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LockKey == "" {
 		c.LockKey = DefaultLockKey
+		if c.Prefix != "" {
+			c.LockKey = c.Prefix + "lock"
+		}
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 2 * time.Second
@@ -87,6 +96,9 @@ func (c Config) Validate() error {
 	if err := validateTTL(c.TTL); err != nil {
 		return err
 	}
+	if err := validatePrefix(c.Prefix); err != nil {
+		return err
+	}
 	if c.Token != TokenCreateRevision && c.Token != TokenHeaderRevision {
 		return fmt.Errorf("etcd: token source must be %q or %q, got %q", TokenCreateRevision, TokenHeaderRevision, c.Token)
 	}
@@ -110,13 +122,19 @@ func validateTTL(ttl time.Duration) error {
 // Backend is the "etcd" lock backend for etcd servers it does not own (see
 // StartBackend for one that starts its own cluster).
 type Backend struct {
-	cfg Config
+	cfg    Config
+	leases *leaseBook
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ harness.Backend = (*Backend)(nil)
 
 // New returns a backend for the etcd servers at cfg.Endpoints, after checking that at
-// least one of them answers within the dial timeout (or ctx).
+// least one of them answers within the dial timeout (or ctx) and that it grants a
+// lease of exactly cfg.TTL (a *TTLError if it grants another: every timing of a run
+// derives from the TTL).
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -127,8 +145,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = cli.Close()
-	return &Backend{cfg: cfg}, nil
+	defer cli.Close()
+	if err := probeTTL(ctx, cli, cfg.TTL, probeTimeout); err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, leases: newLeaseBook()}, nil
 }
 
 // Name implements harness.Backend.
@@ -140,9 +161,17 @@ func (b *Backend) Endpoints() []string { return append([]string(nil), b.cfg.Endp
 // Config returns the backend's configuration, defaults applied.
 func (b *Backend) Config() Config { return b.cfg }
 
-// Close implements harness.Backend: the backend owns no server, so there is nothing to
-// stop.
-func (b *Backend) Close() error { return nil }
+// KeyPrefix is the run's own key prefix ("" without one): a resource in the same
+// cluster (etcd-txn) keeps its data under it, so the backend's Close removes it too.
+func (b *Backend) KeyPrefix() string { return b.cfg.Prefix }
+
+// Close implements harness.Backend: the backend owns no server, so it only tidies up
+// after its clients: it revokes the leases they left (a paused or closed client's) and,
+// with a Prefix, deletes every key under it. Safe to call twice.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.cleanup() })
+	return b.closeErr
+}
 
 // NewLocker implements harness.Backend: a client dialling only addrs.
 func (b *Backend) NewLocker(ctx context.Context, _ int, addrs []string) (harness.Locker, error) {
@@ -153,7 +182,7 @@ func (b *Backend) NewLocker(ctx context.Context, _ int, addrs []string) (harness
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{cfg: b.cfg, cli: cli}, nil
+	return &Locker{cfg: b.cfg, cli: cli, leases: b.leases}, nil
 }
 
 // Dial returns an etcd client that talks only to addrs: no endpoint auto-sync (the
@@ -204,6 +233,7 @@ func DialKeepAlive(ctx context.Context, addrs []string, timeout, keepAlive time.
 type Locker struct {
 	cfg       Config
 	cli       *clientv3.Client
+	leases    *leaseBook
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -231,13 +261,21 @@ func (l *Locker) Close() error {
 // An error wraps harness.ErrNoEffect when the lock was definitely not taken (or was
 // given back: the lease was revoked after a failed Lock).
 func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
-	ttl := int64(l.cfg.TTL / time.Second)
-	g, err := l.cli.Grant(ctx, ttl)
+	// Booked before it is asked for: a grant whose answer is lost may still exist.
+	id := newLeaseID()
+	l.leases.add(id)
+	granted, err := grant(ctx, l.cli, id, l.cfg.TTL)
 	if err != nil {
 		// A lease without a lock key has no effect on the lock (it just expires).
 		return nil, fmt.Errorf("%w: etcd: grant lease: %w", harness.ErrNoEffect, err)
 	}
-	s, err := concurrency.NewSession(l.cli, concurrency.WithLease(g.ID), concurrency.WithTTL(int(g.TTL)))
+	if granted != l.cfg.TTL {
+		// New checked the grant; a member that grants otherwise (another election
+		// timeout) would make the run's timings wrong, so the lease is not used.
+		_ = l.revokeID(id)
+		return nil, fmt.Errorf("%w: etcd: the server granted a %s lease, not the run's %s", harness.ErrNoEffect, secs(granted), secs(l.cfg.TTL))
+	}
+	s, err := concurrency.NewSession(l.cli, concurrency.WithLease(id), concurrency.WithTTL(int(granted/time.Second)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: etcd: session: %w", harness.ErrNoEffect, err)
 	}
@@ -266,7 +304,7 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	}
 	return &Lease{
 		cli: l.cli, s: s, key: m.Key(), createRev: createRev, token: token,
-		ttl: time.Duration(g.TTL) * time.Second,
+		ttl: granted, leases: l.leases,
 	}, nil
 }
 
@@ -274,10 +312,15 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 // caller's context may be what ended). A lease already gone counts as revoked.
 func (l *Locker) revoke(s *concurrency.Session) error {
 	s.Orphan()
+	return l.revokeID(s.Lease())
+}
+
+func (l *Locker) revokeID(id clientv3.LeaseID) error {
 	ctx, cancel := context.WithTimeout(context.Background(), min(l.cfg.DialTimeout, l.cfg.TTL))
 	defer cancel()
-	_, err := l.cli.Revoke(ctx, s.Lease())
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	_, err := l.cli.Revoke(ctx, id)
+	if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		l.leases.remove(id)
 		return nil
 	}
 	return err
@@ -292,6 +335,7 @@ type Lease struct {
 	createRev int64
 	token     int64
 	ttl       time.Duration
+	leases    *leaseBook
 
 	mu       sync.Mutex
 	released bool
@@ -338,7 +382,9 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 	// The key is gone either way now; revoking only tidies the lease (it expires after
 	// its TTL if this fails).
-	_, _ = le.cli.Revoke(ctx, le.s.Lease())
+	if _, err := le.cli.Revoke(ctx, le.s.Lease()); err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		le.leases.remove(le.s.Lease())
+	}
 	if resp.Deleted == 0 {
 		return fmt.Errorf("%w: etcd: lock key %s was already gone: the lease expired before the release", harness.ErrNoEffect, le.key)
 	}

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,7 +56,28 @@ func Descriptor() registry.Backend {
 			}
 			return "embedded etcd, 1 member"
 		},
-		Start: start,
+		GrantedTTL: grantedTTL,
+		Start:      start,
+	}
+}
+
+// grantedTTL probes an external cluster: etcd raises a TTL below 1.5 × its election
+// timeout (a server with the default 1000 ms grants 2 s for 1 s). An embedded cluster is
+// configured for the TTL it is asked for.
+func grantedTTL(ctx context.Context, s registry.Settings) (time.Duration, error) {
+	eps := s.List(OptionEndpoints)
+	if len(eps) == 0 {
+		return s.TTL, nil
+	}
+	b, err := New(ctx, Config{Endpoints: eps, TTL: s.TTL})
+	var te *TTLError
+	switch {
+	case err == nil:
+		return s.TTL, b.Close() // the probe's lease is revoked already; nothing else was written
+	case errors.As(err, &te):
+		return te.Granted, nil
+	default:
+		return 0, registry.Input(err) // an endpoint that does not answer is the user's input
 	}
 }
 
@@ -69,7 +91,7 @@ func (external) External() string { return externalWords }
 
 func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
 	if eps := env.List(OptionEndpoints); len(eps) > 0 {
-		b, err := New(ctx, Config{Endpoints: eps, TTL: env.TTL})
+		b, err := New(ctx, Config{Endpoints: eps, TTL: env.TTL, Prefix: RunPrefix(env.RunID)})
 		if err != nil {
 			// A bad or unreachable endpoint is the user's input.
 			return nil, registry.Input(err)
@@ -86,5 +108,5 @@ func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return StartBackend(cctx, ClusterConfig{Members: env.Members, Dir: dir, LogPath: logPath}, Config{TTL: env.TTL})
+	return StartBackend(cctx, ClusterConfig{Members: env.Members, Dir: dir, LogPath: logPath}, Config{TTL: env.TTL, Prefix: RunPrefix(env.RunID)})
 }

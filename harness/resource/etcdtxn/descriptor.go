@@ -17,7 +17,11 @@ func Descriptor() registry.Resource {
 		NativeOnly: true,
 		Advice:     "With etcd as the store (etcd-txn), guard each write in the same transaction on the lock key's CreateRevision still being the writer's.",
 		Start: func(_ context.Context, env registry.ResourceEnv) (harness.Resource, error) {
-			return New(env.Backend.Endpoints()), nil
+			r := New(env.Backend.Endpoints())
+			if p, ok := env.Backend.(interface{ KeyPrefix() string }); ok {
+				r.Prefix = p.KeyPrefix() // the backend's Close deletes the register with the lock
+			}
+			return r, nil
 		},
 	}
 }

@@ -40,10 +40,16 @@ import (
 	"github.com/fencecheck/fencecheck/harness/lease/etcd"
 )
 
-// The keys holding the protected data.
+// The keys holding the protected data when the resource has no Prefix.
 const (
 	DataKey  = "/fencecheck/data"
 	TokenKey = "/fencecheck/data-token"
+)
+
+// The names of the data keys under a Prefix.
+const (
+	dataName  = "data"
+	tokenName = "data-token"
 )
 
 // DefaultDialTimeout bounds connecting a client unless Resource.DialTimeout is set.
@@ -66,6 +72,11 @@ type Resource struct {
 	endpoints []string
 	// DialTimeout bounds connecting each client (0 means DefaultDialTimeout).
 	DialTimeout time.Duration
+	// Prefix, if set, is the run's key prefix (the etcd backend's Config.Prefix): the
+	// data lives at Prefix+"data" and Prefix+"data-token", so runs against one cluster
+	// never share a register, and the backend's Close deletes it. Empty: DataKey and
+	// TokenKey.
+	Prefix string
 }
 
 var _ harness.Resource = (*Resource)(nil)
@@ -102,13 +113,18 @@ func (r *Resource) NewClient(ctx context.Context, _ int, addrs []string, _ harne
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cli: cli}, nil
+	c := &Client{cli: cli, dataKey: DataKey, tokenKey: TokenKey}
+	if r.Prefix != "" {
+		c.dataKey, c.tokenKey = r.Prefix+dataName, r.Prefix+tokenName
+	}
+	return c, nil
 }
 
 // Client reads and writes the protected data.
 type Client struct {
-	cli       *clientv3.Client
-	closeOnce sync.Once
+	cli               *clientv3.Client
+	dataKey, tokenKey string
+	closeOnce         sync.Once
 }
 
 var _ harness.ResourceClient = (*Client)(nil)
@@ -116,7 +132,7 @@ var _ harness.ResourceClient = (*Client)(nil)
 // Read implements harness.ResourceClient: a linearizable read of the value and its
 // token, from one snapshot ("" and 0 before the first write).
 func (c *Client) Read(ctx context.Context) (string, int64, error) {
-	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(DataKey), clientv3.OpGet(TokenKey)).Commit()
+	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.dataKey), clientv3.OpGet(c.tokenKey)).Commit()
 	if err != nil {
 		return "", 0, fmt.Errorf("etcd-txn: read: %w", err)
 	}
@@ -149,7 +165,7 @@ func (c *Client) Write(ctx context.Context, lease harness.Lease, value string) (
 	}
 	resp, err := c.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
-		Then(clientv3.OpPut(DataKey, value), clientv3.OpPut(TokenKey, strconv.FormatInt(l.Token(), 10))).
+		Then(clientv3.OpPut(c.dataKey, value), clientv3.OpPut(c.tokenKey, strconv.FormatInt(l.Token(), 10))).
 		Commit()
 	if err != nil {
 		return false, fmt.Errorf("etcd-txn: write: %w", err)
