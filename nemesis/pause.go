@@ -97,9 +97,11 @@ type Nemesis struct {
 	rec    *history.Recorder
 	faults []ClientFault
 
-	mu     sync.Mutex
-	links  map[int][]Link // every link of a client
-	lock   map[int][]Link // its links to the lock service
+	mu    sync.Mutex
+	links map[int][]Link // every link of a client
+	lock  map[int][]Link // its links to the lock service
+	// procs are the clients whose lock client is a process of its own: a pause stops it.
+	procs  map[int]harness.PausableProcess
 	fired  []bool
 	active map[*strike]struct{}
 	// strikes are every strike still watching writes (active ones, and healed
@@ -147,7 +149,7 @@ func New(rec *history.Recorder, faults ...ClientFault) (*Nemesis, error) {
 			return nil, err
 		}
 	}
-	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}, strikes: map[*strike]struct{}{}}
+	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, procs: map[int]harness.PausableProcess{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}, strikes: map[*strike]struct{}{}}
 	rec.Watch(n.observe)
 	return n, nil
 }
@@ -161,6 +163,18 @@ func (n *Nemesis) AddLinks(client int, toLock bool, links ...Link) {
 	if toLock {
 		n.lock[client] = append(n.lock[client], links...)
 	}
+}
+
+// AddLocker registers client's lock client; one that is a process of its own
+// (harness.PausableProcess) is stopped with SIGSTOP while the client is paused.
+func (n *Nemesis) AddLocker(client int, l harness.Locker) {
+	p, ok := l.(harness.PausableProcess)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.procs[client] = p
 }
 
 // NodeLinks returns every client's link to lock-service node i (the i-th of the
@@ -247,6 +261,12 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	case f.Partition:
 		links = append([]Link(nil), n.lock[client]...)
 	}
+	// A GC-like pause stops the client's own process too (not a partition or a delayed
+	// write: there the process goes on and should notice on its own).
+	var pp harness.PausableProcess
+	if f.StopWorker && !f.Partition && !f.NoLinks {
+		pp = n.procs[client]
+	}
 	n.wg.Add(1)
 	n.mu.Unlock()
 
@@ -260,6 +280,19 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		detail = fmt.Sprintf("client %d stopped at %s, all its links stalled", client, p)
 	default:
 		detail = fmt.Sprintf("client %d's request at %s held in the network", client, p)
+	}
+	var stoppedAt time.Time
+	pid := 0
+	if pp != nil {
+		var err error
+		pid, err = pp.PauseProcess()
+		stoppedAt = time.Now()
+		if err != nil {
+			detail += fmt.Sprintf("; SIGSTOP to its process group %d failed: %v", pid, err)
+			pp = nil
+		} else {
+			detail += fmt.Sprintf("; its process group %d stopped with SIGSTOP", pid)
+		}
 	}
 	fi := n.rec.FaultStart(f.Kind, fmt.Sprintf("client-%d", client), detail)
 	for _, l := range links {
@@ -287,6 +320,13 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		}
 		s.healed = true
 		n.mu.Unlock()
+		if pp != nil {
+			if err := pp.ResumeProcess(); err != nil {
+				extra += fmt.Sprintf("; SIGCONT to process group %d failed: %v", pid, err)
+			} else {
+				extra += fmt.Sprintf("; process group %d continued with SIGCONT after %.2f s stopped", pid, time.Since(stoppedAt).Seconds())
+			}
+		}
 		for _, l := range links {
 			l.Pass()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,9 @@ type env struct {
 	serverClock *nemesis.Clock
 	nodeClocks  []*nemesis.Clock
 	clientClock []*nemesis.Clock
+	// outDir receives the lock services' logs (if set); log is the run's logger.
+	outDir string
+	log    *slog.Logger
 }
 
 // clientNow reads client i's clock.
@@ -45,9 +49,33 @@ func (e *env) Close() error {
 	return errors.Join(errs...)
 }
 
+// logFile creates a log file in the run's folder (io.Discard without one).
+func (e *env) logFile(name string) (io.Writer, string, error) {
+	if e.outDir == "" {
+		return io.Discard, "", nil
+	}
+	path := filepath.Join(e.outDir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, "", err
+	}
+	e.closers = append(e.closers, f.Close)
+	return f, path, nil
+}
+
+// tempDir makes a data folder removed when the run ends.
+func (e *env) tempDir() (string, error) {
+	dir, err := os.MkdirTemp("", "fencecheck-*")
+	if err != nil {
+		return "", err
+	}
+	e.closers = append(e.closers, func() error { return os.RemoveAll(dir) })
+	return dir, nil
+}
+
 // build starts the spec's backend and resource. Lock-service logs go to outDir (if set).
-func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
-	e := &env{serverClock: nemesis.NewClock()}
+func build(ctx context.Context, s Spec, outDir string, log *slog.Logger) (_ *env, err error) {
+	e := &env{serverClock: nemesis.NewClock(), outDir: outDir, log: log}
 	for range s.Clients {
 		e.clientClock = append(e.clientClock, nemesis.NewClock())
 	}
@@ -56,28 +84,36 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 			_ = e.Close()
 		}
 	}()
-	logFile := func(name string) (io.Writer, string, error) {
-		if outDir == "" {
-			return io.Discard, "", nil
-		}
-		path := filepath.Join(outDir, name)
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, "", err
-		}
-		e.closers = append(e.closers, f.Close)
-		return f, path, nil
+	if e.backend, err = e.startBackend(ctx, s); err != nil {
+		return nil, err
 	}
-	tempDir := func() (string, error) {
-		dir, err := os.MkdirTemp("", "fencecheck-*")
-		if err != nil {
-			return "", err
-		}
-		e.closers = append(e.closers, func() error { return os.RemoveAll(dir) })
-		return dir, nil
-	}
+	e.closers = append(e.closers, e.backend.Close)
 
+	switch s.Resource {
+	case "fenced", "unfenced", "toctou":
+		r, err := register.New(register.Kind(s.Resource), s.Fence)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		e.resource = r
+	case "etcd-txn":
+		e.resource = etcdtxn.New(e.backend.Endpoints())
+	default: // the database resources (build_db.go); any other name is unknown
+		if e.resource, err = buildDatabase(ctx, s, e.tempDir); err != nil {
+			return nil, err
+		}
+	}
+	e.closers = append(e.closers, e.resource.Close)
+	return e, nil
+}
+
+// startBackend starts the spec's lock backend. The caller closes it.
+func (e *env) startBackend(ctx context.Context, s Spec) (harness.Backend, error) {
+	logFile, tempDir := e.logFile, e.tempDir
+	var err error
 	switch {
+	case s.Backend == "exec": // TEMPORARY wiring (issue 15) until the registry (issue 13): exec.go
+		return e.startExec(ctx, s)
 	case s.Backend == "naive" || strings.HasPrefix(s.Backend, "naive-"):
 		cfg := naive.Config{
 			TTL: s.TTL, Variant: naive.Variant(strings.TrimPrefix(strings.TrimPrefix(s.Backend, "naive"), "-")),
@@ -92,14 +128,14 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 		}
-		e.backend = b
+		return b, nil
 	case s.Backend == "etcd" && len(s.EtcdEndpoints) > 0:
 		b, err := etcdlock.New(ctx, etcdlock.Config{Endpoints: s.EtcdEndpoints, TTL: s.TTL})
 		if err != nil {
 			// A bad or unreachable endpoint is the user's input.
 			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 		}
-		e.backend = b
+		return b, nil
 	case s.Backend == "etcd":
 		dir, err := tempDir()
 		if err != nil {
@@ -116,7 +152,7 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		if err != nil {
 			return nil, err
 		}
-		e.backend = b
+		return b, nil
 	case s.Backend == "raft":
 		w, _, err := logFile("raft.log")
 		if err != nil {
@@ -137,28 +173,10 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 		if err != nil {
 			return nil, err
 		}
-		e.backend = b
+		return b, nil
 	default:
 		return nil, fmt.Errorf("%w: unknown backend %q", ErrSpec, s.Backend)
 	}
-	e.closers = append(e.closers, e.backend.Close)
-
-	switch s.Resource {
-	case "fenced", "unfenced", "toctou":
-		r, err := register.New(register.Kind(s.Resource), s.Fence)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
-		}
-		e.resource = r
-	case "etcd-txn":
-		e.resource = etcdtxn.New(e.backend.Endpoints())
-	default: // the database resources (build_db.go); any other name is unknown
-		if e.resource, err = buildDatabase(ctx, s, tempDir); err != nil {
-			return nil, err
-		}
-	}
-	e.closers = append(e.closers, e.resource.Close)
-	return e, nil
 }
 
 // nodeFaults builds the node-level fault actions for a run's backend and clocks.

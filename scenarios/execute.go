@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/runner"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
@@ -33,15 +35,45 @@ type Outcome struct {
 	Report   *models.Report
 	Workload time.Duration
 	Check    time.Duration
+	// Warnings are problems met while shutting the run down that do not change its
+	// verdicts (an exec client that had to be killed).
+	Warnings []string
 }
+
+// runError keeps the history recorded before a run failed (a broken exec client, an
+// interrupt) and says where it is, in one line. A client that broke the protocol is a
+// usage error (ErrSpec); one that died, or anything else, is not.
+func runError(err error, h *history.History, outDir string) error {
+	where := ""
+	if h != nil && outDir != "" {
+		path := filepath.Join(outDir, "history.json")
+		if werr := history.WriteFile(path, h); werr == nil {
+			where = fmt.Sprintf(" (the history so far, %d ops: %s)", len(h.Ops), path)
+		}
+	}
+	if errors.Is(err, execlock.ErrProtocol) {
+		return specError{fmt.Errorf("%w%s", err, where)}
+	}
+	var ce *execlock.ClientError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w%s", err, where)
+	}
+	return fmt.Errorf("run: %w%s", err, where)
+}
+
+// specError is a usage error whose message is only its cause's.
+type specError struct{ err error }
+
+func (e specError) Error() string   { return e.err.Error() }
+func (e specError) Unwrap() []error { return []error{ErrSpec, e.err} }
 
 // ErrSpec marks a spec that cannot run (bad name, bad value): a usage error.
 var ErrSpec = errors.New("invalid scenario")
 
 // Execute builds the backend and resource, runs the workload, saves the history, checks
 // it, and saves the verdicts. Every server it starts is closed before it returns.
-func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
-	spec, err := spec.withDefaults()
+func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err error) {
+	spec, err = spec.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
@@ -54,14 +86,20 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	e, err := build(ctx, spec, opt.OutDir)
+	e, err := build(ctx, spec, opt.OutDir, log)
 	if err != nil {
 		return nil, err
 	}
-	defer e.Close()
+	defer func() {
+		if cerr := e.Close(); cerr != nil && out != nil {
+			for _, line := range strings.Split(cerr.Error(), "\n") {
+				out.Warnings = append(out.Warnings, line)
+			}
+		}
+	}()
 	res, be := e.resource, e.backend
 
-	faults := spec.clientFaults(nodeFaults{backend: be, env: e})
+	faults := spec.clientFaults(nodeFaults{backend: lockServiceOf(be), env: e})
 	var maxHold time.Duration
 	for _, f := range faults {
 		maxHold = max(maxHold, f.MaxHold)
@@ -94,9 +132,9 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 		Keys:           spec.Keys,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, runError(err, h, opt.OutDir)
 	}
-	out := &Outcome{Spec: spec, History: h, Workload: time.Since(start)}
+	out = &Outcome{Spec: spec, History: h, Workload: time.Since(start)}
 	// Evidence first: the history is on disk before any check can fail or hang.
 	if opt.OutDir != "" {
 		if err := history.WriteFile(filepath.Join(opt.OutDir, "history.json"), h); err != nil {

@@ -53,6 +53,9 @@ type Spec struct {
 	// Keys > 1 runs that many independent locks and register cells; each critical
 	// section picks one (seeded). Naive backends and register resources only (keys.go).
 	Keys int
+	// Exec configures the exec backend (TEMPORARY wiring for issue 15, until the
+	// registry of issue 13 carries backend options): exec.go.
+	Exec ExecSpec
 }
 
 // Defaults for a Spec.
@@ -79,6 +82,7 @@ func BackendNames() []Named {
 		{"naive-32bit", "the naive lock server with a 32-bit token counter started near its limit (wraps)"},
 		{"etcd", "embedded etcd (--members 1 or 3) or an existing cluster (--etcd-endpoints); concurrency.Mutex, token = lock key's CreateRevision"},
 		{"raft", "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire"},
+		{"exec", "your own lock client in any language (--client-cmd), one process per client over a JSON-lines protocol, against a lock service fencecheck starts (--lock-service) or yours (--lock-endpoints); token = what your client reports"},
 	}
 }
 
@@ -124,6 +128,12 @@ func names(list []Named) string {
 func (s Spec) withDefaults() (Spec, error) {
 	if s.Backend == "" {
 		s.Backend = "naive"
+	}
+	if s.Backend == "exec" {
+		return s.execWithDefaults() // exec.go: the lock service's spec, validated
+	}
+	if !s.Exec.isZero() {
+		return s, fmt.Errorf("--client-cmd, --lock-service, --lock-endpoints and --client-timeout are for --backend exec (got %q)", s.Backend)
 	}
 	if s.Resource == "" {
 		s.Resource = "fenced"
@@ -314,7 +324,7 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 		case "pause":
 			f.Point, f.StopWorker = harness.PauseAfterRead, true
 			switch {
-			case slices.Contains(s.Faults, "crash") && s.Backend != "etcd" && s.Backend != "raft":
+			case slices.Contains(s.Faults, "crash") && s.lockService() != "etcd" && s.lockService() != "raft":
 				// The crash forgets the lease at once, so the holder need not outwait
 				// its TTL. It wakes right after the first write accepted after the
 				// crash, before any other client writes again: the worst moment.

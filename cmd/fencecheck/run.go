@@ -39,6 +39,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		out      = fs.String("out", "fencecheck-results", "results folder; the run writes DIR/<scenario>/<timestamp>/")
 		failOn   = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
 		verbose  = fs.Bool("v", false, "log progress to stderr")
+		execOpts = addExecFlags(fs) // TEMPORARY (issue 15): exec.go
 	)
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -103,6 +104,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	})
+	if err := execOpts.apply(fs, &spec); err != nil {
+		fmt.Fprintln(stderr, "fencecheck run:", err)
+		return exitUsage
+	}
 	spec.Seed = *seed
 	spec.PostgresDSN = *pgDSN // empty: $FENCECHECK_POSTGRES_DSN
 	if spec.Clients < 0 || spec.TTL < 0 || spec.Duration < 0 || spec.Members < 0 {
@@ -155,6 +160,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitInternal
+	}
+	for _, w := range o.Warnings {
+		fmt.Fprintln(stderr, "fencecheck run: warning:", w)
 	}
 	reports.Summary(stdout, o.History, o.Report)
 	fmt.Fprintf(stdout, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())

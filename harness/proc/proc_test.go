@@ -53,6 +53,7 @@ func TestPauseResumeClose(t *testing.T) {
 	require.NoError(t, p.Pause()) // Close must end a stopped group too
 	require.NoError(t, p.Close())
 	require.NoError(t, p.Close())
+	require.False(t, p.Killed(), "sh dies of SIGTERM: no escalation")
 	require.Empty(t, Descendants(os.Getpid()))
 }
 
@@ -89,5 +90,6 @@ func TestCloseEscalatesToKill(t *testing.T) {
 		Ready:     func(context.Context) error { return nil }})
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
+	require.True(t, p.Killed(), "it ignored SIGTERM: Close escalated")
 	require.Empty(t, Descendants(os.Getpid()))
 }
