@@ -194,6 +194,8 @@ func TokenSource(backend string) string {
 		return "the lock server's wall clock"
 	case "naive-32bit":
 		return "the lock server's 32-bit counter"
+	case "exec":
+		return "the token your lock client reports"
 	}
 	return "the backend's token"
 }

@@ -29,6 +29,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		out      = fs.String("out", defaultOut, "results store: runs go to DIR/<scenario>/<timestamp>/, the scorecard to DIR/evaluate-<backend>/<timestamp>/")
 		asJSON   = fs.Bool("json", false, "print the scorecard as JSON instead of a table")
 		verbose  = fs.Bool("v", false, "log every run's progress to stderr as well as to its run.log")
+		execOpts = addExecFlags(fs) // TEMPORARY (issue 15): exec.go
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: fencecheck evaluate --backend NAME [flags]\n\nRuns every fault that applies to a lock backend against an unfenced register, a fenced one\nand the backend's own store (etcd: etcd-txn), and writes a scorecard: may we adopt this\nbackend, and what must our resource do?\nExit 0: safe with fencing under every applicable fault; 1: not safe; 2: bad input; 3: a run\nfailed or the checker timed out.\n\nflags:")
@@ -44,6 +45,18 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	endpoints := splitList(*etcdEPs)
 	if *backend == "" && len(endpoints) > 0 {
 		*backend = "etcd"
+	}
+	base := scenarios.Spec{Backend: *backend}
+	if err := execOpts.apply(fs, &base); err != nil {
+		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
+		return exitUsage
+	}
+	*backend = base.Backend
+	// cell is a matrix cell with the exec options, if any.
+	cell := func(resource string, faults []string) scenarios.Spec {
+		s := scenarios.CellSpec(*backend, resource, faults, endpoints)
+		s.Exec = base.Exec
+		return s
 	}
 	if *backend == "" {
 		fmt.Fprintln(stderr, "fencecheck evaluate: --backend is required (one of naive, naive-persisted, naive-wallclock, naive-32bit, etcd, raft)")
@@ -61,7 +74,17 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "fencecheck evaluate: --parallel must be between 1 and 8, got %d\n", *parallel)
 		return exitUsage
 	}
-	applicable := scenarios.ApplicableFaults(*backend, endpoints)
+	var applicable []string
+	for _, f := range scenarios.FaultNames() {
+		if _, err := scenarios.Normalize(cell("fenced", []string{f.Name})); err == nil {
+			applicable = append(applicable, f.Name)
+		}
+	}
+	if *backend == "exec" && len(applicable) == 0 {
+		_, err := scenarios.Normalize(cell("fenced", []string{"pause"}))
+		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
+		return exitUsage
+	}
 	chosen := applicable
 	if *faults != "" {
 		chosen = splitList(*faults)
@@ -71,7 +94,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		for _, f := range chosen {
 			if !slices.Contains(applicable, f) {
-				_, err := scenarios.Normalize(scenarios.CellSpec(*backend, "fenced", []string{f}, endpoints))
+				_, err := scenarios.Normalize(cell("fenced", []string{f}))
 				fmt.Fprintf(stderr, "fencecheck evaluate: fault %q does not apply to %s: %v\n", f, *backend, err)
 				return exitUsage
 			}
@@ -84,11 +107,11 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	resources := append([]string{"unfenced", "fenced"}, scenarios.NativeResources(*backend)...)
 
 	sc := &reports.Scorecard{
-		Backend: *backend, Endpoints: endpoints, Setup: setupOf(*backend, endpoints, chosen),
+		Backend: *backend, Endpoints: endpoints, Setup: setupOf(*backend, endpoints, chosen, base.Exec),
 		Token: scenarios.TokenSource(*backend), Native: scenarios.NativeResources(*backend),
 		Resources: resources, Started: time.Now(),
 	}
-	if n, err := scenarios.Normalize(scenarios.CellSpec(*backend, "fenced", chosen[:1], endpoints)); err == nil {
+	if n, err := scenarios.Normalize(cell("fenced", chosen[:1])); err == nil {
 		sc.TTLNanos = n.TTL.Nanoseconds()
 	}
 	meaning := map[string]string{}
@@ -103,7 +126,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	for _, f := range chosen {
 		sc.Rows = append(sc.Rows, reports.ScoreRow{Fault: f, Meaning: meaning[f]})
 		for _, r := range resources {
-			spec := scenarios.CellSpec(*backend, r, []string{f}, endpoints)
+			spec := cell(r, []string{f})
 			if _, err := scenarios.Normalize(spec); err != nil {
 				continue // e.g. a resource that cannot take this fault
 			}
@@ -231,8 +254,12 @@ func runResult(r reports.ScoreRun) string {
 }
 
 // setupOf describes the lock service the evaluation ran against.
-func setupOf(backend string, endpoints []string, faults []string) string {
+func setupOf(backend string, endpoints []string, faults []string, x scenarios.ExecSpec) string {
 	switch {
+	case backend == "exec" && len(x.LockEndpoints) > 0:
+		return fmt.Sprintf("exec client %q against an existing lock service at %s", x.ClientCmd, strings.Join(x.LockEndpoints, ","))
+	case backend == "exec":
+		return fmt.Sprintf("exec client %q against fencecheck's %s lock service", x.ClientCmd, orDefault(x.LockService, "naive"))
 	case len(endpoints) > 0:
 		return "existing etcd cluster at " + strings.Join(endpoints, ",")
 	case backend == "etcd":

@@ -28,9 +28,9 @@ func RequirePythonModule(t testing.TB, module, debianPackage string) {
 }
 
 // StartRedis starts redis-server on a free loopback port (no persistence, data in a
-// temp dir) and returns its address; it is stopped when the test ends. Skips the test
-// when redis-server is not installed.
-func StartRedis(t testing.TB) string {
+// temp dir) and returns its address and process id; it is stopped when the test ends.
+// Skips the test when redis-server is not installed.
+func StartRedis(t testing.TB) (addr string, pid int) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed: apt-get install redis-server")
@@ -42,7 +42,7 @@ func StartRedis(t testing.TB) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		p, err := proc.Start(context.Background(), proc.Config{
 			Name: "redis-server on " + addr, Path: "redis-server",
 			Args:         []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
@@ -54,10 +54,10 @@ func StartRedis(t testing.TB) string {
 			continue
 		}
 		t.Cleanup(func() { _ = p.Close() })
-		return addr
+		return addr, p.PID()
 	}
 	t.Fatalf("redis-server did not start: %v", lastErr)
-	return ""
+	return "", 0
 }
 
 func freePort() (int, error) {

@@ -1,0 +1,175 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// execFile is a file of the exec backend's package, by absolute path.
+func execFile(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "harness", "lease", "exec", rel))
+	require.NoError(t, err)
+	return p
+}
+
+// requireNoProcesses checks that no process but the test's own servers (keep) survives.
+func requireNoProcesses(t *testing.T, keep ...int) {
+	t.Helper()
+	others := func() []int {
+		var out []int
+		for _, p := range proc.Descendants(os.Getpid()) {
+			if !slices.Contains(keep, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(others()) == 0 }, 30*time.Second, 10*time.Millisecond, "processes survive: %v", others())
+}
+
+// requireSignalled checks that the pause stopped and continued a real process group.
+func requireSignalled(t *testing.T, h *history.History) {
+	t.Helper()
+	for _, f := range h.Faults {
+		if f.Kind == "pause" {
+			require.Contains(t, f.Detail, "stopped with SIGSTOP")
+			require.Contains(t, f.Detail, "continued with SIGCONT after")
+			return
+		}
+	}
+	t.Fatalf("no pause in %+v", h.Faults)
+}
+
+// TestExecExamples runs the shipped example clients: without fencing a paused client's
+// stale write gets through, with fencing it is refused. The runs are not parallel: the
+// leak check below counts processes.
+func TestExecExamples(t *testing.T) {
+	tests := []struct {
+		name string
+		spec func(t *testing.T) (x ExecSpec, keep []int)
+	}{
+		{"python template, naive server", func(t *testing.T) (ExecSpec, []int) {
+			return ExecSpec{ClientCmd: "python3 " + execFile(t, "examples/naive_http.py"), LockService: "naive"}, nil
+		}},
+		{"redis-py Lock, redis-server", func(t *testing.T) (ExecSpec, []int) {
+			exectest.RequirePythonModule(t, "redis", "python3-redis")
+			addr, pid := exectest.StartRedis(t)
+			return ExecSpec{ClientCmd: exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), LockEndpoints: []string{addr}}, []int{pid}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x, keep := tt.spec(t)
+			for _, resource := range []string{"unfenced", "fenced"} {
+				o, err := Execute(context.Background(), Spec{Backend: "exec", Exec: x, Resource: resource, Faults: []string{"pause"}}, Options{OutDir: t.TempDir()})
+				require.NoError(t, err)
+				requireSignalled(t, o.History)
+				// The catalogue's expectations for the same fault on a Go client.
+				want := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+				if resource == "fenced" {
+					want = Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+				}
+				require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
+			}
+			requireNoProcesses(t, keep...)
+		})
+	}
+}
+
+// TestExecBrokenClient: a client that breaks mid-run ends it with one line, the history
+// so far is kept, and no process survives.
+func TestExecBrokenClient(t *testing.T) {
+	tests := []struct {
+		with     string
+		protocol bool
+		want     string
+	}{
+		{"garbage", true, `it sent "oops, not JSON": not a JSON object`},
+		{"exit", false, "its process exited during the run (exit status 5)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.with, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := "BREAK_AFTER=20 BREAK_WITH=" + tt.with + " sh " + execFile(t, "testdata/fake.sh")
+			_, err := Execute(context.Background(), Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: cmd}, Resource: "fenced", Faults: []string{"pause"}}, Options{OutDir: dir})
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "\n")
+			require.Contains(t, err.Error(), tt.want)
+			require.Contains(t, err.Error(), "the history so far")
+			require.Equal(t, tt.protocol, isSpec(err), "protocol errors are usage errors (exit 2), crashes are not (exit 3)")
+			if tt.protocol {
+				require.ErrorIs(t, err, execlock.ErrProtocol)
+			} else {
+				require.ErrorIs(t, err, execlock.ErrCrashed)
+			}
+			h, err := history.ReadFile(filepath.Join(dir, "history.json"))
+			require.NoError(t, err)
+			require.NotEmpty(t, h.Ops)
+			requireNoProcesses(t)
+		})
+	}
+}
+
+// TestExecInterrupted: a run cancelled mid-way (Ctrl-C) leaves no client process.
+func TestExecInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	go func() {
+		// Cancel once the run is under way: the history file's folder has client logs.
+		for len(proc.Descendants(os.Getpid())) < 3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	_, err := Execute(ctx, Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "sh " + execFile(t, "testdata/fake.sh")}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, Options{OutDir: dir})
+	require.ErrorIs(t, err, context.Canceled)
+	require.FileExists(t, filepath.Join(dir, "history.json"))
+	requireNoProcesses(t)
+}
+
+func TestExecSpecErrors(t *testing.T) {
+	tests := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Backend: "exec"}, "backend exec needs --client-cmd"},
+		{Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x", LockService: "naive", LockEndpoints: []string{"127.0.0.1:1"}}}, "not both"},
+		{Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x", LockService: "exec"}}, "the lock service must be a backend that holds locks itself"},
+		{Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x", LockService: "zoo"}}, `unknown lock service "zoo"`},
+		{Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x", LockEndpoints: []string{"127.0.0.1:1"}}, Faults: []string{"crash"}}, "an existing one (--lock-endpoints) only takes client-side faults"},
+		{Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x"}, Faults: []string{"leader-isolation"}}, "lock service naive: fault \"leader-isolation\" needs a lock-service cluster"},
+		{Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x"}, Policy: "careful"}, "an exec client does not report one"},
+		{Spec{Backend: "naive", Exec: ExecSpec{ClientCmd: "x"}}, "are for --backend exec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := Normalize(tt.spec)
+			require.ErrorIs(t, err, ErrSpec)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	// The lock service's defaults apply: raft's 3 members, etcd's 1 s TTL.
+	n, err := Normalize(Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x", LockService: "raft"}, Faults: []string{"leader-isolation"}})
+	require.NoError(t, err)
+	require.Equal(t, 3, n.Members)
+	n, err = Normalize(Spec{Backend: "exec", Exec: ExecSpec{ClientCmd: "x", LockService: "etcd"}})
+	require.NoError(t, err)
+	require.Equal(t, time.Second, n.TTL)
+}
+
+func isSpec(err error) bool { return errors.Is(err, ErrSpec) }
