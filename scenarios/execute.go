@@ -92,9 +92,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err err
 	}
 	defer func() {
 		if cerr := e.Close(); cerr != nil && out != nil {
-			for _, line := range strings.Split(cerr.Error(), "\n") {
-				out.Warnings = append(out.Warnings, line)
-			}
+			out.Warnings = append(out.Warnings, strings.Split(cerr.Error(), "\n")...)
 		}
 	}()
 	res, be := e.resource, e.backend

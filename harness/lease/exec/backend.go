@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -81,10 +82,11 @@ type Backend struct {
 	cfg       Config
 	endpoints []string
 
-	mu       sync.Mutex
-	lockers  []*Locker
-	warnings []string
-	closed   bool
+	mu      sync.Mutex
+	lockers []*Locker
+	// killedClients are the clients Close had to SIGKILL ("1 (pid 42)").
+	killedClients []string
+	closed        bool
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -155,10 +157,10 @@ func (b *Backend) fail(err error) {
 	})
 }
 
-func (b *Backend) warn(s string) {
+func (b *Backend) killed(client string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.warnings = append(b.warnings, s)
+	b.killedClients = append(b.killedClients, client)
 }
 
 // NewLocker starts client id's process, dialling only addrs (its proxies, one per
@@ -211,8 +213,13 @@ func (b *Backend) Close() error {
 		}
 	}
 	b.mu.Lock()
-	for _, w := range b.warnings {
-		errs = append(errs, errors.New(w))
+	if k := b.killedClients; len(k) > 0 {
+		slices.Sort(k)
+		noun := "client"
+		if len(k) > 1 {
+			noun = "clients"
+		}
+		errs = append(errs, fmt.Errorf("exec %s %s did not exit when stdin closed, nor within %v of SIGTERM: killed with SIGKILL", noun, strings.Join(k, ", "), b.cfg.StopGrace))
 	}
 	b.mu.Unlock()
 	return errors.Join(errs...)

@@ -464,7 +464,7 @@ func (l *Locker) Close() error {
 		t.Stop()
 		_ = l.proc.Close()
 		if l.proc.Killed() {
-			l.b.warn(fmt.Sprintf("exec client %d (pid %d) did not exit when its stdin closed nor on SIGTERM within %v each: killed with SIGKILL", l.id, l.PID(), l.b.cfg.StopGrace))
+			l.b.killed(fmt.Sprintf("%d (pid %d)", l.id, l.PID()))
 		}
 		_ = l.stdout.Close()
 		l.mu.Lock()
