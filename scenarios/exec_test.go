@@ -59,22 +59,30 @@ func requireSignalled(t *testing.T, h *history.History) {
 func TestExecExamples(t *testing.T) {
 	tests := []struct {
 		name string
+		ttl  time.Duration
 		spec func(t *testing.T) (x ExecSpec, keep []int)
 	}{
-		{"python template, naive server", func(t *testing.T) (ExecSpec, []int) {
+		{"python template, naive server", 0, func(t *testing.T) (ExecSpec, []int) {
 			return ExecSpec{ClientCmd: "python3 " + execFile(t, "examples/naive_http.py"), LockService: "naive"}, nil
 		}},
-		{"redis-py Lock, redis-server", func(t *testing.T) (ExecSpec, []int) {
+		{"redis-py Lock, redis-server", 0, func(t *testing.T) (ExecSpec, []int) {
 			exectest.RequirePythonModule(t, "redis", "python3-redis")
 			addr, pid := exectest.StartRedis(t)
 			return ExecSpec{ClientCmd: exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), LockEndpoints: []string{addr}}, []int{pid}
+		}},
+		// The session timeout is the TTL: 1 s, so kazoo's heartbeats (every third of it)
+		// keep up on a loaded machine; the pause stops the client for 2 s.
+		{"kazoo Lock, ZooKeeper", time.Second, func(t *testing.T) (ExecSpec, []int) {
+			exectest.RequirePythonModule(t, "kazoo", "python3-kazoo")
+			addr, pid := exectest.StartZooKeeper(t)
+			return ExecSpec{ClientCmd: exectest.SystemPython + " " + execFile(t, "examples/kazoo_lock.py"), LockEndpoints: []string{addr}}, []int{pid}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			x, keep := tt.spec(t)
 			for _, resource := range []string{"unfenced", "fenced"} {
-				o, err := Execute(context.Background(), Spec{Backend: "exec", Exec: x, Resource: resource, Faults: []string{"pause"}}, Options{OutDir: t.TempDir()})
+				o, err := Execute(context.Background(), Spec{Backend: "exec", Exec: x, Resource: resource, Faults: []string{"pause"}, TTL: tt.ttl}, Options{OutDir: t.TempDir()})
 				require.NoError(t, err)
 				requireSignalled(t, o.History)
 				// The catalogue's expectations for the same fault on a Go client.

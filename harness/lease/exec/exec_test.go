@@ -126,6 +126,7 @@ func TestBadClients(t *testing.T) {
 		{"not JSON", script("not_json.sh"), true, []string{`it sent "acquired the lock!": not a JSON object`}},
 		{"unknown id", script("unknown_id.sh"), true, []string{`it sent "{\"id\":99,\"ok\":true,\"token\":7}": answers id 99, which is not a request awaiting an answer (fencecheck has sent ids 1 to 1)`}},
 		{"string token", script("string_token.sh"), true, []string{`"token" must be a JSON integer`, `got "42"`}},
+		{"zero token", script("zero_token.sh"), true, []string{`it sent "{\"id\":1,\"ok\":true,\"token\":0}": "token" must not be 0`}},
 		{"never answers", script("silent.sh"), true, []string{`it did not answer {"id":1,"op":"acquire"} within 1s (the last line it sent: nothing)`}},
 	}
 	for _, tt := range tests {

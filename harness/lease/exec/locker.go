@@ -189,6 +189,9 @@ func (l *Locker) handle(line string) error {
 		if a.token, err = strconv.ParseInt(string(rawTok), 10, 64); err != nil {
 			return bad(`"token" must be a JSON integer (a 64-bit signed integer written without quotes, fraction or exponent), got %s`, rawTok)
 		}
+		if a.token == 0 {
+			return bad(`"token" must not be 0: a history reserves 0 for "no token" (start your tokens at 1, e.g. a sequence number + 1)`)
+		}
 	}
 	if !okv {
 		if raw, has := m["error"]; has && json.Unmarshal(raw, &a.msg) != nil {

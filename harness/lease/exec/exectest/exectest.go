@@ -1,13 +1,16 @@
-// Package exectest helps tests run the exec backend's examples: a real redis-server on a
-// loopback port, and the interpreters the examples need. Tests only.
+// Package exectest helps tests run the exec backend's examples: a real redis-server or
+// ZooKeeper on a loopback port, and the interpreters the examples need. Tests only.
 package exectest
 
 import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -58,6 +61,70 @@ func StartRedis(t testing.TB) (addr string, pid int) {
 	}
 	t.Fatalf("redis-server did not start: %v", lastErr)
 	return "", 0
+}
+
+// ZooKeeperScript is Debian's ZooKeeper start script.
+const ZooKeeperScript = "/usr/share/zookeeper/bin/zkServer.sh"
+
+// StartZooKeeper starts a standalone ZooKeeper on a free loopback port, with a 100 ms
+// tick so sessions may be as short as 200 ms, and returns its address and process id
+// (the JVM's group); it is stopped when the test ends. Skips the test when ZooKeeper is
+// not installed.
+func StartZooKeeper(t testing.TB) (addr string, pid int) {
+	t.Helper()
+	if _, err := os.Stat(ZooKeeperScript); err != nil {
+		t.Skip("ZooKeeper not installed: apt-get install zookeeper")
+	}
+	dir := t.TempDir()
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		cfg := filepath.Join(dir, "zoo.cfg")
+		conf := fmt.Sprintf("tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr,stat\nmaxSessionTimeout=20000\n", dir, port)
+		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := proc.Start(context.Background(), proc.Config{
+			Name: "ZooKeeper on " + addr, Path: ZooKeeperScript, Args: []string{"start-foreground", cfg},
+			Env:          []string{"ZOO_LOG_DIR=" + dir, "ZOO_LOG4J_PROP=WARN,CONSOLE"},
+			Ready:        func(ctx context.Context) error { return ruok(ctx, addr) },
+			ReadyTimeout: 60 * time.Second, // a JVM on a loaded machine
+		})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return addr, p.PID()
+	}
+	t.Fatalf("ZooKeeper did not start: %v", lastErr)
+	return "", 0
+}
+
+// ruok asks ZooKeeper's four-letter command and wants "imok".
+func ruok(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("ruok")); err != nil {
+		return err
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return err
+	}
+	if string(b) != "imok" {
+		return fmt.Errorf("ZooKeeper answered %q to ruok", b)
+	}
+	return nil
 }
 
 func freePort() (int, error) {
