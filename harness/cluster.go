@@ -68,6 +68,14 @@ type PausableProcess interface {
 	ResumeProcess() error
 }
 
+// CrashableProcess is implemented by Lockers whose client is a real process that can be
+// replaced (the exec backend). The nemesis's client-crash fault finds it by type
+// assertion: it kills the client's process group with SIGKILL — the lease it held dies
+// with it — and starts a fresh process of the same command in its place.
+type CrashableProcess interface {
+	CrashProcess(ctx context.Context) (oldPID, newPID int, err error)
+}
+
 // Failing is implemented by backends whose clients can break in a way that must end the
 // run at once (the exec backend: a user's lock client broke the protocol or died). The
 // runner stops the workload when Failed is closed and returns Err along with the

@@ -59,6 +59,10 @@ type ClientFault struct {
 	// most ExclusiveCap): the late write lands right after the write that ended the
 	// fault, before any other request — the worst moment, on every run and every load.
 	Exclusive bool
+	// CrashProcess kills the struck client's own process (harness.CrashableProcess) with
+	// SIGKILL instead of stopping it, and starts a fresh one at once; the worker is
+	// stopped as in a pause and writes with its old token when the fault heals.
+	CrashProcess bool
 	// NoLinks leaves the struck client's links alone (a fault that only rides on the
 	// strike's timing, like a node fault in a random schedule).
 	NoLinks bool
@@ -102,6 +106,7 @@ type Nemesis struct {
 	lock  map[int][]Link // its links to the lock service
 	// procs are the clients whose lock client is a process of its own: a pause stops it.
 	procs  map[int]harness.PausableProcess
+	crash  map[int]harness.CrashableProcess
 	fired  []bool
 	active map[*strike]struct{}
 	// strikes are every strike still watching writes (active ones, and healed
@@ -149,7 +154,7 @@ func New(rec *history.Recorder, faults ...ClientFault) (*Nemesis, error) {
 			return nil, err
 		}
 	}
-	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, procs: map[int]harness.PausableProcess{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}, strikes: map[*strike]struct{}{}}
+	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, procs: map[int]harness.PausableProcess{}, crash: map[int]harness.CrashableProcess{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}, strikes: map[*strike]struct{}{}}
 	rec.Watch(n.observe)
 	return n, nil
 }
@@ -168,13 +173,14 @@ func (n *Nemesis) AddLinks(client int, toLock bool, links ...Link) {
 // AddLocker registers client's lock client; one that is a process of its own
 // (harness.PausableProcess) is stopped with SIGSTOP while the client is paused.
 func (n *Nemesis) AddLocker(client int, l harness.Locker) {
-	p, ok := l.(harness.PausableProcess)
-	if !ok {
-		return
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.procs[client] = p
+	if p, ok := l.(harness.PausableProcess); ok {
+		n.procs[client] = p
+	}
+	if c, ok := l.(harness.CrashableProcess); ok {
+		n.crash[client] = c
+	}
 }
 
 // NodeLinks returns every client's link to lock-service node i (the i-th of the
@@ -264,7 +270,11 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	// A GC-like pause stops the client's own process too (not a partition or a delayed
 	// write: there the process goes on and should notice on its own).
 	var pp harness.PausableProcess
-	if f.StopWorker && !f.Partition && !f.NoLinks {
+	var cp harness.CrashableProcess
+	switch {
+	case f.CrashProcess:
+		cp = n.crash[client]
+	case f.StopWorker && !f.Partition && !f.NoLinks:
 		pp = n.procs[client]
 	}
 	n.wg.Add(1)
@@ -292,6 +302,15 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 			pp = nil
 		} else {
 			detail += fmt.Sprintf("; its process group %d stopped with SIGSTOP", pid)
+		}
+	}
+	if f.CrashProcess {
+		if cp == nil {
+			detail += "; it has no process of its own to crash"
+		} else if oldPID, newPID, err := cp.CrashProcess(ctx); err != nil {
+			detail += fmt.Sprintf("; crashing its process %d failed: %v", oldPID, err)
+		} else {
+			detail += fmt.Sprintf("; its process group %d killed with SIGKILL (the lease it held died with it) and a fresh process %d started", oldPID, newPID)
 		}
 	}
 	fi := n.rec.FaultStart(f.Kind, fmt.Sprintf("client-%d", client), detail)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,9 +97,16 @@ func (s Spec) execWithDefaults() (Spec, error) {
 	if !known(BackendNames(), inner.Backend) {
 		return s, fmt.Errorf("unknown lock service %q (known: %s)", inner.Backend, names(BackendNames()))
 	}
+	// client-crash acts on the exec client, not on the lock service: validate the rest.
+	inner.Faults = slices.DeleteFunc(slices.Clone(inner.Faults), func(f string) bool { return f == "client-crash" })
+	inner.RandomFaults = slices.DeleteFunc(slices.Clone(inner.RandomFaults), func(f string) bool { return f == "client-crash" })
 	n, err := inner.withDefaults()
 	if err != nil {
 		return s, fmt.Errorf("lock service %s: %w", inner.Backend, err)
+	}
+	n.Faults = s.Faults
+	if slices.Contains(s.RandomFaults, "client-crash") {
+		n.RandomFaults = append(n.RandomFaults, "client-crash")
 	}
 	n.Backend = "exec"
 	n.Exec = x

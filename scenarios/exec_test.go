@@ -181,3 +181,23 @@ func TestExecSpecErrors(t *testing.T) {
 }
 
 func isSpec(err error) bool { return errors.Is(err, ErrSpec) }
+
+// TestExecClientCrash: the holder's lock client is killed with SIGKILL and replaced; the
+// application's late write with the old token gets through without a fence, not with one.
+func TestExecClientCrash(t *testing.T) {
+	x := ExecSpec{ClientCmd: "python3 " + execFile(t, "examples/naive_http.py")}
+	for _, resource := range []string{"unfenced", "fenced"} {
+		o, err := Execute(context.Background(), Spec{Backend: "exec", Exec: x, Resource: resource, Faults: []string{"client-crash"}}, Options{})
+		require.NoError(t, err)
+		require.Len(t, o.History.Faults, 1)
+		require.Contains(t, o.History.Faults[0].Detail, "killed with SIGKILL (the lease it held died with it) and a fresh process")
+		want := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+		if resource == "fenced" {
+			want = Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+		}
+		require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
+	}
+	requireNoProcesses(t)
+	_, err := Normalize(Spec{Backend: "naive", Faults: []string{"client-crash"}})
+	require.ErrorContains(t, err, "the exec backend")
+}

@@ -109,6 +109,7 @@ func FaultNames() []Named {
 		{"cluster-crash", "every raft node crashes while the holder is paused, and the whole lock service restarts at once with its logs (raft)"},
 		{"skew", "the lock service's clock (naive: the server; raft: the leader's FSM stamps) runs 20x fast while the holder is briefly paused (less than its TTL by its own clock)"},
 		{"clock-jump", "the lock server's wall clock steps back while the holder is paused (naive-wallclock: to between the last two grants, and stands still until healed; otherwise 1 h back)"},
+		{"client-crash", "the holder's lock client process is killed with SIGKILL inside its critical section and a fresh one started; the application (the worker) writes with the old token after 2x TTL (exec backend)"},
 	}
 }
 
@@ -263,6 +264,8 @@ func (s Spec) applicable(f string) error {
 		return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
 	case f == "cluster-crash" && s.Backend != "raft":
 		return fmt.Errorf("fault %q restarts a whole cluster fencecheck runs itself: the raft backend (naive: use crash; etcd: one member at a time)", f)
+	case f == "client-crash" && s.Backend != "exec":
+		return fmt.Errorf("fault %q kills a lock client process of its own: the exec backend (fencecheck's Go clients run inside fencecheck)", f)
 	case f == "delay" && strings.HasPrefix(s.Resource, "sqlite"):
 		return fmt.Errorf("fault %q holds a write in the network, and %s is embedded: there is no network between the client and SQLite (use pause, or a postgres resource)", f, s.Resource)
 	}
@@ -344,6 +347,8 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 			f.Point, f.StopWorker = harness.PauseInWrite, false
 		case "partition":
 			f.Point, f.StopWorker, f.Partition = harness.PauseAfterRead, true, true
+		case "client-crash":
+			f.Point, f.StopWorker, f.CrashProcess = harness.PauseAfterRead, true, true
 		}
 		if len(out) == 0 {
 			f.With = with

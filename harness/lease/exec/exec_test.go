@@ -250,3 +250,31 @@ func TestClientErrorIs(t *testing.T) {
 	require.True(t, errors.Is(c, execlock.ErrCrashed))
 	require.Equal(t, `exec client 2 (pid 7): it sent "x": bad`, p.Error())
 }
+
+// TestCrashProcess: a crash kills the client's process group, loses its lease, and a
+// fresh process serves the next requests; nothing fails and nothing survives.
+func TestCrashProcess(t *testing.T) {
+	b := startNaive(t, execlock.Config{Command: script("fake.sh"), TTL: 500 * time.Millisecond})
+	ctx := context.Background()
+	l, err := b.NewLocker(ctx, 0, b.Endpoints())
+	require.NoError(t, err)
+	le, err := l.Acquire(ctx)
+	require.NoError(t, err)
+	oldPID, newPID, err := l.(harness.CrashableProcess).CrashProcess(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, oldPID, newPID)
+	select {
+	case <-le.Lost():
+	case <-time.After(ceiling):
+		t.Fatal("the crashed process's lease is not lost")
+	}
+	require.NotContains(t, proc.Descendants(os.Getpid()), oldPID)
+	require.Contains(t, proc.Descendants(os.Getpid()), newPID)
+	le2, err := l.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), le2.Token(), "the fresh process starts its own count")
+	require.NoError(t, le2.Release(ctx))
+	require.NoError(t, b.Err(), "a crash fencecheck caused is no failure")
+	require.NoError(t, b.Close())
+	requireNoProcesses(t)
+}

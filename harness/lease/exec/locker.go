@@ -23,21 +23,21 @@ import (
 const maxLine = 1 << 20
 
 // Locker is one harness client's lock client process (harness.Locker,
-// harness.PausableProcess).
+// harness.PausableProcess, harness.CrashableProcess).
 type Locker struct {
-	b    *Backend
-	id   int
-	proc *proc.Process
-	// stdin is where requests go; stdout where answers come from.
-	stdin, stdout *os.File
-	closing       chan struct{}
-	closeOnce     sync.Once
-	wg            sync.WaitGroup
+	b         *Backend
+	id        int
+	addrs     []string
+	closing   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// cur is the running process; a client-crash replaces it with a fresh one.
+	cur      *incarnation
 	nextID   int64
 	pending  map[int64]*request
-	current  *lease // the lease granted last and not yet released
+	lease    *lease // the lease granted last and not yet released
 	paused   bool
 	pausedAt time.Time
 	lastLine string
@@ -47,7 +47,30 @@ type Locker struct {
 	settled chan struct{}
 }
 
+// incarnation is one process of the client's command.
+type incarnation struct {
+	proc *proc.Process
+	// stdin is where requests go; stdout where answers come from.
+	stdin, stdout *os.File
+	// ended is closed when fencecheck ends the process on purpose (a crash fault, Close):
+	// its exit is then no failure, and lines it still sent are dropped.
+	ended   chan struct{}
+	endOnce sync.Once
+}
+
+func (inc *incarnation) end() { inc.endOnce.Do(func() { close(inc.ended) }) }
+
+func (inc *incarnation) isEnded() bool {
+	select {
+	case <-inc.ended:
+		return true
+	default:
+		return false
+	}
+}
+
 type request struct {
+	inc  *incarnation // the process it was sent to
 	id   int64
 	op   string
 	line string
@@ -67,6 +90,18 @@ type answer struct {
 }
 
 func startLocker(ctx context.Context, b *Backend, id int, addrs []string) (*Locker, error) {
+	l := &Locker{b: b, id: id, addrs: addrs, closing: make(chan struct{}), pending: map[int64]*request{}}
+	inc, err := l.spawn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.cur = inc
+	return l, nil
+}
+
+// spawn starts a process of the client's command and the goroutines that serve it.
+func (l *Locker) spawn(ctx context.Context) (*incarnation, error) {
+	b, id, addrs := l.b, l.id, l.addrs
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("exec: client %d: %w", id, err)
@@ -102,44 +137,53 @@ func startLocker(ctx context.Context, b *Backend, id int, addrs []string) (*Lock
 		_ = outR.Close()
 		return nil, fmt.Errorf("exec: client %d: %w", id, err)
 	}
-	l := &Locker{b: b, id: id, proc: p, stdin: inW, stdout: outR, closing: make(chan struct{}), pending: map[int64]*request{}}
+	inc := &incarnation{proc: p, stdin: inW, stdout: outR, ended: make(chan struct{})}
 	l.wg.Add(2)
-	go l.read()
-	go l.watch()
-	return l, nil
+	go l.read(inc)
+	go l.watch(inc)
+	return inc, nil
 }
 
-// PID is the client process's id (its process group's id).
-func (l *Locker) PID() int { return l.proc.PID() }
+// PID is the running client process's id (its process group's id).
+func (l *Locker) PID() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur.proc.PID()
+}
 
-// read turns every line the client prints into an answer or an event.
-func (l *Locker) read() {
+// read turns every line the process prints into an answer or an event.
+func (l *Locker) read(inc *incarnation) {
 	defer l.wg.Done()
-	sc := bufio.NewScanner(l.stdout)
+	sc := bufio.NewScanner(inc.stdout)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
 		}
+		select {
+		case <-inc.ended:
+			return // a crashed process's last words
+		default:
+		}
 		l.mu.Lock()
 		l.lastLine = line
 		l.mu.Unlock()
-		if err := l.handle(line); err != nil {
+		if err := l.handle(inc, line); err != nil {
 			l.die(err)
 			return
 		}
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		l.die(&ClientError{Client: l.id, PID: l.PID(), Problem: fmt.Sprintf("it sent a line longer than %d bytes (one JSON object per line)", maxLine)})
+		l.die(&ClientError{Client: l.id, PID: inc.proc.PID(), Problem: fmt.Sprintf("it sent a line longer than %d bytes (one JSON object per line)", maxLine)})
 	}
 	// EOF: the process exited or closed its stdout; watch reports an exit.
 }
 
 // handle checks one line against the protocol and delivers it.
-func (l *Locker) handle(line string) error {
+func (l *Locker) handle(inc *incarnation, line string) error {
 	bad := func(format string, args ...any) error {
-		return &ClientError{Client: l.id, PID: l.PID(), Line: line, Problem: fmt.Sprintf(format, args...)}
+		return &ClientError{Client: l.id, PID: inc.proc.PID(), Line: line, Problem: fmt.Sprintf(format, args...)}
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(line), &m); err != nil || m == nil {
@@ -154,8 +198,8 @@ func (l *Locker) handle(line string) error {
 			return bad(`unknown event %q (the only event is "lost")`, ev)
 		}
 		l.mu.Lock()
-		if l.current != nil {
-			l.current.markLost()
+		if l.lease != nil && l.cur == inc {
+			l.lease.markLost()
 		}
 		l.mu.Unlock()
 		return nil
@@ -176,7 +220,11 @@ func (l *Locker) handle(line string) error {
 	l.mu.Lock()
 	req, known := l.pending[id]
 	last := l.nextID
+	stale := l.cur != inc || inc.isEnded()
 	l.mu.Unlock()
+	if stale {
+		return nil // a crashed process's answer: its requests have failed already
+	}
 	if !known {
 		return bad("answers id %d, which is not a request awaiting an answer (fencecheck has sent ids 1 to %d)", id, last)
 	}
@@ -217,23 +265,23 @@ func (l *Locker) handle(line string) error {
 }
 
 // watch reports the process's exit, unless fencecheck ended it.
-func (l *Locker) watch() {
+func (l *Locker) watch(inc *incarnation) {
 	defer l.wg.Done()
 	select {
-	case <-l.proc.Done():
-	case <-l.closing:
+	case <-inc.proc.Done():
+	case <-inc.ended:
 		return
 	}
 	select {
-	case <-l.closing:
+	case <-inc.ended:
 		return
 	default:
 	}
-	_, werr := l.proc.Exited()
+	_, werr := inc.proc.Exited()
 	l.mu.Lock()
 	last := l.lastLine
 	l.mu.Unlock()
-	ce := &ClientError{Client: l.id, PID: l.PID(), Line: last, Crash: true}
+	ce := &ClientError{Client: l.id, PID: inc.proc.PID(), Line: last, Crash: true}
 	var ee *exec.ExitError
 	code := -1
 	if errors.As(werr, &ee) {
@@ -242,13 +290,13 @@ func (l *Locker) watch() {
 	switch code {
 	case 127, 126: // the shell could not find or run the command: the user's input
 		ce.Crash, ce.Line = false, ""
-		ce.Problem = fmt.Sprintf("its command cannot run (sh: exit status %d): %s", code, l.proc.Output())
+		ce.Problem = fmt.Sprintf("its command cannot run (sh: exit status %d): %s", code, inc.proc.Output())
 	default:
 		status := "exit status 0"
 		if werr != nil {
 			status = werr.Error()
 		}
-		ce.Problem = fmt.Sprintf("its process exited during the run (%s); its stderr ends: %s", status, l.proc.Output())
+		ce.Problem = fmt.Sprintf("its process exited during the run (%s); its stderr ends: %s", status, inc.proc.Output())
 	}
 	l.die(ce)
 }
@@ -262,8 +310,8 @@ func (l *Locker) die(err error) {
 	}
 	pend := l.pending
 	l.pending = map[int64]*request{}
-	if l.current != nil {
-		l.current.markLost()
+	if l.lease != nil {
+		l.lease.markLost()
 	}
 	l.mu.Unlock()
 	for _, r := range pend {
@@ -286,11 +334,11 @@ func (l *Locker) send(op string) (*request, error) {
 	default:
 	}
 	l.nextID++
-	r := &request{id: l.nextID, op: op, sent: time.Now(), reply: make(chan answer, 1)}
+	r := &request{inc: l.cur, id: l.nextID, op: op, sent: time.Now(), reply: make(chan answer, 1)}
 	r.line = fmt.Sprintf(`{"id":%d,"op":%q}`, r.id, op)
 	// A client that stops reading its stdin cannot hold fencecheck up for ever.
-	_ = l.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := l.stdin.WriteString(r.line + "\n"); err != nil {
+	_ = l.cur.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := l.cur.stdin.WriteString(r.line + "\n"); err != nil {
 		// Nothing (or not a whole line) reached the client.
 		return nil, fmt.Errorf("%w: exec client %d: writing %s: %w", harness.ErrNoEffect, l.id, r.line, err)
 	}
@@ -317,13 +365,14 @@ func (l *Locker) checkTimeout(r *request) {
 		return
 	}
 	last := l.lastLine
+	pid := l.cur.proc.PID()
 	l.mu.Unlock()
 	if last == "" {
 		last = "nothing"
 	} else {
 		last = quote(last)
 	}
-	l.die(&ClientError{Client: l.id, PID: l.PID(), Problem: fmt.Sprintf("it did not answer %s within %v (the last line it sent: %s)", r.line, timeout, last)})
+	l.die(&ClientError{Client: l.id, PID: pid, Problem: fmt.Sprintf("it did not answer %s within %v (the last line it sent: %s)", r.line, timeout, last)})
 }
 
 func later(a, b time.Time) time.Time {
@@ -388,9 +437,9 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	}
 	le := &lease{l: l, token: a.token, lost: make(chan struct{})}
 	l.mu.Lock()
-	l.current = le
-	if l.dead != nil {
-		le.markLost()
+	l.lease = le
+	if l.dead != nil || r.inc != l.cur {
+		le.markLost() // the process that granted it is gone
 	}
 	l.mu.Unlock()
 	return le, nil
@@ -436,8 +485,9 @@ func (l *Locker) abandon(r *request) {
 func (l *Locker) PauseProcess() (int, error) {
 	l.mu.Lock()
 	l.paused, l.pausedAt = true, time.Now()
+	inc := l.cur
 	l.mu.Unlock()
-	return l.PID(), l.proc.Pause()
+	return inc.proc.PID(), inc.proc.Pause()
 }
 
 // ResumeProcess implements harness.PausableProcess: SIGCONT to the group.
@@ -449,27 +499,66 @@ func (l *Locker) ResumeProcess() error {
 		}
 		l.paused = false
 	}
+	inc := l.cur
 	l.mu.Unlock()
-	return l.proc.Resume()
+	return inc.proc.Resume()
+}
+
+// CrashProcess implements harness.CrashableProcess: SIGKILL to the client's process
+// group (a crash: the lease it held is lost with it, requests in flight have an unknown
+// outcome), then a fresh process of the same command in its place, as a supervisor
+// would restart it.
+func (l *Locker) CrashProcess(ctx context.Context) (oldPID, newPID int, err error) {
+	l.mu.Lock()
+	old := l.cur
+	old.end()
+	pend := l.pending
+	l.pending = map[int64]*request{}
+	if l.lease != nil {
+		l.lease.markLost()
+	}
+	l.mu.Unlock()
+	oldPID = old.proc.PID()
+	_ = old.proc.Kill()
+	_ = old.proc.Close()
+	_ = old.stdin.Close()
+	_ = old.stdout.Close()
+	crashed := fmt.Errorf("exec client %d: its process %d was killed with SIGKILL before it answered", l.id, oldPID)
+	for _, r := range pend {
+		r.timer.Stop()
+		r.reply <- answer{err: crashed}
+	}
+	select {
+	case <-l.closing:
+		return oldPID, 0, fmt.Errorf("exec client %d is closed", l.id)
+	default:
+	}
+	inc, err := l.spawn(ctx)
+	if err != nil {
+		ce := &ClientError{Client: l.id, PID: oldPID, Crash: true, Problem: fmt.Sprintf("a fresh process could not start after the crash: %v", err)}
+		l.die(ce)
+		return oldPID, 0, ce
+	}
+	l.mu.Lock()
+	l.cur = inc
+	l.mu.Unlock()
+	select {
+	case <-l.closing: // Close ran meanwhile and did not see this one
+		l.stop(inc)
+	default:
+	}
+	return oldPID, inc.proc.PID(), nil
 }
 
 // Close ends the client process: its stdin closes (a well-behaved client exits), then
 // SIGTERM, then SIGKILL after the grace period. Safe to call twice.
 func (l *Locker) Close() error {
 	l.closeOnce.Do(func() {
+		l.mu.Lock()
 		close(l.closing)
-		_ = l.stdin.Close()
-		t := time.NewTimer(l.b.cfg.StopGrace)
-		select {
-		case <-l.proc.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		_ = l.proc.Close()
-		if l.proc.Killed() {
-			l.b.killed(fmt.Sprintf("%d (pid %d)", l.id, l.PID()))
-		}
-		_ = l.stdout.Close()
+		inc := l.cur
+		l.mu.Unlock()
+		l.stop(inc)
 		l.mu.Lock()
 		for _, r := range l.pending {
 			r.timer.Stop()
@@ -478,6 +567,23 @@ func (l *Locker) Close() error {
 		l.wg.Wait()
 	})
 	return nil
+}
+
+// stop ends one process: its stdin closes, then SIGTERM, then SIGKILL.
+func (l *Locker) stop(inc *incarnation) {
+	inc.end()
+	_ = inc.stdin.Close()
+	t := time.NewTimer(l.b.cfg.StopGrace)
+	select {
+	case <-inc.proc.Done():
+	case <-t.C:
+	}
+	t.Stop()
+	_ = inc.proc.Close()
+	if inc.proc.Killed() {
+		l.b.killed(fmt.Sprintf("%d (pid %d)", l.id, inc.proc.PID()))
+	}
+	_ = inc.stdout.Close()
 }
 
 // lease is a grant the client reported.
@@ -498,8 +604,8 @@ func (le *lease) markLost()             { le.lostOnce.Do(func() { close(le.lost)
 func (le *lease) Release(ctx context.Context) error {
 	l := le.l
 	l.mu.Lock()
-	if l.current == le {
-		l.current = nil
+	if l.lease == le {
+		l.lease = nil
 	}
 	l.mu.Unlock()
 	r, err := l.send("release")
