@@ -27,7 +27,8 @@ type ExecSpec struct {
 	// or empty with LockEndpoints: an existing service (client-side faults only).
 	LockService   string
 	LockEndpoints []string
-	// ClientTimeout bounds each answer (default execlock.DefaultReplyTimeout).
+	// ClientTimeout bounds each answer (default execlock.DefaultReplyTimeout or 30 TTLs,
+	// whichever is longer).
 	ClientTimeout time.Duration
 }
 
@@ -129,11 +130,16 @@ func (e *env) startExec(ctx context.Context, s Spec) (harness.Backend, error) {
 			return nil, err
 		}
 	}
+	timeout := s.Exec.ClientTimeout
+	if timeout == 0 {
+		// An acquire waits for the lock: the examples give up after 20 TTLs.
+		timeout = max(execlock.DefaultReplyTimeout, 30*s.TTL)
+	}
 	logw := newSlogLines(e.log)
 	e.closers = append(e.closers, logw.Close)
 	b, err := execlock.Start(ctx, execlock.Config{
 		Command: s.Exec.ClientCmd, Inner: inner, Endpoints: s.Exec.LockEndpoints,
-		TTL: s.TTL, LogWriter: logw, ReplyTimeout: s.Exec.ClientTimeout,
+		TTL: s.TTL, LogWriter: logw, ReplyTimeout: timeout,
 	})
 	if err != nil {
 		// A bad command or an unreachable service is the user's input.

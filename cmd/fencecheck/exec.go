@@ -21,7 +21,7 @@ func addExecFlags(fs *flag.FlagSet) execFlags {
 		cmd:       fs.String("client-cmd", "", "backend exec: your lock client, run by /bin/sh -c once per client (protocol: docs/exec-protocol.md)"),
 		service:   fs.String("lock-service", "", "backend exec: the lock service fencecheck starts for your client (a backend name; default naive)"),
 		endpoints: fs.String("lock-endpoints", "", "backend exec: comma-separated host:port of your own lock service instead (client-side faults only)"),
-		timeout:   fs.Duration("client-timeout", 0, "backend exec: how long your client may take to answer a request, pauses not counted (default 30s)"),
+		timeout:   fs.Duration("client-timeout", 0, "backend exec: how long your client may take to answer a request, pauses not counted (default 30s or 30x TTL, whichever is longer)"),
 	}
 }
 
