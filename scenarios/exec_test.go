@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -64,6 +65,12 @@ func TestExecExamples(t *testing.T) {
 	}{
 		{"python template, naive server", 0, func(t *testing.T) (ExecSpec, []int) {
 			return ExecSpec{ClientCmd: "python3 " + execFile(t, "examples/naive_http.py"), LockService: "naive"}, nil
+		}},
+		{"sh + curl template, naive server", 0, func(t *testing.T) (ExecSpec, []int) {
+			if _, err := exec.LookPath("curl"); err != nil {
+				t.Skip("curl not installed: apt-get install curl")
+			}
+			return ExecSpec{ClientCmd: "sh " + execFile(t, "examples/naive_http.sh")}, nil
 		}},
 		{"redis-py Lock, redis-server", 0, func(t *testing.T) (ExecSpec, []int) {
 			exectest.RequirePythonModule(t, "redis", "python3-redis")
