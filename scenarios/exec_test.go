@@ -144,8 +144,9 @@ func TestExecInterrupted(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	go func() {
-		// Cancel once the run is under way: the history file's folder has client logs.
-		for len(proc.Descendants(os.Getpid())) < 3 {
+		// Cancel once the run is under way: every client process has started.
+		deadline := time.Now().Add(30 * time.Second)
+		for len(proc.Descendants(os.Getpid())) < 3 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(200 * time.Millisecond)
