@@ -46,3 +46,22 @@ type Tokenless interface {
 	// NoFencingToken says in a few words why there is no token.
 	NoFencingToken() string
 }
+
+// ServiceWrapper is implemented by backends that run their clients against another
+// started backend (the exec backend: a user's lock clients against a service fencecheck
+// started): faults that act on the lock service act on Unwrap's, and the service's
+// capabilities (Cluster, Crasher, clocks) are its. Unwrap returns nil when there is no
+// started service (an existing one given by address).
+type ServiceWrapper interface {
+	Backend
+	Unwrap() Backend
+}
+
+// ProcessClients is implemented by backends whose Lockers are real processes of their
+// own (PausableProcess and CrashableProcess): a pause stops the process with SIGSTOP,
+// and the client-crash fault applies.
+type ProcessClients interface {
+	Backend
+	// ClientsAreProcesses marks the capability; it does nothing.
+	ClientsAreProcesses()
+}

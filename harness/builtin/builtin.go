@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -22,6 +23,7 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(naive.Descriptors()...))
 	must(r.AddBackend(etcdlock.Descriptor()))
 	must(r.AddBackend(raftlock.Descriptor()))
+	must(r.AddBackend(execlock.Descriptor(r)))
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))
