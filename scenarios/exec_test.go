@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,17 @@ func execFile(t *testing.T, rel string) string {
 	p, err := filepath.Abs(filepath.Join("..", "harness", "lease", "exec", rel))
 	require.NoError(t, err)
 	return p
+}
+
+// skipWithoutPython skips a scenario whose exec client is a Python script when there is
+// no python3.
+func skipWithoutPython(t *testing.T, s Spec) {
+	t.Helper()
+	if strings.HasPrefix(s.Options["client-cmd"], "python3 ") {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("python3 not installed: the exec example client needs it")
+		}
+	}
 }
 
 // requireNoProcesses checks that no process but the test's own servers (keep) survives.

@@ -54,6 +54,8 @@ type Config struct {
 	ReplyTimeout time.Duration
 	// StopGrace (default DefaultStopGrace): see DefaultStopGrace.
 	StopGrace time.Duration
+	// Env is more environment for the command (NAME=value), after fencecheck's own.
+	Env []string
 }
 
 // Validate checks the configuration.

@@ -174,6 +174,14 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 		Command: env.Option(OptionClientCmd), TTL: env.TTL, ReplyTimeout: timeout,
 		Endpoints: env.List(OptionLockEndpoints),
 	}
+	dir, err := env.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeExamples(dir); err != nil {
+		return nil, err
+	}
+	cfg.Env = []string{ExamplesEnv + "=" + dir}
 	if len(cfg.Endpoints) == 0 {
 		svc, err := d.service(env.Settings)
 		if err != nil {

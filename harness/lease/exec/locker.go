@@ -119,11 +119,11 @@ func (l *Locker) spawn(ctx context.Context) (*incarnation, error) {
 	p, err := proc.Start(ctx, proc.Config{
 		Name: fmt.Sprintf("exec client %d", id),
 		Path: "/bin/sh", Args: []string{"-c", b.cfg.Command},
-		Env: []string{
+		Env: append([]string{
 			"FENCECHECK_CLIENT=" + strconv.Itoa(id),
 			"FENCECHECK_LOCK_ADDRS=" + strings.Join(addrs, ","),
 			"FENCECHECK_TTL_MS=" + strconv.FormatInt(b.cfg.TTL.Milliseconds(), 10),
-		},
+		}, b.cfg.Env...),
 		Dir:   b.cfg.Dir,
 		Log:   logw,
 		Stdin: inR, Stdout: outW,
