@@ -391,9 +391,9 @@ func (c *Cluster) leaderNow() (int, error) {
 }
 
 // WaitSettled polls (every tick) until the running members agree: all of them name the
-// same leader, which claims leadership itself, all have applied an entry of its term,
-// and none lags behind what it had committed; or until ctx ends. Call it after Heal
-// when the next request must not meet the fault's aftermath.
+// same leader, which claims leadership itself, and each has applied what the leader had
+// committed, up to an entry of the leader's applied term; or until ctx ends. Call it
+// after Heal when the next request must not meet the fault's aftermath.
 //
 // Heal alone is not enough: a leader isolated for less than its CheckQuorum step-down
 // (an election timeout of ticks, longer on a loaded machine) still believes it leads
@@ -442,8 +442,8 @@ func (c *Cluster) settledNow() (bool, error) {
 			continue
 		}
 		s := m.e.Server
-		// Term is the term of the last applied entry: equal to the leader's once the
-		// member applied the entry the leader appends when it takes office.
+		// Term is the term of the last applied entry: the leader's once the member has
+		// applied the entry the leader appended when it took office.
 		if s.Lead() != id || s.Term() != term || s.AppliedIndex() < commit {
 			return false, nil
 		}

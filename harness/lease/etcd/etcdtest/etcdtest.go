@@ -171,10 +171,11 @@ func (f *Forwarder) waitRunning() bool {
 }
 
 // VerifyNoLeaks runs the tests, then checks that no goroutine outlives them, with no
-// ignore list. It waits up to a minute (a generous ceiling for a loaded machine) for goroutines to end on their own, because a closed
-// member's peer HTTP client (etcd's rafthttp round tripper, which etcd never closes)
-// keeps an idle keep-alive connection open until the other side's 5s peer read
-// timeout ends it; goleak's own retries give up after about 2s.
+// ignore list. It waits up to a minute (generous, for a loaded machine) for goroutines
+// to end on their own, because a closed member's peer HTTP client (etcd's rafthttp
+// round tripper, which etcd never closes) keeps an idle keep-alive connection open
+// until the other side's 5s peer read timeout ends it; goleak's own retries give up
+// after about 2s.
 func VerifyNoLeaks(m *testing.M) int {
 	code := m.Run()
 	if code != 0 {
