@@ -5,7 +5,9 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 )
 
 // Format is the value of the "format" field of every v1 history file.
@@ -162,13 +164,12 @@ func (h *History) Validate() error {
 	default:
 		return fmt.Errorf("field \"run.fence\": got %q, want %q, %q or %q", h.Run.Fence, FenceStrict, FenceMonotonic, FenceOwner)
 	}
-	ids := make(map[int]int, len(h.Ops)) // id -> index
-	values := make(map[string]int)       // write value -> op id
-	for i, o := range h.Ops {
-		if _, dup := ids[o.ID]; dup {
-			return &OpError{o.ID, "id", "duplicate id"}
-		}
-		ids[o.ID] = i
+	ids, err := newOpIndex(h.Ops)
+	if err != nil {
+		return err
+	}
+	values := make(map[string]int) // write value -> op id
+	for _, o := range h.Ops {
 		switch o.Kind {
 		case Acquire, Release, Write, Read:
 		default:
@@ -221,7 +222,7 @@ func (h *History) Validate() error {
 		if o.Kind != Write {
 			return &OpError{o.ID, "read_id", "only writes carry read_id"}
 		}
-		j, ok := ids[*o.ReadID]
+		j, ok := ids.find(*o.ReadID)
 		if !ok {
 			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which does not exist", *o.ReadID)}
 		}
@@ -248,6 +249,41 @@ func (h *History) Validate() error {
 		}
 	}
 	return nil
+}
+
+// opIndex finds an op's index by id: by binary search when the ids increase (as every
+// recorded history's do), so validating a million ops builds no map; by map otherwise.
+type opIndex struct {
+	ops  []Op
+	byID map[int]int // nil while the ids increase
+}
+
+// newOpIndex indexes ops, or names the first duplicate id.
+func newOpIndex(ops []Op) (opIndex, error) {
+	x := opIndex{ops: ops}
+	for i := 1; i < len(ops); i++ {
+		if ops[i].ID <= ops[i-1].ID {
+			x.byID = make(map[int]int, len(ops))
+			break
+		}
+	}
+	if x.byID != nil {
+		for i, o := range ops {
+			if _, dup := x.byID[o.ID]; dup {
+				return x, &OpError{o.ID, "id", "duplicate id"}
+			}
+			x.byID[o.ID] = i
+		}
+	}
+	return x, nil
+}
+
+func (x opIndex) find(id int) (int, bool) {
+	if x.byID != nil {
+		i, ok := x.byID[id]
+		return i, ok
+	}
+	return slices.BinarySearchFunc(x.ops, id, func(o Op, id int) int { return cmp.Compare(o.ID, id) })
 }
 
 // LastTime is the latest time the history records (an op's call or return, a fault's

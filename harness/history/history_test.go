@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -111,7 +112,14 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(example))
 	f.Add([]byte(`{"format":"fencecheck.history/v1","run":{},"ops":[{"id":1,"client":0,"kind":"write","call":1,"status":"unknown","value":"v","read_id":1}]}`))
 	f.Add([]byte(`{"format":"fencecheck.history/v1"`))
+	f.Add([]byte(`{"format":"fencecheck.history/v1","run":{"seed":1,"x":[1,{"y":"}"}]},"ops":[{"id":1,"client":0,"kind":"read","call":1,"return":2,"status":"ok","value":"caf\u00e9"},{"id":2,"client":0,"kind":"write","call":3,"return":null,"status":"unknown","token":1,"value":"é","read_id":1,"key":"k"}],"faults":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// Where the fast parser accepts, it must agree with encoding/json exactly.
+		if fast, ok := decodeFast(b); ok {
+			var slow History
+			require.NoError(t, json.Unmarshal(b, &slow), "the fast parser accepted what encoding/json refuses")
+			require.Equal(t, &slow, fast)
+		}
 		h, err := Decode(bytes.NewReader(b), "fuzz")
 		if err != nil {
 			return
