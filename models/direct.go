@@ -14,6 +14,8 @@ type Finding struct {
 	Ops []int `json:"ops,omitempty"`
 	// Reason says in a sentence what cannot be explained.
 	Reason string `json:"reason,omitempty"`
+	// Key is the key whose sub-history the witness ops belong to.
+	Key string `json:"key,omitempty"`
 }
 
 // DirectResult is the outcome of the direct analysis.

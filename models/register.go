@@ -329,10 +329,15 @@ func writersByValue(h *history.History) map[string]*history.Op {
 	return m
 }
 
+// staleOps is the witness of a stale write that got through: it, the newer write it
+// overtook, and the reads that show the newer write was in effect first or that the
+// stale one took effect.
 func staleOps(s StaleWrite) []int {
 	ops := []int{s.Write, s.Newer}
-	if s.SeenBy != 0 {
-		ops = append(ops, s.SeenBy)
+	for _, r := range []int{s.SeenBy, s.NewerSeenBy} {
+		if r != 0 {
+			ops = append(ops, r)
+		}
 	}
 	return ops
 }

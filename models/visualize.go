@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -26,7 +27,7 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 	vals := newValues(h)
 	model := newModel(ctx, p, h, vals)
 	ops := operations(p, h, vals)
-	_, info := porcupine.CheckOperationsVerbose(model, ops, timeoutFor(ctx, Options{}))
+	_, info := porcupine.CheckOperationsVerbose(model, ops, visualizeTimeout(ctx))
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("visualize %s: %w", p, err)
 	}
@@ -101,4 +102,13 @@ func staleColor(status string) string {
 		return "#d5f0d5"
 	}
 	return "#f6d5d5"
+}
+
+// visualizeTimeout is DefaultTimeout, cut short by ctx's deadline.
+func visualizeTimeout(ctx context.Context) time.Duration {
+	t := DefaultTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		t = max(min(t, time.Until(dl)), time.Millisecond)
+	}
+	return t
 }
