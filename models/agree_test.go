@@ -90,7 +90,7 @@ func TestDirectAgreesWithPorcupine(t *testing.T) {
 			}
 			counts[p].violated.Add(1)
 			cr := Result{Property: p, Verdict: Violated}
-			certify(context.Background(), &cr, h, d.Findings[p].Ops)
+			certify(context.Background(), &cr, newPartIndex(h), d.Findings[p].Ops)
 			if !cr.Certified {
 				fail("history %d: %s: the witness %v of %v was not confirmed: %s (%s)\n%s", i, p, cr.Witness, d.Findings[p].Ops, cr.CertifyNote, d.Findings[p].Reason, dump(h))
 				return

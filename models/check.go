@@ -40,9 +40,14 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 		results[i] = directResult(p, h, d)
 	}
 	directTook := time.Since(began)
+	indexes := map[string]*partIndex{} // per key, shared by its violated properties
 	for i, p := range Properties {
 		if r := &results[i]; r.Verdict == Violated {
-			certify(ctx, r, partFor(parts, d.Findings[p].Key).h, d.Findings[p].Ops)
+			key := d.Findings[p].Key
+			if indexes[key] == nil {
+				indexes[key] = newPartIndex(partFor(parts, key).h)
+			}
+			certify(ctx, r, indexes[key], d.Findings[p].Ops)
 		}
 	}
 	if err := ctx.Err(); err != nil {

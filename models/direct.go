@@ -3,6 +3,7 @@ package models
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 )
@@ -41,14 +42,24 @@ func Direct(h *history.History) *DirectResult {
 
 // directSingle is the direct analysis of a single-key history.
 func directSingle(h *history.History) *DirectResult {
-	reg := analyzeRegister(h)
-	upd := analyzeUpdates(h)
+	// The four analyses are independent: on a large history, run them side by side.
+	var (
+		reg      regResult
+		upd      updResult
+		tok, mut Finding
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() { reg = analyzeRegister(h) })
+	wg.Go(func() { upd = analyzeUpdates(h) })
+	wg.Go(func() { tok = analyzeTokens(h) })
+	mut = analyzeMutex(h)
+	wg.Wait()
 	d := &DirectResult{
 		Findings: map[Property]Finding{
 			Register: reg.finding,
 			Updates:  upd.finding,
-			Tokens:   analyzeTokens(h),
-			Mutex:    analyzeMutex(h),
+			Tokens:   tok,
+			Mutex:    mut,
 		},
 		StaleWrites: reg.stale,
 		LostUpdates: upd.lost,

@@ -177,7 +177,7 @@ func analyzeRegister(h *history.History) regResult {
 				bs[i] = j.b
 			}
 			sortFree(bs)
-			if cf := sequence(&f, bs); cf != nil {
+			if cf := sequence(&f, bs); cf != nil && fail == nil { // only the first is reported
 				ops, why := explainRegisterConflict(h, jobs, *cf)
 				violate(ops, "%s", why)
 			}
@@ -270,8 +270,8 @@ func (g *gapOptions) earliest(fence string, t int64) (int64, bool) {
 // a write's value, or a read of the initial value) was called after op cf.early
 // returned, yet the fence order needs it first.
 func explainRegisterConflict(h *history.History, jobs []*regJob, cf conflict) ([]int, string) {
-	byID := h.ByID()
-	late, early := byID[cf.late], byID[cf.early]
+	find := h.Finder()
+	late, early := find(cf.late), find(cf.early)
 	newer := jobs[cf.blockIdx].w
 	var older *history.Op
 	if late != nil {

@@ -39,14 +39,41 @@ const (
 	witnessTimeout = 10 * time.Second
 )
 
+// partIndex is what cutting witnesses out of one key's sub-history needs, built once
+// for all its properties.
+type partIndex struct {
+	h     *history.History
+	index func(id int) int // op id -> index, -1 if none
+	write map[string]int   // write value -> index
+	seen  map[string]int   // value -> index of the ok read that returned it first
+}
+
+func newPartIndex(h *history.History) *partIndex {
+	x := &partIndex{h: h, index: h.Indexer(), write: map[string]int{}, seen: map[string]int{}}
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		switch {
+		case o.Kind == history.Write:
+			if _, dup := x.write[o.Value]; !dup {
+				x.write[o.Value] = i
+			}
+		case o.Kind == history.Read && o.Status == history.OK && o.Value != "":
+			if j, ok := x.seen[o.Value]; !ok || o.End() < h.Ops[j].End() {
+				x.seen[o.Value] = i
+			}
+		}
+	}
+	return x
+}
+
 // certify sets r.Witness, r.Certified and r.CertifyNote for a violated result, from the
-// direct analysis's ops core in part (the key's sub-history).
-func certify(ctx context.Context, r *Result, part *history.History, core []int) {
+// direct analysis's ops core in x's sub-history (the key's).
+func certify(ctx context.Context, r *Result, x *partIndex, core []int) {
 	if len(core) == 0 {
 		r.CertifyNote = "the direct analysis named no ops to cut a witness from"
 		return
 	}
-	c := newCutter(r.Property, part, core)
+	c := newCutter(r.Property, x, core)
 	for round := 0; ; round++ {
 		sub := c.subHistory()
 		vals := newValues(sub)
@@ -75,47 +102,31 @@ func certify(ctx context.Context, r *Result, part *history.History, core []int) 
 
 // cutter grows a witness inside one key's sub-history.
 type cutter struct {
-	p     Property
-	h     *history.History
-	fence string
-	in    []bool // in[i]: h.Ops[i] is in the cut
-	core  map[int]bool
-	byID  map[int]int    // op id -> index
-	write map[string]int // write value -> index
-	seen  map[string]int // value -> index of the ok read that returned it first
-	hold  map[int]int    // acquire or release index -> the other end of its hold (mutex)
-	width int64          // current window half-width, 0 before the first widening
-	n     int
+	*partIndex
+	p      Property
+	fence  string
+	in     []bool // in[i]: h.Ops[i] is in the cut
+	list   []int  // the indexes in the cut, in the order they joined
+	core   map[int]bool
+	hold   map[int]int // acquire or release index -> the other end of its hold (mutex)
+	width  int64       // current window half-width, 0 before the first widening
+	n      int
+	closed int // c.list[:closed] have had the closure rules applied
 }
 
-func newCutter(p Property, h *history.History, core []int) *cutter {
-	c := &cutter{p: p, h: h, fence: h.FenceRule(), in: make([]bool, len(h.Ops)), core: map[int]bool{},
-		byID: make(map[int]int, len(h.Ops)), write: map[string]int{}, seen: map[string]int{}}
-	for i := range h.Ops {
-		o := &h.Ops[i]
-		c.byID[o.ID] = i
-		switch {
-		case o.Kind == history.Write:
-			if _, dup := c.write[o.Value]; !dup {
-				c.write[o.Value] = i
-			}
-		case o.Kind == history.Read && o.Status == history.OK && o.Value != "":
-			if j, ok := c.seen[o.Value]; !ok || o.End() < h.Ops[j].End() {
-				c.seen[o.Value] = i
-			}
-		}
-	}
+func newCutter(p Property, x *partIndex, core []int) *cutter {
+	c := &cutter{partIndex: x, p: p, fence: x.h.FenceRule(), in: make([]bool, len(x.h.Ops)), core: map[int]bool{}}
 	if p == Mutex {
 		c.hold = map[int]int{}
-		for _, hd := range holds(h) {
+		for _, hd := range holds(x.h) {
 			if hd.rel != nil {
-				a, r := c.byID[hd.acq.ID], c.byID[hd.rel.ID]
+				a, r := c.index(hd.acq.ID), c.index(hd.rel.ID)
 				c.hold[a], c.hold[r] = r, a
 			}
 		}
 	}
 	for _, id := range core {
-		if i, ok := c.byID[id]; ok {
+		if i := c.index(id); i >= 0 {
 			c.core[i] = true
 			c.add(i)
 		}
@@ -127,6 +138,7 @@ func newCutter(p Property, h *history.History, core []int) *cutter {
 func (c *cutter) add(i int) {
 	if !c.in[i] {
 		c.in[i] = true
+		c.list = append(c.list, i)
 		c.n++
 	}
 }
@@ -146,15 +158,12 @@ func (c *cutter) relevant(i int) bool {
 	}
 }
 
-// close applies the closure rules until nothing changes.
+// close applies the closure rules to every op that joined the cut since the last call,
+// including those it adds. An op's rules depend on the op alone, so once is enough.
 func (c *cutter) close() {
-	for changed := true; changed; {
-		changed = false
-		n := c.n
-		for i := range c.h.Ops {
-			if !c.in[i] {
-				continue
-			}
+	for ; c.closed < len(c.list); c.closed++ {
+		i := c.list[c.closed]
+		{
 			o := &c.h.Ops[i]
 			switch c.p {
 			case Register:
@@ -174,7 +183,7 @@ func (c *cutter) close() {
 				}
 			case Updates:
 				if o.Kind == history.Write && o.ReadID != nil && c.core[i] {
-					if r, ok := c.byID[*o.ReadID]; ok {
+					if r := c.index(*o.ReadID); r >= 0 {
 						c.add(r)
 						if v := c.h.Ops[r].Value; v != "" {
 							if w, ok := c.write[v]; ok && c.h.Ops[w].Status != history.Fail && c.h.Ops[w].Status != history.Rejected {
@@ -194,7 +203,6 @@ func (c *cutter) close() {
 				}
 			}
 		}
-		changed = c.n != n
 	}
 }
 
@@ -260,8 +268,8 @@ func (c *cutter) subHistory() *history.History {
 // history either (the initial value is always there; a failed or rejected write's
 // value, or one nobody wrote, never is).
 func (c *cutter) keepsRead(i int) bool {
-	r, ok := c.byID[*c.h.Ops[i].ReadID]
-	if !ok || !c.in[r] {
+	r := c.index(*c.h.Ops[i].ReadID)
+	if r < 0 || !c.in[r] {
 		return false
 	}
 	v := c.h.Ops[r].Value

@@ -305,6 +305,37 @@ func (h *History) LastTime() int64 {
 	return t
 }
 
+// Finder returns a function that finds an op by id (nil if none has it). It builds no
+// map when the ids increase, as every recorded history's do: a million-op history is
+// searched in place.
+func (h *History) Finder() func(id int) *Op {
+	index := h.Indexer()
+	return func(id int) *Op {
+		if i := index(id); i >= 0 {
+			return &h.Ops[i]
+		}
+		return nil
+	}
+}
+
+// Indexer is Finder for the op's index in h.Ops, -1 if none has the id.
+func (h *History) Indexer() func(id int) int {
+	x, err := newOpIndex(h.Ops)
+	if err != nil { // duplicate ids (an invalid history): the last one's index
+		m := make(map[int]int, len(h.Ops))
+		for i, o := range h.Ops {
+			m[o.ID] = i
+		}
+		x = opIndex{ops: h.Ops, byID: m}
+	}
+	return func(id int) int {
+		if i, ok := x.find(id); ok {
+			return i
+		}
+		return -1
+	}
+}
+
 // ByID returns a map from op id to op.
 func (h *History) ByID() map[int]*Op {
 	m := make(map[int]*Op, len(h.Ops))
