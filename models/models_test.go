@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -474,4 +475,51 @@ func TestCheckLargeHistoryWithDeadline(t *testing.T) {
 	assert.Zero(t, rep.Evidence.StaleAccepted)
 	assert.Positive(t, rep.Evidence.ValidityGapNanos)
 	assert.Positive(t, rep.Evidence.LongestNoAcceptedWriteNanos)
+}
+
+// A stale write is named against the newest accepted write it fails against — the one
+// that fenced it out — not the first, which may be its own client's earlier write with
+// the same token (issue 12, item 4). Under both fences the sentence stays true.
+func TestStaleWriteNamesTheNewestWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name, fence string
+		stale       history.Status
+		wantNewer   int // index into the ops below: 1 own 56, 2 client 2's 57
+	}{
+		{"strict, rejected", strict, rejected, 2},
+		{"monotonic, rejected", history.FenceMonotonic, rejected, 2},
+		{"strict, accepted", strict, ok, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newHistory(tc.fence)
+			own := b.write(1, 10, 20, ok, 56, "c1-1")
+			other := b.write(2, 30, 40, ok, 57, "c2-1")
+			stale := b.write(1, 50, 60, tc.stale, 56, "c1-2")
+			d := Direct(b.h)
+			require.Len(t, d.StaleWrites, 1)
+			s := d.StaleWrites[0]
+			require.Equal(t, stale, s.Write)
+			assert.Equal(t, []int{0, own, other}[tc.wantNewer], s.Newer)
+			assert.Equal(t, 2, s.NewerClient)
+			assert.EqualValues(t, 57, s.NewerToken)
+			assert.Less(t, s.NewerAt, s.At, "the newer write was in effect before the stale one was called")
+		})
+	}
+}
+
+// Every violation carries a witness porcupine confirmed, small and naming the right ops.
+func TestWitnessIsSmallAndCertified(t *testing.T) {
+	b := newHistory(strict)
+	for i := range 200 { // a long legal prefix the witness must not drag in
+		b.write(i%3, int64(10*i), int64(10*i+5), ok, int64(i+1), fmt.Sprintf("v%d", i))
+	}
+	newer := b.write(0, 5000, 5010, ok, 500, "new")
+	stale := b.write(1, 5020, 5030, ok, 400, "stale")
+	rep, err := Check(context.Background(), b.h, Options{})
+	require.NoError(t, err)
+	r, _ := rep.Result(Register)
+	require.Equal(t, Violated, r.Verdict)
+	require.True(t, r.Certified, r.CertifyNote)
+	assert.ElementsMatch(t, []int{newer, stale}, r.Witness)
+	assert.Empty(t, rep.Trouble())
 }

@@ -24,6 +24,9 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 	if h == nil {
 		return fmt.Errorf("visualize %s: no history", p)
 	}
+	if ok, why := Drawable(p, h); !ok {
+		return fmt.Errorf("visualize %s: %s", p, why)
+	}
 	vals := newValues(h)
 	model := newModel(ctx, p, h, vals)
 	ops := operations(p, h, vals)
@@ -36,6 +39,21 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 		return fmt.Errorf("visualize %s: %w", p, err)
 	}
 	return nil
+}
+
+// Drawable says whether Visualize can draw property p of h, and if not, why: the
+// drawing needs porcupine's search of the whole history, whose memory grows as n², so it
+// is drawn only within the second opinion's default cap (DefaultPorcupineMaxBytes).
+func Drawable(p Property, h *history.History) (bool, string) {
+	if !p.Valid() || h == nil {
+		return false, "unknown property or no history"
+	}
+	_, largest, est := modelSize(p, splitByKey(h))
+	if est > DefaultPorcupineMaxBytes {
+		return false, fmt.Sprintf("not drawn: %d %s ops on the largest key, and porcupine's memory grows as n² (about %s here, over the %s cap)",
+			largest, p, bytesText(est), bytesText(DefaultPorcupineMaxBytes))
+	}
+	return true, ""
 }
 
 // annotations draws the faults, and the direct analysis's findings for p, as extra rows.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 
@@ -25,8 +26,9 @@ type VerdictFile struct {
 const VerdictFormat = "fencecheck.verdict/v1"
 
 // WriteRun writes verdict.json, one porcupine visualization per property
-// (porcupine-<property>.html, rendered also when the property is violated) and the HTML
-// run report (report.html) into dir.
+// (porcupine-<property>.html, rendered also when the property is violated; for a history
+// too large for porcupine to draw, a page saying so) and the HTML run report
+// (report.html) into dir.
 func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.Report) error {
 	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Report: rep}, "", "  ")
 	if err != nil {
@@ -66,6 +68,11 @@ func ReadVerdict(path string) (*models.Report, error) {
 }
 
 func writeVisualization(ctx context.Context, path string, p models.Property, h *history.History) error {
+	if ok, why := models.Drawable(p, h); !ok {
+		page := fmt.Sprintf("<!doctype html><meta charset=\"utf-8\"><title>porcupine: %s</title><p>Porcupine's visualization of %s is %s. The verdict comes from the direct analysis; see report.html and verdict.json.</p>\n",
+			html.EscapeString(string(p)), html.EscapeString(string(p)), html.EscapeString(why))
+		return writeFileAtomic(path, []byte(page))
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
