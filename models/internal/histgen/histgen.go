@@ -39,7 +39,7 @@ type Config struct {
 	StaleAt float64
 }
 
-// Defaults fills the zero fields.
+// withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
 	if c.Clients <= 0 {
 		c.Clients = 5
@@ -148,12 +148,15 @@ func Generate(c Config) *history.History {
 	}
 	staleDone := c.StaleAt <= 0
 	staleFrom := int(c.StaleAt * float64(c.Ops))
+	// Until the stale write has returned, everyone goes on past c.Ops, so that newer
+	// writes overtake it during its pause.
+	staleWaiting := false
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(event)
 		cl := clients[e.cl]
 		switch e.kind {
 		case 0: // call
-			if len(ops) >= c.Ops {
+			if len(ops) >= c.Ops && !staleWaiting {
 				continue // the client stops
 			}
 			o := history.Op{ID: len(ops) + 1, Client: cl.id, Call: e.at}
@@ -246,12 +249,15 @@ func Generate(c Config) *history.History {
 					cl.readID, cl.step = o.ID, 2
 					cl.pause = r.Float64() < c.Pause
 					if !staleDone && len(ops) >= staleFrom {
-						cl.pause, cl.stale, staleDone = true, true, true
+						cl.pause, cl.stale, staleDone, staleWaiting = true, true, true, true
 					}
 					if cl.pause {
 						next += pauseNs
 					}
 				case history.Write:
+					if cl.stale {
+						staleWaiting = false // the others may stop once it is written
+					}
 					cl.step, cl.stale = 3, false
 				case history.Release:
 					cl.step = 0
