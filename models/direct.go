@@ -42,16 +42,21 @@ func Direct(h *history.History) *DirectResult {
 
 // directSingle is the direct analysis of a single-key history.
 func directSingle(h *history.History) *DirectResult {
-	// The four analyses are independent: on a large history, run them side by side.
+	// The four analyses are independent: on a large history, run them side by side
+	// (on a small one, or one key of many, goroutines would cost more than they save).
 	var (
 		reg      regResult
 		upd      updResult
 		tok, mut Finding
 		wg       sync.WaitGroup
 	)
-	wg.Go(func() { reg = analyzeRegister(h) })
-	wg.Go(func() { upd = analyzeUpdates(h) })
-	wg.Go(func() { tok = analyzeTokens(h) })
+	run := func(f func()) { f() }
+	if len(h.Ops) >= 50_000 {
+		run = wg.Go
+	}
+	run(func() { reg = analyzeRegister(h) })
+	run(func() { upd = analyzeUpdates(h) })
+	run(func() { tok = analyzeTokens(h) })
 	mut = analyzeMutex(h)
 	wg.Wait()
 	d := &DirectResult{
