@@ -22,8 +22,8 @@ import (
 )
 
 // TestDirectAgreesWithPorcupine holds the direct analysis, the judge, to porcupine: on
-// 100,000 small generated histories (simulated runs, legal and buggy, with both fence
-// rules, unknown and rejected writes and tied tokens; arbitrary ones; and mutated
+// 100,000 small generated histories (simulated runs, legal and buggy, with the strict,
+// monotonic and owner fences, unknown and rejected writes and tied tokens; arbitrary ones; and mutated
 // simulated ones), Direct must call a property violated exactly when porcupine does, and
 // porcupine must confirm the witness of every violation. FENCECHECK_AGREE_N sets the
 // number of histories (docs/checker.md has a run of 1,000,000).
@@ -42,7 +42,7 @@ func TestDirectAgreesWithPorcupine(t *testing.T) {
 	for _, p := range Properties {
 		counts[p] = &tally{}
 	}
-	var ties, unknownWrites, rejected, monotonic, mutated atomic.Int64
+	var ties, unknownWrites, rejected, monotonic, owner, mutated atomic.Int64
 	var failMu sync.Mutex
 	var failures []string
 	fail := func(format string, args ...any) {
@@ -67,6 +67,11 @@ func TestDirectAgreesWithPorcupine(t *testing.T) {
 			mutated.Add(1)
 		default:
 			h = simulate(randomConfig(r), r)
+		}
+		if h.FenceRule() == history.FenceStrict && r.IntN(3) == 0 {
+			// The owner guard: accepted writes as under strict, refusals need no reason.
+			h.Run.Fence = history.FenceOwner
+			owner.Add(1)
 		}
 		if err := h.Validate(); err != nil {
 			fail("history %d: the generator made an invalid history: %v\n%s", i, err, dump(h))
@@ -143,10 +148,10 @@ func TestDirectAgreesWithPorcupine(t *testing.T) {
 			t.Errorf("%s: too few of one kind (held %d, violated %d of %d): the generator does not exercise both outcomes", p, held, violated, n)
 		}
 	}
-	t.Logf("%d histories (%d mutated); with tied write tokens %d, unknown writes %d, rejected writes %d, monotonic fence %d",
-		n, mutated.Load(), ties.Load(), unknownWrites.Load(), rejected.Load(), monotonic.Load())
-	if int(ties.Load()) < n/10 || int(unknownWrites.Load()) < n/10 || int(rejected.Load()) < n/10 || int(monotonic.Load()) < n/4 {
-		t.Errorf("the generator does not exercise ties, unknown writes, rejections and both fences enough")
+	t.Logf("%d histories (%d mutated); with tied write tokens %d, unknown writes %d, rejected writes %d, monotonic fence %d, owner fence %d",
+		n, mutated.Load(), ties.Load(), unknownWrites.Load(), rejected.Load(), monotonic.Load(), owner.Load())
+	if int(ties.Load()) < n/10 || int(unknownWrites.Load()) < n/10 || int(rejected.Load()) < n/10 || int(monotonic.Load()) < n/4 || int(owner.Load()) < n/10 {
+		t.Errorf("the generator does not exercise ties, unknown writes, rejections and the three fences enough")
 	}
 }
 
