@@ -258,14 +258,14 @@ func (s *secondOpinion) apply(r *Result) {
 		return
 	case o.aborted || o.res == porcupine.Unknown:
 		r.Porcupine = OpinionTimedOut
-		r.PorcupineNote = fmt.Sprintf("porcupine gave no answer on the %d ops within the budget (%v after the direct analysis)", o.ops, s.budget)
+		r.PorcupineNote = fmt.Sprintf("porcupine gave no answer on the %d ops within the budget (%s after the direct analysis)", o.ops, durationText(s.budget))
 		return
 	}
 	r.CheckNanos = o.took.Nanoseconds()
 	pViolated := o.res == porcupine.Illegal
 	if pViolated == r.DirectViolated {
 		r.Porcupine = OpinionAgreed
-		r.PorcupineNote = fmt.Sprintf("porcupine agrees, on the whole history (%d ops, %v)", o.ops, o.took.Round(time.Millisecond))
+		r.PorcupineNote = fmt.Sprintf("porcupine agrees, on the whole history (%d ops, %s)", o.ops, durationText(o.took))
 		return
 	}
 	r.Porcupine = OpinionDisagreed
@@ -308,6 +308,14 @@ func modelSize(p Property, parts []keyPart) (total, largest int, bytes int64) {
 		bytes += int64(n) * int64(n) / 8
 	}
 	return total, largest, bytes
+}
+
+// durationText prints a duration as the reports do: "1.25 s", "12.3 ms".
+func durationText(d time.Duration) string {
+	if d >= time.Second {
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 }
 
 func bytesText(b int64) string {

@@ -90,6 +90,23 @@ type fastParser struct {
 	// Return times and read ids are allocated in slabs rather than one by one.
 	int64s []int64
 	ints   []int
+	// Errors and keys repeat ("held", "k3"): one string each rather than one per op.
+	repeated map[string]string
+}
+
+// shared returns b as a string, the same one for equal short bytes.
+func (p *fastParser) shared(b []byte) string {
+	if s, ok := p.repeated[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(b) <= 64 && len(p.repeated) < 4096 {
+		if p.repeated == nil {
+			p.repeated = map[string]string{}
+		}
+		p.repeated[s] = s
+	}
+	return s
 }
 
 func (p *fastParser) ws() {
@@ -380,9 +397,9 @@ func (p *fastParser) op() (Op, bool) {
 			case 8:
 				o.Value = string(b)
 			case 10:
-				o.Error = string(b)
+				o.Error = p.shared(b)
 			case 11:
-				o.Key = string(b)
+				o.Key = p.shared(b)
 			}
 		}
 		p.ws()
