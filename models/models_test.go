@@ -523,3 +523,23 @@ func TestWitnessIsSmallAndCertified(t *testing.T) {
 	assert.ElementsMatch(t, []int{newer, stale}, r.Witness)
 	assert.Empty(t, rep.Trouble())
 }
+
+// When the ops the direct analysis names are not illegal on their own, the witness grows
+// around them until porcupine confirms it. Here a rejection has one possible explainer,
+// write #2, but a read of the older write #1 pins #2 after the rejected write returned;
+// the first cut (the rejection and #2) is legal, the widened one is not.
+func TestWitnessWidens(t *testing.T) {
+	b := newHistory(strict)
+	w7 := b.write(0, 0, 5, ok, 7, "a")
+	w8 := b.write(1, 1, 100, ok, 8, "b")
+	x := b.write(2, 10, 40, rejected, 8, "c")
+	r := b.read(3, 50, 60, 7, "a")
+	rep, err := Check(context.Background(), b.h, Options{})
+	require.NoError(t, err)
+	res, _ := rep.Result(Register)
+	require.Equal(t, Violated, res.Verdict, res.Explanation)
+	require.True(t, res.Certified, res.CertifyNote)
+	assert.ElementsMatch(t, []int{x, w8}, res.Counterexample, "the ops the direct analysis names")
+	assert.ElementsMatch(t, []int{w7, w8, x, r}, res.Witness, "the ops porcupine needed")
+	assert.Empty(t, rep.Trouble())
+}

@@ -33,7 +33,8 @@ import (
 //     is relaxed to a plain write (it applied in the history, and a plain write may
 //     apply anywhere); an unknown write brings the read that first saw it;
 //   - tokens: none (fewer grants never break the order);
-//   - mutex: an acquire or release brings the other end of its hold.
+//   - mutex: an acquire or release brings the other end of its hold; only the ends of
+//     holds join the cut.
 const (
 	maxWitnessOps  = 5000
 	witnessTimeout = 10 * time.Second
@@ -108,8 +109,9 @@ type cutter struct {
 	in     []bool // in[i]: h.Ops[i] is in the cut
 	list   []int  // the indexes in the cut, in the order they joined
 	core   map[int]bool
-	hold   map[int]int // acquire or release index -> the other end of its hold (mutex)
-	width  int64       // current window half-width, 0 before the first widening
+	hold   map[int]int  // acquire or release index -> the other end of its hold (mutex)
+	ends   map[int]bool // the indexes of the ops that start or end a hold (mutex)
+	width  int64        // current window half-width, 0 before the first widening
 	n      int
 	closed int // c.list[:closed] have had the closure rules applied
 }
@@ -117,11 +119,17 @@ type cutter struct {
 func newCutter(p Property, x *partIndex, core []int) *cutter {
 	c := &cutter{partIndex: x, p: p, fence: x.h.FenceRule(), in: make([]bool, len(x.h.Ops)), core: map[int]bool{}}
 	if p == Mutex {
-		c.hold = map[int]int{}
+		// Only the ends of holds may join the cut: a renewal (an ok acquire while the
+		// client already holds) would start a hold of its own there, which without the
+		// hold's release would last to the end of the history.
+		c.hold, c.ends = map[int]int{}, map[int]bool{}
 		for _, hd := range holds(x.h) {
+			a := c.index(hd.acq.ID)
+			c.ends[a] = true
 			if hd.rel != nil {
-				a, r := c.index(hd.acq.ID), c.index(hd.rel.ID)
+				r := c.index(hd.rel.ID)
 				c.hold[a], c.hold[r] = r, a
+				c.ends[r] = true
 			}
 		}
 	}
@@ -154,7 +162,7 @@ func (c *cutter) relevant(i int) bool {
 	case Tokens:
 		return o.Kind == history.Acquire && o.Status == history.OK
 	default:
-		return (o.Kind == history.Acquire && o.Status == history.OK) || o.Kind == history.Release
+		return c.ends[i]
 	}
 }
 
