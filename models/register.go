@@ -200,10 +200,11 @@ func analyzeRegister(h *history.History) regResult {
 	res := regResult{stale: stale}
 	if fail != nil {
 		res.finding = *fail
-		// A stale write that got through is the clearest counterexample there is.
+		// A stale write that got through is the clearest counterexample there is; the
+		// explanation then names the same ops.
 		for _, s := range stale {
 			if s.Status == statusAccepted {
-				res.finding.Ops = staleOps(s)
+				res.finding.Ops, res.finding.Reason = staleOps(s), staleReason(s)
 				break
 			}
 		}
@@ -327,6 +328,22 @@ func writersByValue(h *history.History) map[string]*history.Op {
 		}
 	}
 	return m
+}
+
+// staleReason explains a stale write that got through with the ops staleOps names.
+func staleReason(s StaleWrite) string {
+	newer := fmt.Sprintf("write #%d (client %d, token %d)", s.Newer, s.NewerClient, s.NewerToken)
+	if s.NewerSeenBy != 0 {
+		newer += fmt.Sprintf(", which read #%d had already seen,", s.NewerSeenBy)
+	} else {
+		newer += ", which had already returned,"
+	}
+	if s.SeenBy != 0 {
+		return fmt.Sprintf("Read #%d saw write #%d (client %d, token %d) although %s took effect before the read was called: the token went backwards, a stale write got through.",
+			s.SeenBy, s.Write, s.Client, s.Token, newer)
+	}
+	return fmt.Sprintf("Write #%d (client %d, token %d) was accepted although %s took effect before it was called: a stale write got through.",
+		s.Write, s.Client, s.Token, newer)
 }
 
 // staleOps is the witness of a stale write that got through: it, the newer write it
