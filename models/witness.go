@@ -74,29 +74,41 @@ func certify(ctx context.Context, r *Result, x *partIndex, core []int) {
 		r.CertifyNote = "the direct analysis named no ops to cut a witness from"
 		return
 	}
-	c := newCutter(r.Property, x, core)
-	for round := 0; ; round++ {
+	cut := cutWitness(ctx, r.Property, x, core)
+	r.Witness = cut.ids
+	switch {
+	case ctx.Err() != nil:
+		r.CertifyNote = "cancelled"
+	case cut.res == porcupine.Illegal:
+		r.Certified = true
+		r.CertifyNote = fmt.Sprintf("porcupine finds the %d-op witness illegal", len(cut.sub.Ops))
+	case cut.res == porcupine.Unknown:
+		r.CertifyNote = fmt.Sprintf("porcupine timed out on the %d-op witness", len(cut.sub.Ops))
+	default:
+		r.CertifyNote = fmt.Sprintf("porcupine linearizes the %d-op witness (round %d), so it does not confirm the violation", len(cut.sub.Ops), cut.rounds)
+	}
+}
+
+// witnessCut is the last sub-history cutWitness tried and what porcupine made of it.
+type witnessCut struct {
+	sub    *history.History
+	ids    []int
+	res    porcupine.CheckResult
+	rounds int
+}
+
+// cutWitness cuts the witness out of x's sub-history around core, widening it until
+// porcupine finds it illegal or it cannot grow.
+func cutWitness(ctx context.Context, p Property, x *partIndex, core []int) witnessCut {
+	c := newCutter(p, x, core)
+	for round := 1; ; round++ {
 		sub := c.subHistory()
 		vals := newValues(sub)
-		model := newModel(ctx, r.Property, sub, vals)
-		res := porcupine.CheckOperationsTimeout(model, operationsSingle(r.Property, sub, vals), witnessTimeout)
-		if ctx.Err() != nil {
-			r.CertifyNote = "cancelled"
-			return
-		}
-		r.Witness = c.ids()
-		switch res {
-		case porcupine.Illegal:
-			r.Certified = true
-			r.CertifyNote = fmt.Sprintf("porcupine finds the %d-op witness illegal", len(sub.Ops))
-			return
-		case porcupine.Unknown:
-			r.CertifyNote = fmt.Sprintf("porcupine timed out on the %d-op witness", len(sub.Ops))
-			return
-		}
-		if !c.widen() {
-			r.CertifyNote = fmt.Sprintf("porcupine linearizes the %d-op witness (round %d), so it does not confirm the violation", len(sub.Ops), round+1)
-			return
+		model := newModel(ctx, p, sub, vals)
+		res := porcupine.CheckOperationsTimeout(model, operationsSingle(p, sub, vals), witnessTimeout)
+		cut := witnessCut{sub: sub, ids: c.ids(), res: res, rounds: round}
+		if ctx.Err() != nil || res != porcupine.Ok || !c.widen() {
+			return cut
 		}
 	}
 }
