@@ -247,7 +247,7 @@ func Catalogue() []Scenario {
 			About:  "3 raft nodes: the leader crashes while the holder is paused and restarts with its log; tokens keep increasing",
 			Expect: safe,
 		},
-	}, databaseScenarios()...) // sqlite and postgres: catalogue_db.go
+	}, append(databaseScenarios(), dbLockScenarios()...)...) // sqlite and postgres: catalogue_db.go; database locks: catalogue_dblocks.go
 }
 
 // Lookup finds a scenario by name.

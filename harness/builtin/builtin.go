@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
@@ -22,6 +24,8 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(naive.Descriptors()...))
 	must(r.AddBackend(etcdlock.Descriptor()))
 	must(r.AddBackend(raftlock.Descriptor()))
+	must(r.AddBackend(pgadvisory.Descriptors()...))
+	must(r.AddBackend(mariadblock.Descriptors()...))
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))

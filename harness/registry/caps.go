@@ -44,6 +44,9 @@ type Caps struct {
 	External string
 	// NoToken is harness.Tokenless's reason ("" for a backend with fencing tokens).
 	NoToken string
+	// Processes: harness.ProcessNodes with one server process (node-pause and crash
+	// are real SIGSTOP and SIGKILL of it).
+	Processes bool
 }
 
 // CapsOf reads a started backend's capabilities.
@@ -63,6 +66,9 @@ func CapsOf(b harness.Backend) Caps {
 	}
 	if t, ok := b.(harness.Tokenless); ok {
 		c.NoToken = t.NoFencingToken()
+	}
+	if pn, ok := b.(harness.ProcessNodes); ok && !c.Cluster && pn.Nodes() == 1 {
+		c.Processes = true
 	}
 	return c
 }
