@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession/sqlsessiontest"
 	"github.com/fencecheck/fencecheck/harness/proc"
@@ -58,6 +59,14 @@ func TestBackend(t *testing.T) {
 	})
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
+}
+
+// The contract suite on the registered descriptor, started as a run starts it.
+func TestDescriptorContract(t *testing.T) {
+	if err := mariadblock.Available(); err != nil {
+		t.Skip(err)
+	}
+	harnesstest.Descriptor(t, mariadblock.Descriptors()[0])
 }
 
 // TestNodeFaults: SIGSTOP and SIGKILL end the holder's lease; across the crash the

@@ -3,8 +3,6 @@ package pgadvisory_test
 import (
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,19 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession/sqlsessiontest"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
-// tempDir is a test directory the postgres user can reach when the tests run as root
-// (t.TempDir's parent is 0700).
-func tempDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
-	return dir
-}
+// tempDir is the test's data directory (as root, StartServer moves the cluster to a
+// directory the postgres user can reach: t.TempDir's parent is 0700).
+func tempDir(t *testing.T) string { return t.TempDir() }
 
 func start(t *testing.T, cfg pgadvisory.Config) *pgadvisory.Backend {
 	t.Helper()
@@ -67,6 +61,14 @@ func TestBackend(t *testing.T) {
 	})
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
+}
+
+// The contract suite on the registered descriptor, started as a run starts it.
+func TestDescriptorContract(t *testing.T) {
+	if err := pgadvisory.Available(); err != nil {
+		t.Skip(err)
+	}
+	harnesstest.Descriptor(t, pgadvisory.Descriptors()[0])
 }
 
 func TestNodeFaults(t *testing.T) {

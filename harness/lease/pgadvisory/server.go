@@ -48,6 +48,7 @@ type Server struct {
 	addr string
 	data string
 	run  []string // the command prefix that drops root (setpriv ...), or nil
+	own  string   // a directory StartServer made for the cluster (removed by Close), or ""
 
 	mu sync.Mutex
 	p  *proc.Process
@@ -108,17 +109,55 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("postgres-advisory: running as root needs a postgres user to run PostgreSQL as (install the Debian package %s): %w", DebianPackage, err)
 		}
 		s.run = []string{"setpriv", "--reuid", "postgres", "--regid", "postgres", "--clear-groups", "--"}
+		if !reachable(cfg.Dir) {
+			// A parent of Dir is closed to other users (t.TempDir's is 0700): keep the
+			// cluster in a directory of its own under the system temp dir instead,
+			// removed by Close.
+			dir, err := os.MkdirTemp("", "fencecheck-pgdata-*")
+			if err != nil {
+				return nil, fmt.Errorf("postgres-advisory: %w", err)
+			}
+			s.own, s.data = dir, filepath.Join(dir, "pgdata")
+			cfg.Dir = dir
+		}
 		if err := os.Chmod(cfg.Dir, 0o711); err != nil {
+			s.removeOwn()
 			return nil, fmt.Errorf("postgres-advisory: %w", err)
 		}
 	}
 	if err := s.initdb(ctx); err != nil {
+		s.removeOwn()
 		return nil, err
 	}
 	if err := s.start(ctx); err != nil {
+		s.removeOwn()
 		return nil, err
 	}
 	return s, nil
+}
+
+// reachable reports whether every parent of dir lets other users through (o+x), so
+// that the postgres user can reach a cluster inside it.
+func reachable(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if p == filepath.Dir(p) {
+			return true
+		}
+	}
+}
+
+func (s *Server) removeOwn() {
+	if s.own != "" {
+		_ = os.RemoveAll(s.own)
+	}
 }
 
 // initdb creates an empty cluster in s.data (removing whatever was there).
@@ -260,6 +299,7 @@ func (s *Server) Close() error {
 	if p == nil {
 		return nil
 	}
+	defer s.removeOwn()
 	if exited, _ := p.Exited(); !exited {
 		_ = p.Resume()
 		if p.Signal(syscall.SIGINT) == nil {
