@@ -212,7 +212,7 @@ type nodePause struct{}
 
 func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
-	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"
+	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters); a single server process fencecheck started gets SIGSTOP, and SIGCONT after 2x TTL (postgres-advisory, mariadb-lock)"
 }
 func (f nodePause) Applies(t Target) error {
 	if t.Caps.Processes {
