@@ -1,8 +1,13 @@
 package pgadvisory_test
 
 import (
+	"bufio"
 	"context"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +126,28 @@ func TestStartErrors(t *testing.T) {
 	_, err = pgadvisory.StartServer(ctx, pgadvisory.ServerConfig{Dir: t.TempDir(), BinDir: "/nonexistent"})
 	require.ErrorIs(t, err, proc.ErrNotFound)
 	require.True(t, strings.Contains(err.Error(), "postgresql"), err.Error())
+}
+
+// A SIGKILL of the process that started the server (fencecheck) takes the server with
+// it, also when it runs as the postgres user (changing uid clears the die-with-parent
+// signal; setpriv sets it again).
+func TestServerDiesWithFencecheck(t *testing.T) {
+	if err := pgadvisory.Available(); err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "the helper printed nothing")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	require.NoError(t, err, "helper: %s", line)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		return err != nil || strings.Contains(string(b), ") Z ")
+	}, 30*time.Second, 20*time.Millisecond, "postgres (pid %d) outlived the process that started it", pid)
 }

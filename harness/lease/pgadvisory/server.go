@@ -102,13 +102,15 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if os.Geteuid() == 0 {
 		// PostgreSQL refuses to run as root: run initdb and the server as the postgres
 		// user. setpriv execs the program (no extra process), so the PID is the server's.
+		// Changing the uid clears the die-with-parent signal proc set, so setpriv sets it
+		// again (measured: without it a SIGKILL'd fencecheck orphans the server).
 		if _, err := exec.LookPath("setpriv"); err != nil {
 			return nil, fmt.Errorf("postgres-advisory: running as root needs setpriv (Debian util-linux) to start PostgreSQL as the postgres user: %w", err)
 		}
 		if _, err := user.Lookup("postgres"); err != nil {
 			return nil, fmt.Errorf("postgres-advisory: running as root needs a postgres user to run PostgreSQL as (install the Debian package %s): %w", DebianPackage, err)
 		}
-		s.run = []string{"setpriv", "--reuid", "postgres", "--regid", "postgres", "--clear-groups", "--"}
+		s.run = []string{"setpriv", "--reuid", "postgres", "--regid", "postgres", "--clear-groups", "--pdeathsig", "SIGKILL", "--"}
 		if !reachable(cfg.Dir) {
 			// A parent of Dir is closed to other users (t.TempDir's is 0700): keep the
 			// cluster in a directory of its own under the system temp dir instead,
