@@ -7,7 +7,9 @@ import (
 
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
@@ -24,6 +26,8 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(etcdlock.Descriptor()))
 	must(r.AddBackend(raftlock.Descriptor()))
 	must(r.AddBackend(execlock.Descriptor(r)))
+	must(r.AddBackend(pgadvisory.Descriptors()...))
+	must(r.AddBackend(mariadblock.Descriptors()...))
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))

@@ -46,6 +46,9 @@ type Caps struct {
 	NoToken string
 	// ClientProcesses: harness.ProcessClients (each client is a process of its own).
 	ClientProcesses bool
+	// Processes: harness.ProcessNodes with one server process (node-pause and crash
+	// are real SIGSTOP and SIGKILL of it).
+	Processes bool
 }
 
 // Service is the backend that serves the locks: b, or the service b wraps
@@ -85,6 +88,9 @@ func serviceCaps(b harness.Backend) Caps {
 	_, c.WallClock = b.(WallClocked)
 	if e, ok := b.(harness.External); ok {
 		c.External = e.External()
+	}
+	if pn, ok := b.(harness.ProcessNodes); ok && !c.Cluster && pn.Nodes() == 1 {
+		c.Processes = true
 	}
 	return c
 }

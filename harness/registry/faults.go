@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -234,10 +235,18 @@ type nodePause struct{}
 
 func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
-	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"
+	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters); a single server process fencecheck started gets SIGSTOP, and SIGCONT after 2x TTL (postgres-advisory, mariadb-lock)"
 }
-func (f nodePause) Applies(t Target) error { return needCluster(f.Name(), t) }
+func (f nodePause) Applies(t Target) error {
+	if t.Caps.Processes {
+		return ownService(f.Name(), t)
+	}
+	return needCluster(f.Name(), t)
+}
 func (f nodePause) Action(b harness.Backend) nemesis.Action {
+	if pn, ok := singleProcess(b); ok {
+		return processPause(f.Name(), b, pn)
+	}
 	cluster, _ := b.(harness.Cluster)
 	var stalled []nemesis.Link
 	return nemesis.Action{
@@ -297,6 +306,9 @@ func (crashFault) ShapePause(t Target, s *nemesis.ClientFault) bool {
 
 func (f crashFault) Action(b harness.Backend) nemesis.Action {
 	crasher, _ := b.(harness.Crasher)
+	if pn, ok := singleProcess(b); ok && crasher != nil {
+		return processCrash(f.Name(), pn, crasher)
+	}
 	_, isCluster := b.(harness.Cluster)
 	single := !isCluster
 	var crashed int
@@ -495,4 +507,75 @@ func lastTokens(h *history.History, client int) (prev, held int64, ok bool) {
 		}
 	}
 	return prev, held, haveAcq && haveRead
+}
+
+// LeaseTimed is implemented by backends that say their lease TTL; a process pause holds
+// the server stopped for twice that.
+type LeaseTimed interface {
+	LeaseTTL() time.Duration
+}
+
+// singleProcess returns a backend's one server process (harness.ProcessNodes, not a
+// cluster), whose node faults are real signals.
+func singleProcess(b harness.Backend) (harness.ProcessNodes, bool) {
+	pn, ok := b.(harness.ProcessNodes)
+	if _, cluster := b.(harness.Cluster); !ok || cluster || pn.Nodes() != 1 {
+		return nil, false
+	}
+	return pn, true
+}
+
+// processPause stops the server process with SIGSTOP for 2 × TTL, then continues it
+// (SIGCONT) while the holder is still paused: its timers ran on the clock meanwhile.
+func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
+	hold := 2 * DefaultTTL
+	if lt, ok := b.(LeaseTimed); ok {
+		hold = 2 * lt.LeaseTTL()
+	}
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+	)
+	resume := func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+		return pn.ResumeNode(ctx, 0)
+	}
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			pid := pn.NodePID(0)
+			if err := pn.PauseNode(ctx, 0); err != nil {
+				return node(0), "", err
+			}
+			mu.Lock()
+			timer = time.AfterFunc(hold, func() { _ = resume(context.Background()) })
+			mu.Unlock()
+			return node(0), fmt.Sprintf("SIGSTOP to node 0 (pid %d) for %s, then SIGCONT, while the holder is paused", pid, history.Seconds(hold.Nanoseconds())), nil
+		},
+		Heal: resume,
+	}
+}
+
+// processCrash kills the server process with SIGKILL and restarts it at once on its
+// data, so the lock is available again while the holder is still paused.
+func processCrash(kind string, pn harness.ProcessNodes, crasher harness.Crasher) nemesis.Action {
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			pid := pn.NodePID(0)
+			if err := crasher.Crash(ctx, 0); err != nil {
+				return node(0), "", err
+			}
+			t0 := time.Now()
+			if err := crasher.Restart(ctx, 0, true); err != nil {
+				return node(0), "", err
+			}
+			return node(0), fmt.Sprintf("SIGKILL to node 0 (pid %d), restarted at once with its data dir as pid %d (ready after %s): every session, and the lock, is gone",
+				pid, pn.NodePID(0), history.Seconds(time.Since(t0).Nanoseconds())), nil
+		},
+	}
 }
