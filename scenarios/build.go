@@ -15,6 +15,7 @@ import (
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
 	"github.com/fencecheck/fencecheck/harness/resource/register"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -138,6 +139,11 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 			return nil, err
 		}
 		e.backend = b
+	case isZookeeper(s.Backend):
+		// Issue 14: temporary wiring, until the registry (issue 13) registers it.
+		if e.backend, err = buildZookeeper(ctx, s, logFile, tempDir); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("%w: unknown backend %q", ErrSpec, s.Backend)
 	}
@@ -161,6 +167,40 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 	return e, nil
 }
 
+// buildZookeeper starts Debian's ZooKeeper (or checks an existing ensemble) for the
+// zookeeper backends. Issue 14: temporary wiring, replaced by a registry entry.
+func buildZookeeper(ctx context.Context, s Spec, logFile func(string) (io.Writer, string, error), tempDir func() (string, error)) (harness.Backend, error) {
+	cfg := zookeeper.Config{TTL: s.TTL, Nodes: s.Members, Servers: s.ZookeeperServers}
+	if s.Backend == "zookeeper-sequence" {
+		cfg.Token = zookeeper.TokenSequence
+	}
+	if !cfg.External() {
+		dir, err := tempDir()
+		if err != nil {
+			return nil, err
+		}
+		w, _, err := logFile("zookeeper.log")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Dir, cfg.LogWriter = dir, w
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+	}
+	b, err := zookeeper.Start(ctx, cfg)
+	if err != nil {
+		if cfg.External() {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err) // a bad or unreachable address is the user's input
+		}
+		return nil, err
+	}
+	if ens, ok := b.Ensemble(); ok {
+		return ens, nil
+	}
+	return b, nil
+}
+
 // nodeFaults builds the node-level fault actions for a run's backend and clocks.
 type nodeFaults struct {
 	backend harness.Backend
@@ -179,6 +219,13 @@ func (n nodeFaults) action(name string) nemesis.Action {
 		return cluster.Leader(lctx)
 	}
 	node := func(i int) string { return fmt.Sprintf("node-%d", i) }
+	// Issue 14: real server processes take real signals (minimal wiring; the registry
+	// rewrite of issue 13 replaces it).
+	if pn, ok := n.backend.(harness.ProcessNodes); ok {
+		if a, ok := processNodeAction(name, pn, crasher, leader, node); ok {
+			return a
+		}
+	}
 	switch name {
 	case "leader-isolation":
 		return nemesis.Action{
@@ -332,6 +379,80 @@ func (n nodeFaults) action(name string) nemesis.Action {
 	return nemesis.Action{Kind: name, Start: func(context.Context, *nemesis.Nemesis, int) (string, string, error) {
 		return "", "", fmt.Errorf("unknown node fault %q", name)
 	}}
+}
+
+// processNodeAction is node-pause (SIGSTOP of the leader's process group, SIGCONT when
+// healed) and crash (SIGKILL, restarted with its data: at once for a single server,
+// when the fault heals in an ensemble) on backends whose nodes are real processes. The
+// fault's detail names the PID and the signal.
+func processNodeAction(name string, pn harness.ProcessNodes, crasher harness.Crasher, leader func(context.Context) (int, error), node func(int) string) (nemesis.Action, bool) {
+	role := func(i int) string {
+		if pn.Nodes() == 1 {
+			return "the only server"
+		}
+		return fmt.Sprintf("leader node %d", i)
+	}
+	switch name {
+	case "node-pause":
+		paused := -1
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+				i, err := leader(ctx)
+				if err != nil {
+					return "lock service", "", err
+				}
+				pid := pn.NodePID(i)
+				if err := pn.PauseNode(ctx, i); err != nil {
+					return node(i), "", err
+				}
+				paused = i
+				return node(i), fmt.Sprintf("%s (pid %d) stopped with SIGSTOP to its process group; SIGCONT when the pause heals", role(i), pid), nil
+			},
+			Heal: func(ctx context.Context) error {
+				if paused < 0 {
+					return nil
+				}
+				return pn.ResumeNode(ctx, paused)
+			},
+		}, true
+	case "crash":
+		if crasher == nil {
+			return nemesis.Action{}, false
+		}
+		crashed := -1
+		single := pn.Nodes() == 1
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+				i, err := leader(ctx)
+				if err != nil {
+					return "lock service", "", err
+				}
+				pid := pn.NodePID(i)
+				if err := crasher.Crash(ctx, i); err != nil {
+					return node(i), "", err
+				}
+				crashed = i
+				if single {
+					// The only server: restart at once with its data, so the lock service
+					// is back while the holder is still paused.
+					if err := crasher.Restart(ctx, i, true); err != nil {
+						return node(i), "", err
+					}
+					return node(i), fmt.Sprintf("%s (pid %d) killed with SIGKILL and restarted at once with its data (pid %d)", role(i), pid, pn.NodePID(i)), nil
+				}
+				return node(i), fmt.Sprintf("%s (pid %d) killed with SIGKILL; it restarts with its data when the pause heals", role(i), pid), nil
+			},
+			Heal: func(ctx context.Context) error {
+				if single || crashed < 0 {
+					return nil
+				}
+				return crasher.Restart(ctx, crashed, true)
+			},
+		}, true
+	}
+	return nemesis.Action{}, false
 }
 
 // skewRate is how much faster a skewed lock-service clock runs.

@@ -31,7 +31,10 @@ func IsNodeFault(f string) bool { return isNodeFault(f) }
 // gets its name.
 func CellSpec(backend, resource string, faults []string, endpoints []string) Spec {
 	s := Spec{Backend: backend, Resource: resource, Faults: slices.Clone(faults), EtcdEndpoints: endpoints}
-	if backend == "etcd" && len(endpoints) == 0 {
+	if isZookeeper(backend) {
+		s.EtcdEndpoints, s.ZookeeperServers = nil, endpoints
+	}
+	if (backend == "etcd" || isZookeeper(backend)) && len(endpoints) == 0 {
 		for _, f := range faults {
 			if isNodeFault(f) {
 				s.Members = 3
@@ -51,7 +54,7 @@ func CellSpec(backend, resource string, faults []string, endpoints []string) Spe
 // random schedule, ...) must be equal too, after defaults: rest returns them.
 func key(s Spec) (k string, rest Spec, ok bool) {
 	n, err := s.withDefaults()
-	if err != nil || len(n.EtcdEndpoints) > 0 {
+	if err != nil || len(n.EtcdEndpoints) > 0 || len(n.ZookeeperServers) > 0 {
 		return "", Spec{}, false
 	}
 	faults := slices.Clone(n.Faults)
@@ -148,7 +151,7 @@ func Label(s Spec) string {
 	if s.Members > 1 {
 		be = fmt.Sprintf("%s-%d", be, s.Members)
 	}
-	if len(s.EtcdEndpoints) > 0 {
+	if len(s.EtcdEndpoints) > 0 || len(s.ZookeeperServers) > 0 {
 		be += "-external"
 	}
 	res := s.Resource
@@ -194,6 +197,10 @@ func TokenSource(backend string) string {
 		return "the lock server's wall clock"
 	case "naive-32bit":
 		return "the lock server's 32-bit counter"
+	case "zookeeper":
+		return "the lock znode's czxid (the zxid of its create)"
+	case "zookeeper-sequence":
+		return "the lock znode's sequence number (per lock parent)"
 	}
 	return "the backend's token"
 }

@@ -63,7 +63,7 @@ func TestSpecErrors(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{"unknown backend", Spec{Backend: "zookeeper"}, `unknown backend "zookeeper"`},
+		{"unknown backend", Spec{Backend: "chubby"}, `unknown backend "chubby"`},
 		{"unknown resource", Spec{Resource: "s3"}, `unknown resource "s3"`},
 		{"unknown fault", Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
 		{"negative ttl", Spec{TTL: -1}, "ttl must be positive"},

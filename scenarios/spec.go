@@ -47,6 +47,10 @@ type Spec struct {
 	// EtcdEndpoints points the etcd backend at an existing cluster instead of starting
 	// an embedded one. Only client-side faults apply to it.
 	EtcdEndpoints []string
+	// ZookeeperServers points the zookeeper backends at an existing ensemble instead of
+	// starting one. Only client-side faults apply to it. (Temporary wiring for issue 14:
+	// the backend registry of issue 13 replaces it.)
+	ZookeeperServers []string
 	// PostgresDSN is the PostgreSQL server of the postgres resources (default:
 	// $FENCECHECK_POSTGRES_DSN; see build_db.go).
 	PostgresDSN string
@@ -79,6 +83,9 @@ func BackendNames() []Named {
 		{"naive-32bit", "the naive lock server with a 32-bit token counter started near its limit (wraps)"},
 		{"etcd", "embedded etcd (--members 1 or 3) or an existing cluster (--etcd-endpoints); concurrency.Mutex, token = lock key's CreateRevision"},
 		{"raft", "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire"},
+		// Issue 14, temporary wiring until the registry (issue 13) takes the backends.
+		{"zookeeper", "Debian's ZooKeeper (--members 1 or 3, or --zookeeper-servers); ephemeral sequential znode recipe, token = the lock znode's czxid"},
+		{"zookeeper-sequence", "the zookeeper recipe with the znode's sequence number as token (per lock parent: restarts at 0 when the container parent is recreated)"},
 	}
 }
 
@@ -145,6 +152,9 @@ func (s Spec) withDefaults() (Spec, error) {
 		if s.Backend == "raft" {
 			s.Members = 3
 		}
+		if isZookeeper(s.Backend) && len(s.ZookeeperServers) > 0 {
+			s.Members = len(s.ZookeeperServers)
+		}
 	}
 	if s.Duration == 0 {
 		s.Duration = DefaultDuration
@@ -194,7 +204,11 @@ func (s Spec) withDefaults() (Spec, error) {
 		return s, fmt.Errorf("etcd: --members must be 1 or 3, got %d", s.Members)
 	case s.Backend == "raft" && (s.Members < 1 || s.Members > 7):
 		return s, fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)
-	case s.Backend != "etcd" && s.Backend != "raft" && s.Members != 1:
+	case isZookeeper(s.Backend) && len(s.ZookeeperServers) == 0 && s.Members != 1 && s.Members != 3 && s.Members != 5:
+		return s, fmt.Errorf("zookeeper: --members must be 1, 3 or 5, got %d", s.Members)
+	case isZookeeper(s.Backend) && len(s.ZookeeperServers) > 0 && s.Members != len(s.ZookeeperServers):
+		return s, fmt.Errorf("zookeeper: --members %d does not match the %d --zookeeper-servers", s.Members, len(s.ZookeeperServers))
+	case s.Backend != "etcd" && s.Backend != "raft" && !isZookeeper(s.Backend) && s.Members != 1:
 		return s, fmt.Errorf("backend %s is a single server: --members must be 1, got %d", s.Backend, s.Members)
 	}
 	if s.Backend == "etcd" && (s.TTL < time.Second || s.TTL%time.Second != 0) {
@@ -214,6 +228,12 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if len(s.EtcdEndpoints) > 0 && s.Backend != "etcd" {
 		return s, fmt.Errorf("--etcd-endpoints is for the etcd backend (got %q)", s.Backend)
+	}
+	if len(s.ZookeeperServers) > 0 && !isZookeeper(s.Backend) {
+		return s, fmt.Errorf("--zookeeper-servers is for the zookeeper backends (got %q)", s.Backend)
+	}
+	if s.Policy == "careful" && isZookeeper(s.Backend) {
+		return s, fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock (naive or raft); a ZooKeeper session does not expose one")
 	}
 	if err := s.checkKeys(); err != nil { // keys.go
 		return s, err
@@ -247,7 +267,11 @@ func (s Spec) applicable(f string) error {
 	switch {
 	case len(s.EtcdEndpoints) > 0 && isNodeFault(f):
 		return fmt.Errorf("fault %q needs a cluster fencecheck started itself; an external cluster (--etcd-endpoints) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
-	case (f == "leader-isolation" || f == "node-pause") && (s.Backend != "etcd" && s.Backend != "raft" || s.Members < 3):
+	case len(s.ZookeeperServers) > 0 && isNodeFault(f):
+		return fmt.Errorf("fault %q needs servers fencecheck started itself; an existing ensemble (--zookeeper-servers) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
+	case isZookeeper(s.Backend) && zookeeperApplicable(s, f) != nil:
+		return zookeeperApplicable(s, f)
+	case (f == "leader-isolation" || f == "node-pause") && !isZookeeper(s.Backend) && (s.Backend != "etcd" && s.Backend != "raft" || s.Members < 3):
 		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", f)
 	case f == "skew" && s.Backend == "etcd", f == "clock-jump" && (s.Backend == "etcd" || s.Backend == "raft"):
 		return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", f, s.Backend)
@@ -255,6 +279,28 @@ func (s Spec) applicable(f string) error {
 		return fmt.Errorf("fault %q restarts a whole cluster fencecheck runs itself: the raft backend (naive: use crash; etcd: one member at a time)", f)
 	case f == "delay" && strings.HasPrefix(s.Resource, "sqlite"):
 		return fmt.Errorf("fault %q holds a write in the network, and %s is embedded: there is no network between the client and SQLite (use pause, or a postgres resource)", f, s.Resource)
+	}
+	return nil
+}
+
+// isZookeeper reports whether backend is one of the zookeeper backends (issue 14,
+// temporary wiring).
+func isZookeeper(backend string) bool {
+	return backend == "zookeeper" || backend == "zookeeper-sequence"
+}
+
+// zookeeperApplicable says why node fault f cannot run against the ZooKeeper servers
+// fencecheck starts (real JVMs: node faults are real signals), or nil.
+func zookeeperApplicable(s Spec, f string) error {
+	switch f {
+	case "leader-isolation":
+		if s.Members < 3 {
+			return fmt.Errorf("fault %q needs a ZooKeeper ensemble (--members 3): a standalone server has no peers to be cut off from", f)
+		}
+	case "cluster-crash":
+		return fmt.Errorf("fault %q is for the raft backend; ZooKeeper takes crash (SIGKILL of one server, restarted with its data)", f)
+	case "skew", "clock-jump":
+		return fmt.Errorf("fault %q: ZooKeeper's clock is its JVM's; fencecheck cannot move it in-process (libfaketime would have to be preloaded at start)", f)
 	}
 	return nil
 }
@@ -314,7 +360,7 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 		case "pause":
 			f.Point, f.StopWorker = harness.PauseAfterRead, true
 			switch {
-			case slices.Contains(s.Faults, "crash") && s.Backend != "etcd" && s.Backend != "raft":
+			case slices.Contains(s.Faults, "crash") && s.Backend != "etcd" && s.Backend != "raft" && !isZookeeper(s.Backend):
 				// The crash forgets the lease at once, so the holder need not outwait
 				// its TTL. It wakes right after the first write accepted after the
 				// crash, before any other client writes again: the worst moment.
