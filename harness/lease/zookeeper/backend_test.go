@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,19 @@ func start(t *testing.T, cfg zookeeper.Config) *zookeeper.Backend {
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 500 * time.Millisecond
+	}
+	if cfg.LogWriter == nil && cfg.Dir != "" {
+		// The servers' output, quoted when the test fails.
+		f, err := os.Create(filepath.Join(cfg.Dir, "servers.log"))
+		require.NoError(t, err)
+		cfg.LogWriter = f
+		t.Cleanup(func() {
+			_ = f.Close()
+			if t.Failed() || os.Getenv("ZK_TEST_LOG") != "" {
+				b, _ := os.ReadFile(f.Name())
+				t.Logf("servers' output:\n%s", b)
+			}
+		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

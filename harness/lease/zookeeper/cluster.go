@@ -3,6 +3,8 @@ package zookeeper
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -59,7 +61,13 @@ func (e *Ensemble) Leader(ctx context.Context) (int, error) {
 
 // Isolate implements harness.Cluster: every link between server i and the others is
 // cut, both ways (open connections close, new ones are refused).
-func (e *Ensemble) Isolate(_ context.Context, i int) error {
+//
+// One kind of peer connection does not pass a proxy: a server that receives an
+// election connection from a lower id drops it and connects back to the address the
+// caller sent in its first message, its real one. Isolate therefore also aborts every
+// established connection to an election port (ss -K, which needs root); the ones that
+// come back can only pass the proxies, which now refuse server i.
+func (e *Ensemble) Isolate(ctx context.Context, i int) error {
 	if i < 0 || i >= len(e.ens.nodes) {
 		return fmt.Errorf("zookeeper: no node %d", i)
 	}
@@ -73,6 +81,21 @@ func (e *Ensemble) Isolate(_ context.Context, i int) error {
 		for _, l := range e.ens.peerLinks[j][i] {
 			l.Blackhole()
 		}
+	}
+	return e.abortElectionConns(ctx)
+}
+
+// abortElectionConns aborts every established TCP connection to or from a server's
+// real election port.
+func (e *Ensemble) abortElectionConns(ctx context.Context) error {
+	var ports []string
+	for _, n := range e.ens.nodes {
+		ports = append(ports, fmt.Sprintf("dport = :%d or sport = :%d", n.electPort, n.electPort))
+	}
+	filter := "( " + strings.Join(ports, " or ") + " )"
+	out, err := exec.CommandContext(ctx, "ss", "-K", "-t", "-n", "state", "established", filter).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("zookeeper: leader isolation must abort the servers' direct election connections with ss -K (iproute2, as root): %w: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

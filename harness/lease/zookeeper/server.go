@@ -37,7 +37,7 @@ type node struct {
 func (n *node) clientAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.clientPort)) }
 
 // ensemble is the set of servers fencecheck started, and the proxies on the links
-// between them (peer i reaches peer j only through peerLinks[i][j]).
+// between them (peer i reaches peer j only through peerLinks[i][j]: quorum, election).
 type ensemble struct {
 	cfg   Config
 	nodes []*node
@@ -105,6 +105,11 @@ func startEnsemble(ctx context.Context, cfg Config) (_ *ensemble, err error) {
 					}
 					e.peerLinks[i][j] = append(e.peerLinks[i][j], l)
 				}
+				// A follower connects to a new leader's quorum port the moment both
+				// agree, and the leader binds it a moment later. ZooKeeper retries a
+				// refused connect; through a proxy the connect succeeds and then closes,
+				// which sends the follower back to an election: let the proxy wait.
+				e.peerLinks[i][j][0].SetDialRetry(5 * time.Second)
 			}
 		}
 	}
