@@ -297,6 +297,10 @@ func zookeeperApplicable(s Spec, f string) error {
 		if s.Members < 3 {
 			return fmt.Errorf("fault %q needs a ZooKeeper ensemble (--members 3): a standalone server has no peers to be cut off from", f)
 		}
+	case "node-pause":
+		if s.Members < 3 {
+			return fmt.Errorf("fault %q needs a ZooKeeper ensemble (--members 3): a stopped standalone server grants nobody the lock, so the run could never show a stale write", f)
+		}
 	case "cluster-crash":
 		return fmt.Errorf("fault %q is for the raft backend; ZooKeeper takes crash (SIGKILL of one server, restarted with its data)", f)
 	case "skew", "clock-jump":

@@ -21,8 +21,9 @@ const (
 	// leader changes and restarts that keep the data.
 	TokenCzxid TokenSource = "czxid"
 	// TokenSequence is the sequential suffix ZooKeeper appended to the lock znode's
-	// name. It is the lock parent's child counter: it restarts at 0 whenever the parent
-	// is deleted and created again (a container parent is, once it is empty).
+	// name, plus one (a token of 0 means "no token" to the harness). It is the lock
+	// parent's child counter: it restarts at 0 whenever the parent is deleted and
+	// created again (a container parent is, once it is empty).
 	TokenSequence TokenSource = "sequence"
 )
 

@@ -407,7 +407,7 @@ func (l *Locker) acquire(ctx context.Context, s *session) (*Lease, error) {
 	}()
 	token := ex.st.Czxid
 	if l.cfg.Token == TokenSequence {
-		token = seq
+		token = seq + 1 // the first child is 0, and a token of 0 means "none" to the harness
 	}
 	return &Lease{l: l, s: s, path: me, czxid: ex.st.Czxid, seq: seq, token: token, ttl: l.cfg.TTL}, nil
 }
