@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,6 +174,10 @@ func buildZookeeper(ctx context.Context, s Spec, logFile func(string) (io.Writer
 	cfg := zookeeper.Config{TTL: s.TTL, Nodes: s.Members, Servers: s.ZookeeperServers}
 	if s.Backend == "zookeeper-sequence" {
 		cfg.Token = zookeeper.TokenSequence
+	}
+	if slices.Contains(s.Faults, "skew") {
+		// The JVM's clock can only be sped up from its start (libfaketime).
+		cfg.ClockRate = zookeeperSkewRate
 	}
 	if !cfg.External() {
 		dir, err := tempDir()
@@ -393,6 +398,22 @@ func processNodeAction(name string, pn harness.ProcessNodes, crasher harness.Cra
 		return fmt.Sprintf("leader node %d", i)
 	}
 	switch name {
+	case "skew":
+		fast, ok := pn.(interface{ ClockRate() float64 })
+		if !ok || fast.ClockRate() == 0 {
+			return nemesis.Action{}, false
+		}
+		return nemesis.Action{
+			Kind: name,
+			Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+				i, err := leader(ctx)
+				if err != nil {
+					return "lock service", "", err
+				}
+				return node(i), fmt.Sprintf("%s (pid %d) runs its clock %gx fast, wall and monotonic (libfaketime preloaded into its JVM at start): it expires a silent session after 1/%g of its timeout in real time",
+					role(i), pn.NodePID(i), fast.ClockRate(), fast.ClockRate()), nil
+			},
+		}, true
 	case "node-pause":
 		paused := -1
 		return nemesis.Action{
@@ -457,6 +478,12 @@ func processNodeAction(name string, pn harness.ProcessNodes, crasher harness.Cra
 
 // skewRate is how much faster a skewed lock-service clock runs.
 const skewRate = 20.0
+
+// zookeeperSkewRate is how much faster a skewed ZooKeeper server's clock runs. Not 20:
+// a go-zookeeper client pings every third of its session timeout, so above 3x the
+// server expires every session, busy or not, and nobody holds the lock long enough to
+// show a stale write.
+const zookeeperSkewRate = 2.0
 
 // lastTokens returns the struck client's last granted token and the token its last read
 // saw stored (the previous holder's): the two grants a stepped-back clock lands between.

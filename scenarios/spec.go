@@ -303,8 +303,12 @@ func zookeeperApplicable(s Spec, f string) error {
 		}
 	case "cluster-crash":
 		return fmt.Errorf("fault %q is for the raft backend; ZooKeeper takes crash (SIGKILL of one server, restarted with its data)", f)
-	case "skew", "clock-jump":
-		return fmt.Errorf("fault %q: ZooKeeper's clock is its JVM's; fencecheck cannot move it in-process (libfaketime would have to be preloaded at start)", f)
+	case "skew":
+		if len(s.RandomFaults) > 0 {
+			return fmt.Errorf("fault %q: ZooKeeper's clock is its JVM's, sped up by libfaketime preloaded at start, for the whole run: it cannot be one fault among others in a random schedule", f)
+		}
+	case "clock-jump":
+		return fmt.Errorf("fault %q: ZooKeeper's clock is its JVM's; fencecheck cannot step it in-process (libfaketime sets it only when the server starts)", f)
 	}
 	return nil
 }
@@ -369,6 +373,11 @@ func (s Spec) clientFaults(node nodeFaults) []nemesis.ClientFault {
 				// its TTL. It wakes right after the first write accepted after the
 				// crash, before any other client writes again: the worst moment.
 				f.MinHold = s.TTL / 20
+			case skew && isZookeeper(s.Backend):
+				// The server's clock runs zookeeperSkewRate (2x) fast: it expires the
+				// holder's session after TTL/2, so the pause may last up to 0.9 TTL,
+				// still shorter than the TTL by the client's clock.
+				f.MinHold, f.MaxHold = s.TTL/20, s.TTL*9/10
 			case skew:
 				// A brief pause, shorter than the TTL by the client's clock: only the
 				// fast server clock makes it outlive the lease.

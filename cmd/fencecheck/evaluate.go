@@ -244,6 +244,13 @@ func setupOf(backend string, endpoints []string, faults []string) string {
 		return "embedded etcd, 1 member"
 	case backend == "raft":
 		return "hashicorp/raft lock service, 3 nodes"
+	case strings.HasPrefix(backend, "zookeeper"): // issue 14: temporary, until the registry describes it
+		for _, f := range faults {
+			if scenarios.IsNodeFault(f) {
+				return "Debian's ZooKeeper: 1 standalone server, a 3-server ensemble for node faults"
+			}
+		}
+		return "Debian's ZooKeeper, 1 standalone server"
 	}
 	return "naive TTL lock server (" + backend + ")"
 }

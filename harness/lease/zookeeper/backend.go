@@ -91,6 +91,14 @@ func (b *Backend) probe(ctx context.Context) error {
 	return nil
 }
 
+// ClockRate is how many times fast the started servers' clocks run (0: real time).
+func (b *Backend) ClockRate() float64 {
+	if b.ens == nil {
+		return 0
+	}
+	return b.cfg.ClockRate
+}
+
 // Name implements harness.Backend.
 func (b *Backend) Name() string { return "zookeeper" }
 

@@ -67,6 +67,15 @@ func startEnsemble(ctx context.Context, cfg Config) (_ *ensemble, err error) {
 			return nil, fmt.Errorf("zookeeper: %w: %s is missing (install the Debian package %s)", proc.ErrNotFound, f, DebianPackage)
 		}
 	}
+	env := append([]string(nil), cfg.ExtraEnv...)
+	if cfg.ClockRate > 0 {
+		if _, err := os.Stat(Libfaketime); err != nil {
+			return nil, fmt.Errorf("zookeeper: %w: %s is missing for a clock rate (install the Debian package faketime)", proc.ErrNotFound, Libfaketime)
+		}
+		// LD_PRELOAD, not the faketime wrapper: the wrapper forks, and signals sent to
+		// the server's process group must reach the JVM itself.
+		env = append(env, "LD_PRELOAD="+Libfaketime, "FAKETIME=+0 x"+strconv.FormatFloat(cfg.ClockRate, 'g', -1, 64))
+	}
 	e := &ensemble{cfg: cfg}
 	defer func() {
 		if err != nil {
@@ -118,7 +127,7 @@ func startEnsemble(ctx context.Context, cfg Config) (_ *ensemble, err error) {
 			return nil, err
 		}
 		n.readyTimeout = cfg.StartTimeout
-		n.env = cfg.ExtraEnv
+		n.env = env
 		n.startArgs = []string{
 			// Small and quiet: a 2-core machine runs several of these beside the tests.
 			"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
