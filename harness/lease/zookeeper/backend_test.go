@@ -3,6 +3,7 @@ package zookeeper_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -76,11 +77,17 @@ func acquire(t *testing.T, l harness.Locker) harness.Lease {
 }
 
 // Two lockers take turns on the lock: never both inside, and each grant's token is
-// above every earlier one.
+// above every earlier one. The sequence token keeps that promise only while the lock
+// parent lives, so its servers delete empty containers at ZooKeeper's default pace (a
+// minute) rather than every TTL (TestSequenceRestartsWithTheParent shows the rest).
 func TestMutualExclusionAndIncreasingTokens(t *testing.T) {
 	for _, token := range []zookeeper.TokenSource{zookeeper.TokenCzxid, zookeeper.TokenSequence} {
 		t.Run(string(token), func(t *testing.T) {
-			b := start(t, zookeeper.Config{Token: token})
+			cfg := zookeeper.Config{Token: token}
+			if token == zookeeper.TokenSequence {
+				cfg.ContainerCheck = time.Minute
+			}
+			b := start(t, cfg)
 			var inside atomic.Int32
 			var mu sync.Mutex
 			var tokens []int64
@@ -225,6 +232,8 @@ func TestStartFailures(t *testing.T) {
 		want string
 	}{
 		{"port in use", zookeeper.Config{ClientPorts: []int{busyPort}}, "exited before it was ready"},
+		{"not up in time", zookeeper.Config{StartTimeout: time.Millisecond}, "was not ready within 1ms"},
+		{"ensemble not up in time", zookeeper.Config{Nodes: 3, StartTimeout: time.Millisecond}, "did not serve in time"},
 		{"nothing at the external address", zookeeper.Config{Servers: []string{deadAddr}}, "no server answers at [" + deadAddr + "]"},
 		{"missing jar", zookeeper.Config{Jar: "/nonexistent/zookeeper.jar"}, "install the Debian package zookeeper"},
 		{"bad ttl", zookeeper.Config{TTL: 1500 * time.Microsecond}, "below 20ms"},
@@ -270,4 +279,43 @@ func TestCloseTwice(t *testing.T) {
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
 	require.Empty(t, proc.Descendants(os.Getpid()))
+}
+
+// A standalone server killed with SIGKILL and restarted with its data still knows the
+// holder's session and znode (both are in its transaction log), and later tokens keep
+// growing. The holder's client, disconnected for longer than the TTL while the JVM
+// restarted, has given the lease up by then. Restarted without its data the server
+// knows neither, and its zxids start again from the beginning: the token goes back.
+func TestStandaloneCrashRestart(t *testing.T) {
+	for _, keepData := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepData=%v", keepData), func(t *testing.T) {
+			b := start(t, zookeeper.Config{})
+			l := locker(t, b, nil)
+			for range 5 { // some history, so that a restart from nothing shows
+				require.NoError(t, acquire(t, l).Release(context.Background()))
+			}
+			holder := acquire(t, l).(*zookeeper.Lease)
+			pid := b.NodePID(0)
+			require.NoError(t, b.Crash(context.Background(), 0))
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			require.NoError(t, b.Restart(ctx, 0, keepData))
+			require.NotEqual(t, pid, b.NodePID(0))
+			conn := rawConn(t, b)
+			ok, _, err := conn.Exists(holder.Path())
+			require.NoError(t, err)
+			if keepData {
+				require.True(t, ok, "the holder's znode survived the crash")
+				<-holder.Lost() // disconnected for a TTL
+				require.ErrorIs(t, holder.Release(context.Background()), harness.ErrNoEffect)
+				require.Greater(t, acquire(t, l).Token(), holder.Token())
+				return
+			}
+			require.False(t, ok, "a server without its data knows no znode")
+			<-holder.Lost()
+			next := acquire(t, l)
+			t.Logf("token before the restart without data %d, after %d", holder.Token(), next.Token())
+			require.Less(t, next.Token(), holder.Token(), "the token went back")
+		})
+	}
 }
