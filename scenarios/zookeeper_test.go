@@ -3,11 +3,13 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/models"
 )
@@ -63,4 +65,33 @@ func TestZookeeper(t *testing.T) {
 			require.Empty(t, proc.Descendants(os.Getpid()), "every server stopped")
 		})
 	}
+}
+
+// An existing ensemble (--zookeeper-servers): a server started on its own, reached only
+// at its address. Client-side faults go through the local proxies; node faults are
+// refused; an address where nothing listens is bad input.
+func TestExternalZookeeper(t *testing.T) {
+	ctx := context.Background()
+	b, err := zookeeper.Start(ctx, zookeeper.Config{TTL: DefaultTTL, Dir: t.TempDir()})
+	if errors.Is(err, proc.ErrNotFound) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	defer b.Close()
+
+	o, err := Execute(ctx, Spec{Backend: "zookeeper", ZookeeperServers: b.Endpoints(), Resource: "unfenced", Faults: []string{"pause"}}, Options{})
+	require.NoError(t, err)
+	require.Equal(t, models.Violated, o.Report.Verdicts[models.Register])
+
+	_, err = Execute(ctx, Spec{Backend: "zookeeper", ZookeeperServers: b.Endpoints(), Faults: []string{"crash"}}, Options{})
+	require.ErrorIs(t, err, ErrSpec)
+	require.ErrorContains(t, err, "needs servers fencecheck started itself")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, err = Execute(ctx, Spec{Backend: "zookeeper", ZookeeperServers: []string{dead}}, Options{})
+	require.ErrorIs(t, err, ErrSpec, "an unreachable server is bad input (exit 2)")
+	require.ErrorContains(t, err, dead)
 }

@@ -243,6 +243,9 @@ func (n *node) waitServing(ctx context.Context) error {
 			_, werr := p.Exited()
 			return fmt.Errorf("zookeeper: node %d on %s exited before it served (%v); its output ends: %s", n.id-1, n.clientAddr(), werr, p.Output())
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return fmt.Errorf("zookeeper: interrupted while node %d on %s was starting: %w", n.id-1, n.clientAddr(), ctx.Err())
+			}
 			return fmt.Errorf("zookeeper: node %d on %s did not serve in time (last check: %v); its output ends: %s", n.id-1, n.clientAddr(), last, p.Output())
 		case <-time.After(25 * time.Millisecond):
 		}
