@@ -48,15 +48,16 @@ type ensemble struct {
 	closeOnce sync.Once
 }
 
-// freePort asks the kernel for a free loopback port. Another process may take it before
-// the server binds it; the server then fails to start and says so.
-func freePort() (int, error) {
+// freePort asks the kernel for a free loopback port and keeps it bound until the caller
+// closes the listener, so that our own proxies (also on ephemeral ports) cannot be given
+// it meanwhile. Another process may still take it between the close and the server's
+// bind; the server then fails to start and says so.
+func freePort() (int, net.Listener, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return l.Addr().(*net.TCPAddr).Port, l, nil
 }
 
 // startEnsemble writes each server's configuration, starts the JVMs and waits until
@@ -77,7 +78,15 @@ func startEnsemble(ctx context.Context, cfg Config) (_ *ensemble, err error) {
 		env = append(env, "LD_PRELOAD="+Libfaketime, "FAKETIME=+0 x"+strconv.FormatFloat(cfg.ClockRate, 'g', -1, 64))
 	}
 	e := &ensemble{cfg: cfg}
+	var held []net.Listener // picked ports, released just before the servers start
+	release := func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+		held = nil
+	}
 	defer func() {
+		release()
 		if err != nil {
 			_ = e.Close()
 		}
@@ -89,9 +98,11 @@ func startEnsemble(ctx context.Context, cfg Config) (_ *ensemble, err error) {
 		}
 		for _, p := range []*int{&n.clientPort, &n.quorumPort, &n.electPort} {
 			if *p == 0 {
-				if *p, err = freePort(); err != nil {
+				var l net.Listener
+				if *p, l, err = freePort(); err != nil {
 					return nil, fmt.Errorf("zookeeper: pick a port: %w", err)
 				}
+				held = append(held, l)
 			}
 		}
 		if err := os.MkdirAll(n.dir, 0o755); err != nil {
@@ -139,6 +150,7 @@ func startEnsemble(ctx context.Context, cfg Config) (_ *ensemble, err error) {
 			"org.apache.zookeeper.server.quorum.QuorumPeerMain", n.cfgPath,
 		}
 	}
+	release()
 	// A member of an ensemble serves only once a quorum is up: start them all, then wait.
 	for _, n := range e.nodes {
 		if err := n.start(ctx, cfg.Java, false); err != nil {
