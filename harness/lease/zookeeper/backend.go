@@ -21,7 +21,8 @@ type Backend struct {
 	endpoints []string
 	log       *slog.Logger
 
-	mu      sync.Mutex // serialises node faults
+	mu      sync.Mutex   // serialises node faults
+	stalled map[int]bool // servers Ensemble.StallNode stopped (guarded by mu)
 	closeMu sync.Once
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -36,13 +37,24 @@ func (b *Backend) Ensemble() (*Ensemble, bool) {
 func (e *Ensemble) Leader(ctx context.Context) (int, error) {
 	var last string
 	for {
-		leaders, modes := []int{}, []string{}
+		// In parallel, a second each: a stopped server accepts the connection and
+		// answers nothing.
+		modes := make([]string, len(e.ens.nodes))
+		var wg sync.WaitGroup
 		for i, n := range e.ens.nodes {
-			mode, err := serving(ctx, n.clientAddr())
-			if err != nil {
-				mode = "down"
-			}
-			modes = append(modes, mode)
+			wg.Go(func() {
+				pctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				mode, err := serving(pctx, n.clientAddr())
+				if err != nil {
+					mode = "down"
+				}
+				modes[i] = mode
+			})
+		}
+		wg.Wait()
+		var leaders []int
+		for i, mode := range modes {
 			if mode == "leader" {
 				leaders = append(leaders, i)
 			}
@@ -100,28 +112,36 @@ func (e *Ensemble) abortElectionConns(ctx context.Context) error {
 	return nil
 }
 
-// StallNode implements harness.Cluster: every link between server i and the others
-// holds its bytes (nothing is lost).
-func (e *Ensemble) StallNode(_ context.Context, i int) error {
-	if i < 0 || i >= len(e.ens.nodes) {
-		return fmt.Errorf("zookeeper: no node %d", i)
+// StallNode implements harness.Cluster with the real thing: SIGSTOP to server i's JVM
+// (PauseNode), so its peers and clients see silence and nothing is lost; Heal sends
+// SIGCONT. (Holding its peer links in the proxies instead left the ensemble without a
+// leader for up to a minute: the stalled leader kept answering "leader" on its client
+// port.)
+func (e *Ensemble) StallNode(ctx context.Context, i int) error {
+	if err := e.PauseNode(ctx, i); err != nil {
+		return err
 	}
-	for j := range e.ens.nodes {
-		if j == i {
-			continue
-		}
-		for _, l := range e.ens.peerLinks[i][j] {
-			l.Stall()
-		}
-		for _, l := range e.ens.peerLinks[j][i] {
-			l.Stall()
-		}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stalled == nil {
+		e.stalled = map[int]bool{}
 	}
+	e.stalled[i] = true
 	return nil
 }
 
-// Heal implements harness.Cluster: every link between servers passes again.
-func (e *Ensemble) Heal(context.Context) error {
+// Heal implements harness.Cluster: every link between servers passes again, and every
+// server StallNode stopped continues.
+func (e *Ensemble) Heal(ctx context.Context) error {
+	e.mu.Lock()
+	stalled := e.stalled
+	e.stalled = nil
+	e.mu.Unlock()
+	for i := range stalled {
+		if err := e.ResumeNode(ctx, i); err != nil {
+			return err
+		}
+	}
 	for _, row := range e.ens.peerLinks {
 		for _, ls := range row {
 			for _, l := range ls {

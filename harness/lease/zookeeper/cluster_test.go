@@ -70,7 +70,7 @@ func TestEnsembleCrashRestart(t *testing.T) {
 }
 
 // A leader cut off from its peers (through their proxies) stops serving; the others
-// elect a new one and grant the lock.
+// elect a new one and grant the lock. Then the new leader's links stall.
 func TestEnsembleLeaderIsolation(t *testing.T) {
 	e := startEnsemble(t)
 	l0 := leader(t, e)
@@ -88,6 +88,14 @@ func TestEnsembleLeaderIsolation(t *testing.T) {
 	require.NoError(t, after.Release(context.Background()))
 	require.NoError(t, e.Heal(context.Background()))
 	require.Equal(t, l1, leader(t, e))
+
+	// A stalled leader (StallNode: its JVM stopped) is replaced too, once its followers
+	// miss it for syncLimit; Heal continues it.
+	require.NoError(t, e.StallNode(context.Background(), l1))
+	var l2 int
+	require.Eventually(t, func() bool { l2 = leader(t, e); return l2 != l1 }, 60*time.Second, 50*time.Millisecond)
+	require.NoError(t, e.Heal(context.Background()))
+	t.Logf("leader %d stalled; node %d took over", l1, l2)
 }
 
 // avoid is the ensemble's addresses with server i's replaced by another's: a client that
