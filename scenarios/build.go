@@ -410,8 +410,12 @@ func processNodeAction(name string, pn harness.ProcessNodes, crasher harness.Cra
 				if err != nil {
 					return "lock service", "", err
 				}
-				return node(i), fmt.Sprintf("%s (pid %d) runs its clock %gx fast, wall and monotonic (libfaketime preloaded into its JVM at start): it expires a silent session after 1/%g of its timeout in real time",
-					role(i), pn.NodePID(i), fast.ClockRate(), fast.ClockRate()), nil
+				who := fmt.Sprintf("%s (pid %d)", role(i), pn.NodePID(i))
+				if pn.Nodes() > 1 {
+					who = fmt.Sprintf("every server, %s among them,", who)
+				}
+				return node(i), fmt.Sprintf("%s runs its clock %gx fast, wall and monotonic (libfaketime preloaded into its JVM at start): it expires a silent session after 1/%g of its timeout in real time",
+					who, fast.ClockRate(), fast.ClockRate()), nil
 			},
 		}, true
 	case "node-pause":
