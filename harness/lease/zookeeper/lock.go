@@ -61,6 +61,7 @@ type session struct {
 
 	mu          sync.Mutex
 	netConns    []net.Conn
+	closing     bool          // close has begun: dial no more
 	granted     time.Duration // negotiated session timeout, once known
 	grantedCh   chan struct{} // closed when granted is first known
 	grantOnce   sync.Once
@@ -149,8 +150,12 @@ func (s *session) dial(network, addr string, timeout time.Duration) (net.Conn, e
 		return nil, err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		_ = c.Close() // the client would otherwise wait out its handshake timeout on it
+		return nil, net.ErrClosed
+	}
 	s.netConns = append(s.netConns, c)
-	s.mu.Unlock()
 	return c, nil
 }
 
@@ -161,6 +166,7 @@ func (s *session) close() {
 		// Close sends a close-session request and waits up to 1 s for its answer.
 		s.conn.Close()
 		s.mu.Lock()
+		s.closing = true
 		for _, c := range s.netConns {
 			_ = c.Close()
 		}
