@@ -178,6 +178,9 @@ func needCluster(name string, t Target) error {
 	if err := ownService(name, t); err != nil {
 		return err
 	}
+	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes {
+		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)
+	}
 	if !t.Caps.Cluster || t.Caps.Nodes < 3 {
 		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", name)
 	}
@@ -410,6 +413,9 @@ func (f clusterCrash) Action(b harness.Backend) nemesis.Action {
 const SkewRate = 20.0
 
 func clocksNotOwned(name string, t Target) error {
+	if t.Caps.FastClock {
+		return fmt.Errorf("fault %q: %s's clock is its server process's, which fencecheck can only run fast from the start (skew), not step while it runs", name, t.Backend)
+	}
 	return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", name, t.Backend)
 }
 
