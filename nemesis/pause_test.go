@@ -17,6 +17,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// patience is the ceiling of every wait for an event in these tests: generous, because
+// a loaded 2-core machine can be many times slower than an idle one, and never spent on
+// the passing path, which ends at the event.
+const patience = 30 * time.Second
+
 type fakeLink struct {
 	mu      sync.Mutex
 	stalled bool
@@ -68,7 +73,7 @@ func TestPauseHealsOnAnotherClientsWrite(t *testing.T) {
 		n.Gate(0).Pause(ctx, harness.PauseAfterRead)
 		close(resumed)
 	}()
-	require.Eventually(t, func() bool { return n.Active() && l0.isStalled() }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return n.Active() && l0.isStalled() }, patience, time.Millisecond)
 	require.False(t, l1.isStalled(), "only the paused client's links stall")
 
 	// The paused client's own write does not end the pause; client 1's does.
@@ -106,7 +111,7 @@ func TestDelayDoesNotStopWorker(t *testing.T) {
 	n.AddLinks(2, false, l)
 	n.Gate(2).Pause(context.Background(), harness.PauseInWrite)
 	require.True(t, l.isStalled(), "returns at once with the links stalled")
-	require.Eventually(t, func() bool { return !n.Active() }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !n.Active() }, patience, time.Millisecond)
 	h := rec.History(history.Run{})
 	require.Contains(t, h.Faults[0].Detail, "healed at its 0.05 s limit; no other client's write was accepted during it")
 	n.Heal()
@@ -124,7 +129,7 @@ func TestHealEndsPause(t *testing.T) {
 		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)
 		close(done)
 	}()
-	require.Eventually(t, n.Active, 5*time.Second, time.Millisecond)
+	require.Eventually(t, n.Active, patience, time.Millisecond)
 	n.Heal()
 	<-done
 	require.False(t, l.isStalled())
@@ -158,7 +163,7 @@ func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
 		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)
 		close(resumed)
 	}()
-	require.Eventually(t, n.Active, 5*time.Second, time.Millisecond)
+	require.Eventually(t, n.Active, patience, time.Millisecond)
 	// After MinHold (20ms), the next write by another client ends the fault; if the
 	// machine is slow and the write lands first, MaxHold ends it instead, the same way.
 	time.Sleep(100 * time.Millisecond)
@@ -167,7 +172,7 @@ func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
 	require.False(t, l0.isStalled())
 	require.True(t, l1.isStalled(), "the other client is held until client 0 writes")
 	rec.Begin(0, history.Write, 1, "c0-1", nil).Done(history.Rejected, 1, "c0-1", "")
-	require.Eventually(t, func() bool { return !l1.isStalled() }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !l1.isStalled() }, patience, time.Millisecond)
 	n.Heal()
 }
 

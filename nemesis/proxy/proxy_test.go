@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 // generous bounds for "it eventually happens"; never used as a timing assert
 // on the proxy's speed.
 const (
-	eventually = 10 * time.Second
+	eventually = 30 * time.Second
 	tick       = 5 * time.Millisecond
 	holdWindow = 200 * time.Millisecond // how long we assert absence while stalled
 )

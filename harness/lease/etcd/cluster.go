@@ -390,6 +390,67 @@ func (c *Cluster) leaderNow() (int, error) {
 	return -1, nil
 }
 
+// WaitSettled polls (every tick) until the running members agree: all of them name the
+// same leader, which claims leadership itself, and each has applied what the leader had
+// committed, up to an entry of the leader's applied term; or until ctx ends. Call it
+// after Heal when the next request must not meet the fault's aftermath.
+//
+// Heal alone is not enough: a leader isolated for less than its CheckQuorum step-down
+// (an election timeout of ticks, longer on a loaded machine) still believes it leads
+// when the links come back. A request it receives then is appended at its old term,
+// is discarded when the new leader's term reaches it, and etcd never fails the waiting
+// request: the client hangs until etcd's request timeout (5s + 2 × election timeout).
+func (c *Cluster) WaitSettled(ctx context.Context) error {
+	t := time.NewTicker(time.Duration(c.cfg.TickMs) * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := c.settledNow()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd: members did not settle on one leader: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Cluster) settledNow() (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false, ErrClosed
+	}
+	var lead *member
+	for _, m := range c.members {
+		if m.e != nil && m.e.Server.Lead() == uint64(m.e.Server.MemberID()) {
+			if lead != nil {
+				return false, nil // two claim leadership: an old one has not stepped down
+			}
+			lead = m
+		}
+	}
+	if lead == nil {
+		return false, nil
+	}
+	// Read the leader's figures first: the others are then compared with a past state
+	// of the leader, never a future one.
+	id, term, commit := lead.e.Server.Lead(), lead.e.Server.Term(), lead.e.Server.CommittedIndex()
+	for _, m := range c.members {
+		if m.e == nil {
+			continue
+		}
+		s := m.e.Server
+		// Term is the term of the last applied entry: the leader's once the member has
+		// applied the entry the leader appended when it took office.
+		if s.Lead() != id || s.Term() != term || s.AppliedIndex() < commit {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 func (c *Cluster) check(i int) error {
 	if c.closed {
 		return ErrClosed

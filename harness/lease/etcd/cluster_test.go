@@ -42,7 +42,7 @@ func TestClusterConfigValidate(t *testing.T) {
 
 func TestStartClusterRefusesUsedDir(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	c1, err := etcd.StartCluster(ctx, etcd.ClusterConfig{Dir: dir})
 	require.NoError(t, err)
@@ -67,6 +67,11 @@ func put(cli *clientv3.Client, key, val string, timeout time.Duration) error {
 	return err
 }
 
+// patience is the ceiling of every wait for an event in these tests: generous, because
+// a loaded 2-core machine can be many times slower than an idle one, and never spent
+// on the passing path, which ends at the event.
+const patience = 30 * time.Second
+
 // eventually polls f every 10ms until it returns nil or the deadline passes.
 func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
@@ -83,9 +88,17 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 	}
 }
 
+// settle waits until the members agree on a leader (see Cluster.WaitSettled).
+func settle(t *testing.T, c *etcd.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	require.NoError(t, c.WaitSettled(ctx))
+}
+
 func leader(t *testing.T, c harness.Cluster) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	l, err := c.Leader(ctx)
 	require.NoError(t, err)
@@ -95,7 +108,7 @@ func leader(t *testing.T, c harness.Cluster) int {
 // statusLeader asks member ep itself whether it is the leader.
 func statusIsLeader(t *testing.T, ep string) bool {
 	cli := client(t, ep)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	st, err := cli.Status(ctx, ep)
 	require.NoError(t, err)
@@ -108,12 +121,14 @@ func TestSingleMember(t *testing.T) {
 	require.Len(t, c.Endpoints(), 1)
 	require.Equal(t, 0, leader(t, c))
 	require.True(t, statusIsLeader(t, c.Endpoints()[0]))
-	require.NoError(t, put(client(t, c.Endpoints()[0]), "/k", "v", 2*time.Second))
+	require.NoError(t, put(client(t, c.Endpoints()[0]), "/k", "v", patience))
 	require.ErrorContains(t, c.Isolate(context.Background(), 1), "no node 1")
+	settle(t, c)
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close())
 	_, err := c.Leader(context.Background())
 	require.ErrorIs(t, err, etcd.ErrClosed)
+	require.ErrorIs(t, c.WaitSettled(context.Background()), etcd.ErrClosed)
 }
 
 func TestThreeMembersIsolateLeader(t *testing.T) {
@@ -122,12 +137,12 @@ func TestThreeMembersIsolateLeader(t *testing.T) {
 	old := leader(t, c)
 	require.True(t, statusIsLeader(t, c.Endpoints()[old]))
 	oldCli := client(t, c.Endpoints()[old])
-	require.NoError(t, put(oldCli, "/k", "before", 2*time.Second))
+	require.NoError(t, put(oldCli, "/k", "before", patience))
 
 	start := time.Now()
 	require.NoError(t, c.Isolate(context.Background(), old))
 	var now int
-	eventually(t, 5*time.Second, "a new leader", func() error {
+	eventually(t, patience, "a new leader", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		l, err := c.Leader(ctx)
@@ -140,17 +155,24 @@ func TestThreeMembersIsolateLeader(t *testing.T) {
 	t.Logf("new leader %d (was %d) after %v", now, old, time.Since(start))
 	require.NotEqual(t, old, now)
 	// The majority side commits; the isolated old leader cannot.
-	require.NoError(t, put(client(t, c.Endpoints()[now]), "/k", "majority", 2*time.Second))
+	require.NoError(t, put(client(t, c.Endpoints()[now]), "/k", "majority", patience))
 	require.Error(t, put(oldCli, "/k", "isolated", 500*time.Millisecond), "an isolated member must not commit")
+	// Cut off, the old leader cannot learn the new term, so the members cannot settle.
+	sctx, scancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer scancel()
+	require.ErrorIs(t, c.WaitSettled(sctx), context.DeadlineExceeded)
 
 	require.NoError(t, c.Heal(context.Background()))
-	eventually(t, 5*time.Second, "the old leader commits again after Heal", func() error {
+	healed := time.Now()
+	settle(t, c)
+	t.Logf("members settled %v after Heal", time.Since(healed))
+	eventually(t, patience, "the old leader commits again after Heal", func() error {
 		return put(oldCli, "/k", "healed", 500*time.Millisecond)
 	})
 	leader(t, c)
 	for _, ep := range c.Endpoints() {
 		cli := client(t, ep)
-		eventually(t, 5*time.Second, "member converges", func() error {
+		eventually(t, patience, "member converges", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			r, err := cli.Get(ctx, "/k", clientv3.WithSerializable())
@@ -179,7 +201,7 @@ func TestStallNode(t *testing.T) {
 	c := etcdtest.StartCluster(t, 3)
 	old := leader(t, c)
 	require.NoError(t, c.StallNode(context.Background(), old))
-	eventually(t, 5*time.Second, "a new leader", func() error {
+	eventually(t, patience, "a new leader", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		l, err := c.Leader(ctx)
@@ -191,7 +213,7 @@ func TestStallNode(t *testing.T) {
 	require.Error(t, put(client(t, c.Endpoints()[old]), "/k", "stalled", 500*time.Millisecond))
 	require.NoError(t, c.Heal(context.Background()))
 	oldCli := client(t, c.Endpoints()[old])
-	eventually(t, 5*time.Second, "the stalled member commits after Heal", func() error {
+	eventually(t, patience, "the stalled member commits after Heal", func() error {
 		return put(oldCli, "/k", "healed", 500*time.Millisecond)
 	})
 }
@@ -199,18 +221,18 @@ func TestStallNode(t *testing.T) {
 func TestCrashRestartSingle(t *testing.T) {
 	c := etcdtest.StartCluster(t, 1)
 	ep := c.Endpoints()[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 	defer cancel()
 	cli := client(t, ep)
 	for range 5 {
-		require.NoError(t, put(cli, "/k", "v", 2*time.Second))
+		require.NoError(t, put(cli, "/k", "v", patience))
 	}
 	require.NoError(t, c.Crash(ctx, 0))
 	require.ErrorContains(t, c.Crash(ctx, 0), "already crashed")
 	require.Error(t, put(cli, "/k", "down", 300*time.Millisecond))
 	require.NoError(t, c.Restart(ctx, 0, true))
 	require.Equal(t, []string{ep}, c.Endpoints())
-	eventually(t, 5*time.Second, "data kept", func() error {
+	eventually(t, patience, "data kept", func() error {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		r, err := cli.Get(rctx, "/k")
@@ -226,7 +248,7 @@ func TestCrashRestartSingle(t *testing.T) {
 
 	require.NoError(t, c.Crash(ctx, 0))
 	require.NoError(t, c.Restart(ctx, 0, false))
-	eventually(t, 5*time.Second, "data lost, revision reset", func() error {
+	eventually(t, patience, "data lost, revision reset", func() error {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		r, err := cli.Get(rctx, "/k")
@@ -242,17 +264,17 @@ func TestCrashRestartSingle(t *testing.T) {
 
 func TestCrashRestartThree(t *testing.T) {
 	c := etcdtest.StartCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 	defer cancel()
 	old := leader(t, c)
 	require.NoError(t, c.Crash(ctx, old))
 	now := leader(t, c)
 	require.NotEqual(t, old, now)
-	require.NoError(t, put(client(t, c.Endpoints()[now]), "/k", "while-down", 2*time.Second))
+	require.NoError(t, put(client(t, c.Endpoints()[now]), "/k", "while-down", patience))
 
 	require.NoError(t, c.Restart(ctx, old, true))
 	oldCli := client(t, c.Endpoints()[old])
-	eventually(t, 5*time.Second, "restarted member caught up", func() error {
+	eventually(t, patience, "restarted member caught up", func() error {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		r, err := oldCli.Get(rctx, "/k", clientv3.WithSerializable())
@@ -271,10 +293,10 @@ func TestCrashRestartThree(t *testing.T) {
 // faults outlive a crash and restart until Heal.
 func TestCrashRestartThreeLoseData(t *testing.T) {
 	c := etcdtest.StartCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 	defer cancel()
 	l := leader(t, c)
-	require.NoError(t, put(client(t, c.Endpoints()[l]), "/k", "before", 2*time.Second))
+	require.NoError(t, put(client(t, c.Endpoints()[l]), "/k", "before", patience))
 	f := (l + 1) % 3
 	require.NoError(t, c.Isolate(ctx, f))
 	require.NoError(t, c.Crash(ctx, f))
@@ -283,7 +305,7 @@ func TestCrashRestartThreeLoseData(t *testing.T) {
 	require.NoError(t, c.Restart(ctx, f, false))
 	t.Logf("replacing node %d took %v", f, time.Since(start))
 	fCli := client(t, c.Endpoints()[f])
-	eventually(t, 5*time.Second, "replaced member caught up", func() error {
+	eventually(t, patience, "replaced member caught up", func() error {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		r, err := fCli.Get(rctx, "/k", clientv3.WithSerializable())
@@ -295,7 +317,7 @@ func TestCrashRestartThreeLoseData(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, put(fCli, "/k", "after-replace", 2*time.Second))
+	require.NoError(t, put(fCli, "/k", "after-replace", patience))
 	// The isolation survives a restart until Heal.
 	require.NoError(t, c.Isolate(ctx, f))
 	start = time.Now()
@@ -307,7 +329,7 @@ func TestCrashRestartThreeLoseData(t *testing.T) {
 	require.Error(t, put(fCli, "/k", "isolated", 500*time.Millisecond))
 	require.NoError(t, c.Heal(ctx))
 	start = time.Now()
-	eventually(t, 5*time.Second, "healed member commits", func() error {
+	eventually(t, patience, "healed member commits", func() error {
 		return put(fCli, "/k", "healed", 500*time.Millisecond)
 	})
 	t.Logf("healed member committed after %v", time.Since(start))

@@ -37,7 +37,7 @@ func TestKeyedLeases(t *testing.T) {
 	l := NewLocker(s.Addr(), "c9", 10*time.Second)
 	defer l.Close()
 	var kl harness.KeyedLocker = l
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	le, err := kl.AcquireKey(ctx, "z")
 	require.NoError(t, err)

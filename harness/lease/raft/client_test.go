@@ -73,12 +73,12 @@ func TestClientFollowsLeaderHintsByIndex(t *testing.T) {
 		return Response{Status: StatusOK, Leader: 2, Token: 42, Holder: req.Owner}
 	})
 	l := fakeLocker(t, Config{TTL: 3 * time.Second}, n0.addr(), n1.addr(), n2.addr())
-	ls, err := l.AcquireLease(ctxTimeout(t, 5*time.Second))
+	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.Equal(t, int64(42), ls.Token())
 	require.Equal(t, 1, n0.count("/acquire"))
 	require.Equal(t, 0, n1.count("/acquire"), "the hint names node 2 by index")
-	require.NoError(t, ls.Release(ctxTimeout(t, 5*time.Second)))
+	require.NoError(t, ls.Release(ctxTimeout(t, patience)))
 	require.Equal(t, 1, n2.count("/release"), "the client remembers the leader")
 	require.Equal(t, 1, n0.count("/acquire")+n0.count("/release"))
 }
@@ -86,7 +86,7 @@ func TestClientFollowsLeaderHintsByIndex(t *testing.T) {
 func TestClientSkipsRefusedNodes(t *testing.T) {
 	n1 := newFakeNode(t, func(string, Request) Response { return Response{Status: StatusOK, Token: 7} })
 	l := fakeLocker(t, Config{TTL: 3 * time.Second}, deadAddr(t), n1.addr())
-	ls, err := l.AcquireLease(ctxTimeout(t, 5*time.Second))
+	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.Equal(t, int64(7), ls.Token())
 
@@ -102,7 +102,7 @@ func TestClientOutcomeClasses(t *testing.T) {
 		return Response{Status: StatusUnknown, Error: "leadership lost while committing command"}
 	})
 	l := fakeLocker(t, Config{}, unknown.addr())
-	_, err := l.Acquire(ctxTimeout(t, 5*time.Second))
+	_, err := l.Acquire(ctxTimeout(t, patience))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, harness.ErrNoEffect, "an unknown outcome must not claim no effect")
 	require.ErrorContains(t, err, "outcome unknown")
@@ -154,9 +154,9 @@ func TestClientRenewRefusedLosesLease(t *testing.T) {
 		}
 	})
 	l := fakeLocker(t, Config{TTL: 300 * time.Millisecond}, node.addr())
-	ls, err := l.AcquireLease(ctxTimeout(t, 5*time.Second))
+	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
-	eventually(t, 5*time.Second, "renewals", func() bool { return node.count("/renew") >= 3 })
+	eventually(t, patience, "renewals", func() bool { return node.count("/renew") >= 3 })
 	select {
 	case <-ls.Lost():
 		t.Fatalf("lost while renewals succeed: %v", ls.Err())
@@ -165,7 +165,7 @@ func TestClientRenewRefusedLosesLease(t *testing.T) {
 	refuse.Store(true)
 	<-ls.Lost()
 	require.ErrorIs(t, ls.Err(), ErrLeaseRefused)
-	err = ls.Release(ctxTimeout(t, 5*time.Second))
+	err = ls.Release(ctxTimeout(t, patience))
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 }
 
@@ -183,12 +183,12 @@ func TestClientClockExpiresLease(t *testing.T) {
 	})
 	defer close(block)
 	l := fakeLocker(t, cfg, node.addr())
-	ls, err := l.AcquireLease(ctxTimeout(t, 5*time.Second))
+	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	offset.Store(int64(2 * time.Second)) // the client's clock jumps past the TTL
 	select {
 	case <-ls.Lost():
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("lease not lost by the client's clock")
 	}
 	require.ErrorIs(t, ls.Err(), ErrLeaseExpired)
@@ -207,7 +207,7 @@ func TestNodeClockStampsFSMTime(t *testing.T) {
 	a := newTestLocker(t, s, 0, nil)
 	b := newTestLocker(t, s, 1, nil)
 
-	la := acquire(t, a, 5*time.Second)
+	la := acquire(t, a, patience)
 	g := s.Grants()
 	require.Len(t, g, 1)
 	require.Equal(t, t0.UnixNano(), g[0].Now, "FSM time is the leader's stamp")
@@ -233,11 +233,11 @@ func TestNodeClockStampsFSMTime(t *testing.T) {
 	// holder kept renewing (the skew hazard fencing must catch); the holder learns it from
 	// its refused renewal.
 	fake.Store(t0.Add(time.Second).UnixNano())
-	lb := acquire(t, b, 5*time.Second)
+	lb := acquire(t, b, patience)
 	require.Greater(t, lb.Token(), la.Token())
 	select {
 	case <-la.Lost():
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("holder never noticed")
 	}
 	require.ErrorIs(t, la.Err(), ErrLeaseRefused)

@@ -50,7 +50,7 @@ func testConfig(t testing.TB) Config {
 
 func startService(t testing.TB, cfg Config) *Service {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	begin := time.Now()
 	s, err := Start(ctx, cfg)
@@ -72,6 +72,11 @@ func newTestLocker(t testing.TB, s *Service, id int, addrs []string) *Locker {
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
 	return l.(*Locker)
 }
+
+// patience is the ceiling of every wait for an event in these tests: generous, because
+// a loaded 2-core machine can be many times slower than an idle one, and never spent on
+// the passing path, which ends at the event.
+const patience = 30 * time.Second
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -117,7 +122,7 @@ func acquireAfterFault(t testing.TB, l *Locker, d time.Duration) *Lease {
 // outcome means the first attempt took effect (or the lease expired meanwhile).
 func release(t testing.TB, ls *Lease) {
 	t.Helper()
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, patience)
 	unknown := false
 	for {
 		err := ls.Release(ctx)

@@ -149,9 +149,16 @@ func TestSelfTestRandomPartitions(t *testing.T) {
 		time.Sleep(time.Duration(80+rng.IntN(170)) * time.Millisecond) // schedule pacing
 	}
 	require.NoError(t, s.Heal(ctx))
+	// A starved machine can spend the whole schedule without a grant; the healed
+	// cluster must then still grant one.
+	eventually(t, patience, "a grant", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(grants) > 0
+	})
 	close(stop)
 	wg.Wait()
-	waitConverged(t, s, 10*time.Second)
+	waitConverged(t, s, patience)
 
 	events := s.Events()
 	fsmGrants := s.Grants()

@@ -18,7 +18,7 @@ func TestStartLeaderAndBackend(t *testing.T) {
 	require.Equal(t, "raft", s.Name())
 	require.Equal(t, 3, s.Nodes())
 	require.Len(t, s.Endpoints(), 3)
-	leader, err := s.Leader(ctxTimeout(t, 5*time.Second))
+	leader, err := s.Leader(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, leader, 0)
 
@@ -35,7 +35,7 @@ func TestAcquireReleaseAlternation(t *testing.T) {
 	var last int64
 	for range 5 {
 		for _, l := range []*Locker{a, b} {
-			ls := acquire(t, l, 5*time.Second)
+			ls := acquire(t, l, patience)
 			require.Greater(t, ls.Token(), last, "tokens must increase")
 			require.Equal(t, 300*time.Millisecond, ls.TTL())
 			last = ls.Token()
@@ -60,7 +60,7 @@ func TestBusyLockBlocks(t *testing.T) {
 	s := startService(t, cfg)
 	a := newTestLocker(t, s, 0, nil)
 	b := newTestLocker(t, s, 1, nil)
-	la := acquire(t, a, 5*time.Second)
+	la := acquire(t, a, patience)
 
 	// B waits for longer than a TTL: A's renewals keep the lock. (B gives up between
 	// polls, so its error says no effect.)
@@ -94,7 +94,7 @@ func TestBusyLockBlocks(t *testing.T) {
 	got := make(chan *Lease, 1)
 	errc := make(chan error, 1)
 	go func() {
-		ls, err := b.AcquireLease(ctxTimeout(t, 10*time.Second))
+		ls, err := b.AcquireLease(ctxTimeout(t, patience))
 		errc <- err
 		got <- ls
 	}()
@@ -112,19 +112,19 @@ func TestLeaseExpiresWhenHolderCutOff(t *testing.T) {
 	a := newTestLocker(t, s, 0, addrs)
 	b := newTestLocker(t, s, 1, nil)
 
-	la := acquire(t, a, 5*time.Second)
+	la := acquire(t, a, patience)
 	for _, f := range fs {
 		f.Cut()
 	}
 	select {
 	case <-la.Lost():
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("A never noticed its lease expired")
 	}
 	require.ErrorIs(t, la.Err(), ErrLeaseExpired)
 	require.False(t, time.Now().Before(la.ValidUntil()))
 
-	lb := acquire(t, b, 10*time.Second)
+	lb := acquire(t, b, patience)
 	require.Greater(t, lb.Token(), la.Token())
 
 	// In FSM time, B's grant is at or after A's last expiry.
@@ -145,7 +145,7 @@ func TestLeaseExpiresWhenHolderCutOff(t *testing.T) {
 	for _, f := range fs {
 		f.Mend()
 	}
-	err = la.Release(ctxTimeout(t, 5*time.Second))
+	err = la.Release(ctxTimeout(t, patience))
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 	require.ErrorContains(t, err, "not held")
 
@@ -156,16 +156,16 @@ func TestLeaseExpiresWhenHolderCutOff(t *testing.T) {
 func TestIsolateLeader(t *testing.T) {
 	s := startService(t, testConfig(t))
 	l := newTestLocker(t, s, 0, nil)
-	ls := acquire(t, l, 5*time.Second)
+	ls := acquire(t, l, patience)
 	t1 := ls.Token()
 	release(t, ls)
 
-	old, err := s.Leader(ctxTimeout(t, 5*time.Second))
+	old, err := s.Leader(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.NoError(t, s.Isolate(context.Background(), old))
 	begin := time.Now()
 	var leader int
-	eventually(t, 10*time.Second, "a new leader", func() bool {
+	eventually(t, patience, "a new leader", func() bool {
 		leader, err = s.Leader(ctxTimeout(t, time.Second))
 		return err == nil && leader != old
 	})
@@ -174,23 +174,23 @@ func TestIsolateLeader(t *testing.T) {
 	// The isolated node answers "not leader" (definitely no effect) once it steps down.
 	c := jsonhttp.New(s.Endpoints()[old])
 	defer c.Close()
-	eventually(t, 10*time.Second, "the old leader to step down", func() bool {
+	eventually(t, patience, "the old leader to step down", func() bool {
 		var resp Response
-		err := c.Do(ctxTimeout(t, 5*time.Second), http.MethodPost, "/acquire", Request{Owner: "probe", TTL: int64(time.Second)}, &resp)
+		err := c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", Request{Owner: "probe", TTL: int64(time.Second)}, &resp)
 		require.NoError(t, err)
 		return resp.Status == StatusNotLeader
 	})
 
-	ls = acquire(t, l, 5*time.Second)
+	ls = acquire(t, l, patience)
 	t2 := ls.Token()
 	require.Greater(t, t2, t1)
 	release(t, ls)
 
 	require.NoError(t, s.Heal(context.Background()))
-	ls = acquire(t, l, 5*time.Second)
+	ls = acquire(t, l, patience)
 	require.Greater(t, ls.Token(), t2)
 	release(t, ls)
-	waitConverged(t, s, 10*time.Second)
+	waitConverged(t, s, patience)
 	st, err := s.NodeState(old)
 	require.NoError(t, err)
 	require.Equal(t, uint64(ls.Token()), st.Token, "the healed node caught up")
@@ -199,14 +199,14 @@ func TestIsolateLeader(t *testing.T) {
 
 func TestNotLeaderAnswersWithLeaderIndex(t *testing.T) {
 	s := startService(t, testConfig(t))
-	leader, err := s.Leader(ctxTimeout(t, 5*time.Second))
+	leader, err := s.Leader(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	follower := (leader + 1) % s.Nodes()
 	c := jsonhttp.New(s.Endpoints()[follower])
 	defer c.Close()
-	eventually(t, 5*time.Second, "the follower to know the leader", func() bool {
+	eventually(t, patience, "the follower to know the leader", func() bool {
 		var resp Response
-		err := c.Do(ctxTimeout(t, 5*time.Second), http.MethodPost, "/acquire", Request{Owner: "x", TTL: int64(time.Second)}, &resp)
+		err := c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", Request{Owner: "x", TTL: int64(time.Second)}, &resp)
 		require.NoError(t, err)
 		require.Equal(t, StatusNotLeader, resp.Status)
 		require.Equal(t, follower, resp.Node)
@@ -214,19 +214,19 @@ func TestNotLeaderAnswersWithLeaderIndex(t *testing.T) {
 	})
 
 	// Bad requests are HTTP errors (no effect).
-	err = c.Do(ctxTimeout(t, 5*time.Second), http.MethodPost, "/acquire", Request{Owner: "x"}, nil)
+	err = c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", Request{Owner: "x"}, nil)
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 
 	// Reads: local (may be stale) anywhere, confirmed only on the leader.
 	var resp Response
-	require.NoError(t, c.Do(ctxTimeout(t, 5*time.Second), http.MethodGet, "/state?local=1", nil, &resp))
+	require.NoError(t, c.Do(ctxTimeout(t, patience), http.MethodGet, "/state?local=1", nil, &resp))
 	require.Equal(t, StatusOK, resp.Status)
 	require.NotNil(t, resp.State)
-	require.NoError(t, c.Do(ctxTimeout(t, 5*time.Second), http.MethodGet, "/state", nil, &resp))
+	require.NoError(t, c.Do(ctxTimeout(t, patience), http.MethodGet, "/state", nil, &resp))
 	require.Equal(t, StatusNotLeader, resp.Status)
 	lc := jsonhttp.New(s.Endpoints()[leader])
 	defer lc.Close()
-	require.NoError(t, lc.Do(ctxTimeout(t, 5*time.Second), http.MethodGet, "/state", nil, &resp))
+	require.NoError(t, lc.Do(ctxTimeout(t, patience), http.MethodGet, "/state", nil, &resp))
 	require.Equal(t, StatusOK, resp.Status)
 	require.Equal(t, leader, resp.Leader)
 }
@@ -234,45 +234,45 @@ func TestNotLeaderAnswersWithLeaderIndex(t *testing.T) {
 func TestStallNode(t *testing.T) {
 	s := startService(t, testConfig(t))
 	l := newTestLocker(t, s, 0, nil)
-	ls := acquire(t, l, 5*time.Second)
+	ls := acquire(t, l, patience)
 	last := ls.Token()
 	release(t, ls)
 
-	old, err := s.Leader(ctxTimeout(t, 5*time.Second))
+	old, err := s.Leader(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.NoError(t, s.StallNode(context.Background(), old))
-	eventually(t, 10*time.Second, "a new leader", func() bool {
+	eventually(t, patience, "a new leader", func() bool {
 		i, err := s.Leader(ctxTimeout(t, time.Second))
 		return err == nil && i != old
 	})
-	ls = acquire(t, l, 5*time.Second)
+	ls = acquire(t, l, patience)
 	require.Greater(t, ls.Token(), last)
 	last = ls.Token()
 	release(t, ls)
 	require.NoError(t, s.Heal(context.Background()))
 
 	// A stalled follower does not stop the lock.
-	leader, err := s.Leader(ctxTimeout(t, 5*time.Second))
+	leader, err := s.Leader(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.NoError(t, s.StallNode(context.Background(), (leader+1)%s.Nodes()))
-	ls = acquire(t, l, 5*time.Second)
+	ls = acquire(t, l, patience)
 	require.Greater(t, ls.Token(), last)
 	release(t, ls)
 	require.NoError(t, s.Heal(context.Background()))
-	waitConverged(t, s, 10*time.Second)
+	waitConverged(t, s, patience)
 	require.NoError(t, s.CheckSafety())
 }
 
 func TestCrashRestart(t *testing.T) {
 	s := startService(t, testConfig(t))
 	l := newTestLocker(t, s, 0, nil)
-	ls := acquire(t, l, 5*time.Second)
+	ls := acquire(t, l, patience)
 	t1 := ls.Token()
 	release(t, ls)
 
-	old, err := s.Leader(ctxTimeout(t, 5*time.Second))
+	old, err := s.Leader(ctxTimeout(t, patience))
 	require.NoError(t, err)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, patience)
 	require.ErrorIs(t, s.Restart(ctx, old, false), ErrUnsafeRestart)
 	require.Error(t, s.Restart(ctx, old, true), "restart of a running node")
 	begin := time.Now()
@@ -288,7 +288,7 @@ func TestCrashRestart(t *testing.T) {
 	err = c.Do(ctx, http.MethodGet, "/state?local=1", nil, nil)
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 
-	ls = acquireAfterFault(t, l, 5*time.Second) // held across the restart
+	ls = acquireAfterFault(t, l, patience) // held across the restart
 	t2 := ls.Token()
 	require.Greater(t, t2, t1)
 
@@ -296,7 +296,7 @@ func TestCrashRestart(t *testing.T) {
 	var resp Response
 	require.NoError(t, c.Do(ctx, http.MethodGet, "/state?local=1", nil, &resp), "same port after restart")
 	require.Equal(t, old, resp.Node)
-	waitConverged(t, s, 10*time.Second)
+	waitConverged(t, s, patience)
 	st, err := s.NodeState(old)
 	require.NoError(t, err)
 	require.Equal(t, uint64(t2), st.Token)
@@ -314,16 +314,16 @@ func TestCrashRestart(t *testing.T) {
 	default:
 	}
 	release(t, ls)
-	ls = acquire(t, l, 5*time.Second)
+	ls = acquire(t, l, patience)
 	require.Greater(t, ls.Token(), t2)
 	release(t, ls)
-	waitConverged(t, s, 10*time.Second)
+	waitConverged(t, s, patience)
 	require.NoError(t, s.CheckSafety())
 }
 
 func TestCrashLeaderUnderLoad(t *testing.T) {
 	s := startService(t, testConfig(t))
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, patience)
 	done := make(chan struct{})
 	errc := make(chan error, 3)
 	for id := range 3 {
@@ -354,18 +354,18 @@ func TestCrashLeaderUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	eventually(t, 5*time.Second, "some grants", func() bool { return len(s.Grants()) >= 3 })
+	eventually(t, patience, "some grants", func() bool { return len(s.Grants()) >= 3 })
 	leader, err := s.Leader(ctx)
 	require.NoError(t, err)
 	require.NoError(t, s.Crash(ctx, leader))
 	n := len(s.Grants())
-	eventually(t, 5*time.Second, "grants after the crash", func() bool { return len(s.Grants()) >= n+3 })
+	eventually(t, patience, "grants after the crash", func() bool { return len(s.Grants()) >= n+3 })
 	require.NoError(t, s.Restart(ctx, leader, true))
 	close(done)
 	for range 3 {
 		require.NoError(t, <-errc)
 	}
-	waitConverged(t, s, 10*time.Second)
+	waitConverged(t, s, patience)
 	require.NoError(t, s.CheckSafety())
 }
 
@@ -373,7 +373,7 @@ func TestSnapshotInstallAndRestore(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.TrailingLogs = 2
 	s := startService(t, cfg)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, patience)
 	l := newTestLocker(t, s, 0, nil)
 	leader, err := s.Leader(ctx)
 	require.NoError(t, err)
@@ -382,12 +382,12 @@ func TestSnapshotInstallAndRestore(t *testing.T) {
 
 	var last int64
 	for range 5 {
-		ls := acquire(t, l, 5*time.Second)
+		ls := acquire(t, l, patience)
 		require.Greater(t, ls.Token(), last)
 		last = ls.Token()
 		release(t, ls)
 	}
-	held := acquire(t, l, 5*time.Second)
+	held := acquire(t, l, patience)
 	leader, err = s.Leader(ctx)
 	require.NoError(t, err)
 	require.NoError(t, s.Snapshot(ctx, leader))
@@ -398,7 +398,7 @@ func TestSnapshotInstallAndRestore(t *testing.T) {
 	// The restarted follower's log is behind the leader's compacted log: it needs the
 	// snapshot (InstallSnapshot), then holds the same state.
 	require.NoError(t, s.Restart(ctx, f, true))
-	waitConverged(t, s, 10*time.Second)
+	waitConverged(t, s, patience)
 	fst, err := s.Status(f)
 	require.NoError(t, err)
 	require.Positive(t, fst.SnapshotIndex, "follower installed a snapshot")
@@ -411,7 +411,7 @@ func TestSnapshotInstallAndRestore(t *testing.T) {
 
 	// A node restarting from its own snapshot has the snapshot's state at once. (The held
 	// lease's renewals give the follower entries past the installed snapshot.)
-	eventually(t, 5*time.Second, "entries past the snapshot", func() bool {
+	eventually(t, patience, "entries past the snapshot", func() bool {
 		st, err := s.Status(f)
 		require.NoError(t, err)
 		return st.AppliedIndex > st.SnapshotIndex
@@ -427,18 +427,18 @@ func TestSnapshotInstallAndRestore(t *testing.T) {
 	require.Equal(t, want.Holder, got.Holder)
 
 	release(t, held)
-	ls := acquire(t, l, 5*time.Second)
+	ls := acquire(t, l, patience)
 	require.Greater(t, ls.Token(), held.Token())
 	release(t, ls)
 	require.NoError(t, s.CheckSafety())
 }
 
 func TestCloseTwice(t *testing.T) {
-	s, err := Start(ctxTimeout(t, 10*time.Second), testConfig(t))
+	s, err := Start(ctxTimeout(t, patience), testConfig(t))
 	require.NoError(t, err)
 	l, err := s.NewLocker(context.Background(), 0, s.Endpoints())
 	require.NoError(t, err)
-	ls, err := l.Acquire(ctxTimeout(t, 5*time.Second))
+	ls, err := l.Acquire(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.NoError(t, s.Isolate(context.Background(), 0))
 	require.NoError(t, s.StallNode(context.Background(), 1))
@@ -459,14 +459,14 @@ func TestSingleNode(t *testing.T) {
 	cfg.Nodes = 1
 	s := startService(t, cfg)
 	l := newTestLocker(t, s, 0, nil)
-	ls := acquire(t, l, 5*time.Second)
+	ls := acquire(t, l, patience)
 	release(t, ls)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, patience)
 	require.NoError(t, s.Crash(ctx, 0))
 	require.NoError(t, s.Restart(ctx, 0, true))
 	_, err := s.Leader(ctx)
 	require.NoError(t, err)
-	ls2 := acquireAfterFault(t, l, 5*time.Second)
+	ls2 := acquireAfterFault(t, l, patience)
 	require.Greater(t, ls2.Token(), ls.Token())
 	release(t, ls2)
 	require.NoError(t, s.CheckSafety())
@@ -477,11 +477,11 @@ func TestFiveNodes(t *testing.T) {
 	cfg.Nodes = 5
 	s := startService(t, cfg)
 	l := newTestLocker(t, s, 0, nil)
-	leader, err := s.Leader(ctxTimeout(t, 5*time.Second))
+	leader, err := s.Leader(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	// A minority partition containing the leader: the majority side goes on.
 	require.NoError(t, s.Partition([]int{leader, (leader + 1) % 5}, []int{(leader + 2) % 5, (leader + 3) % 5, (leader + 4) % 5}))
-	ls := acquire(t, l, 10*time.Second)
+	ls := acquire(t, l, patience)
 	release(t, ls)
 	require.NoError(t, s.Heal(context.Background()))
 	require.NoError(t, s.CheckSafety())

@@ -67,7 +67,7 @@ func (p *transportPair) count() int {
 }
 
 func TestFaultTransportModes(t *testing.T) {
-	p := newTransportPair(t, 5*time.Second)
+	p := newTransportPair(t, patience)
 
 	var _ hraft.WithPreVote = p.t0
 	_, err := p.t0.AppendEntriesPipeline(nodeID(1), nodeAddr(1))
@@ -98,7 +98,7 @@ func TestFaultTransportModes(t *testing.T) {
 	p.nw.setNode(0, Link{Kind: LinkStall})
 	errc := make(chan error, 1)
 	go func() { errc <- p.send() }()
-	eventually(t, 5*time.Second, "the message to be held", func() bool { return p.nw.held.Load() == 1 })
+	eventually(t, patience, "the message to be held", func() bool { return p.nw.held.Load() == 1 })
 	require.Equal(t, 3, p.count())
 	healed := time.Now()
 	p.nw.heal()
@@ -111,7 +111,7 @@ func TestFaultTransportModes(t *testing.T) {
 	// Stall aborted by closing the network (no deadlock on Close).
 	p.nw.setNode(1, Link{Kind: LinkStall})
 	go func() { errc <- p.send() }()
-	eventually(t, 5*time.Second, "the message to be held", func() bool { return p.nw.held.Load() == 1 })
+	eventually(t, patience, "the message to be held", func() bool { return p.nw.held.Load() == 1 })
 	p.nw.close()
 	require.ErrorIs(t, <-errc, ErrNetworkClose)
 	require.Equal(t, int64(0), p.nw.held.Load())

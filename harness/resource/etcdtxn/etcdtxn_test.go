@@ -22,10 +22,15 @@ type setup struct {
 	res      *etcdtxn.Resource
 }
 
+// patience is the ceiling of every wait for an event in these tests: generous, because
+// a loaded 2-core machine can be many times slower than an idle one, and never spent on
+// the passing path, which ends at the event.
+const patience = 30 * time.Second
+
 func start(t *testing.T) setup {
 	t.Helper()
 	c := etcdtest.StartCluster(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	b, err := etcd.New(ctx, etcd.Config{Endpoints: c.Endpoints(), TTL: 2 * time.Second})
 	require.NoError(t, err)
@@ -38,7 +43,7 @@ func start(t *testing.T) setup {
 
 func locker(t *testing.T, b harness.Backend, id int, addrs []string) harness.Locker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	l, err := b.NewLocker(ctx, id, addrs)
 	require.NoError(t, err)
@@ -48,7 +53,7 @@ func locker(t *testing.T, b harness.Backend, id int, addrs []string) harness.Loc
 
 func (s setup) client(t *testing.T, id int, addrs []string) harness.ResourceClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	rc, err := s.res.NewClient(ctx, id, addrs, nil)
 	require.NoError(t, err)
@@ -58,7 +63,7 @@ func (s setup) client(t *testing.T, id int, addrs []string) harness.ResourceClie
 
 func acquire(t *testing.T, l harness.Locker) harness.Lease {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	le, err := l.Acquire(ctx)
 	require.NoError(t, err)
@@ -67,7 +72,7 @@ func acquire(t *testing.T, l harness.Locker) harness.Lease {
 
 func write(t *testing.T, rc harness.ResourceClient, le harness.Lease, v string) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	ok, err := rc.Write(ctx, le, v)
 	require.NoError(t, err)
@@ -76,7 +81,7 @@ func write(t *testing.T, rc harness.ResourceClient, le harness.Lease, v string) 
 
 func read(t *testing.T, rc harness.ResourceClient) (string, int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	v, tok, err := rc.Read(ctx)
 	require.NoError(t, err)
@@ -161,7 +166,7 @@ func TestStaleWriteRejected(t *testing.T) {
 	require.Greater(t, b.Token(), a.Token())
 	select {
 	case <-a.Lost():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("A's Lost did not close")
 	}
 	f.Resume()

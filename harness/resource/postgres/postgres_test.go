@@ -116,7 +116,7 @@ func TestEffects(t *testing.T) {
 // ends while it waits is an error, never a rejection.
 func TestBlocked(t *testing.T) {
 	r := factory(t, "postgres", "")
-	sqldbtest.Blocked(t, r, false, func(ctx context.Context, release <-chan struct{}) error {
+	sqldbtest.Blocked(t, r, false, func(ctx context.Context, locked chan<- struct{}, release <-chan struct{}) error {
 		db, err := sql.Open("pgx", dsn(t))
 		if err != nil {
 			return err
@@ -129,6 +129,7 @@ func TestBlocked(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, "SELECT token FROM fencecheck_register WHERE key = $1 FOR UPDATE", r.Key()); err != nil {
 			return err
 		}
+		close(locked)
 		<-release
 		return tx.Rollback()
 	})
@@ -145,7 +146,7 @@ func TestThroughProxy(t *testing.T) {
 	c, err := r.NewClient(context.Background(), 0, []string{link.Addr()}, nil)
 	require.NoError(t, err)
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sqldbtest.Patience)
 	defer cancel()
 	_, _, err = c.Read(ctx)
 	require.NoError(t, err)

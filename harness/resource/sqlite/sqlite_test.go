@@ -70,16 +70,17 @@ func TestBusy(t *testing.T) {
 	r, err := sqlite.New(context.Background(), sqlite.Config{Name: "sqlite", Dir: dir})
 	require.NoError(t, err)
 	defer r.Close()
-	sqldbtest.Blocked(t, r, true, func(ctx context.Context, release <-chan struct{}) error {
+	sqldbtest.Blocked(t, r, true, func(ctx context.Context, locked chan<- struct{}, release <-chan struct{}) error {
 		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.DBFile)+"?_txlock=immediate")
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		tx, err := db.BeginTx(ctx, nil)
+		tx, err := db.BeginTx(ctx, nil) // _txlock=immediate: BEGIN IMMEDIATE takes the write lock
 		if err != nil {
 			return err
 		}
+		close(locked)
 		<-release
 		return tx.Rollback()
 	})

@@ -23,7 +23,7 @@ import (
 func StartCluster(t testing.TB, n int) *etcd.Cluster {
 	t.Helper()
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
 	c, err := etcd.StartCluster(ctx, etcd.ClusterConfig{Members: n, Dir: dir, LogPath: filepath.Join(dir, "etcd.log")})
@@ -171,10 +171,11 @@ func (f *Forwarder) waitRunning() bool {
 }
 
 // VerifyNoLeaks runs the tests, then checks that no goroutine outlives them, with no
-// ignore list. It waits up to 15s for goroutines to end on their own, because a closed
-// member's peer HTTP client (etcd's rafthttp round tripper, which etcd never closes)
-// keeps an idle keep-alive connection open until the other side's 5s peer read
-// timeout ends it; goleak's own retries give up after about 2s.
+// ignore list. It waits up to a minute (generous, for a loaded machine) for goroutines
+// to end on their own, because a closed member's peer HTTP client (etcd's rafthttp
+// round tripper, which etcd never closes) keeps an idle keep-alive connection open
+// until the other side's 5s peer read timeout ends it; goleak's own retries give up
+// after about 2s.
 func VerifyNoLeaks(m *testing.M) int {
 	code := m.Run()
 	if code != 0 {
@@ -189,7 +190,7 @@ func VerifyNoLeaks(m *testing.M) int {
 			}
 			return 0
 		}
-		if time.Since(start) > 15*time.Second {
+		if time.Since(start) > time.Minute {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			return 1
 		}

@@ -42,8 +42,13 @@ func Client(t *testing.T, r *sqldb.Resource, id int, gate harness.Gate) harness.
 	return c
 }
 
+// Patience is the ceiling of every wait for an event in these tests: generous, because a
+// loaded 2-core machine can be many times slower than an idle one, and never spent on
+// the passing path, which ends at the event.
+const Patience = 30 * time.Second
+
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), Patience)
 	t.Cleanup(cancel)
 	return c
 }
@@ -179,7 +184,7 @@ func Effects(t *testing.T, f Factory, dialect string) {
 				_, err := r.Relay().Drain(ctx(t))
 				require.NoError(t, err)
 			}
-			require.Eventually(t, func() bool { return len(r.Sink().Deliveries()) >= len(want) }, 5*time.Second, 5*time.Millisecond)
+			require.Eventually(t, func() bool { return len(r.Sink().Deliveries()) >= len(want) }, Patience, 5*time.Millisecond)
 			var got []string
 			for _, d := range r.Sink().Deliveries() {
 				got = append(got, d.Value)
@@ -208,13 +213,21 @@ func dedup(s []string) []string {
 // Blocked: while another connection holds the row (or the database's write lock), a
 // fenced write waits and retries; when the holder lets go it goes through, and when the
 // op's context ends first the write is an error — never a silent rejection — and with
-// wantUnknown an error that is not "no effect".
-func Blocked(t *testing.T, r *sqldb.Resource, wantUnknown bool, hold func(ctx context.Context, release <-chan struct{}) error) {
+// wantUnknown an error that is not "no effect". hold closes locked once it holds the
+// lock, then waits for release.
+func Blocked(t *testing.T, r *sqldb.Resource, wantUnknown bool, hold func(ctx context.Context, locked chan<- struct{}, release <-chan struct{}) error) {
 	c := Client(t, r, 0, nil)
 	release := make(chan struct{})
+	locked := make(chan struct{})
 	held := make(chan error, 1)
-	go func() { held <- hold(context.Background(), release) }()
-	time.Sleep(200 * time.Millisecond) // the holder has the lock
+	go func() { held <- hold(context.Background(), locked, release) }()
+	select {
+	case <-locked:
+	case err := <-held:
+		t.Fatalf("the holder did not take the lock: %v", err)
+	case <-time.After(Patience):
+		t.Fatalf("the holder did not take the lock within %v", Patience)
+	}
 
 	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	ok, err := c.Write(short, Lease(3), "timed-out")
@@ -233,6 +246,8 @@ func Blocked(t *testing.T, r *sqldb.Resource, wantUnknown bool, hold func(ctx co
 		defer wg.Done()
 		wok, werr = c.Write(ctx(t), Lease(4), "after")
 	}()
+	// Give the write time to start waiting. Not needed for the verdict: a write that
+	// starts after the release goes through as well.
 	time.Sleep(200 * time.Millisecond)
 	close(release)
 	require.NoError(t, <-held)
