@@ -191,7 +191,7 @@ type leaderIsolation struct{}
 
 func (leaderIsolation) Name() string { return "leader-isolation" }
 func (leaderIsolation) Meaning() string {
-	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (etcd/raft clusters)"
+	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (clusters of 3 or more)"
 }
 func (f leaderIsolation) Applies(t Target) error { return needCluster(f.Name(), t) }
 func (f leaderIsolation) Action(b harness.Backend) nemesis.Action {
@@ -216,7 +216,7 @@ type nodePause struct{}
 
 func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
-	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"
+	return "the lock service's leader stops: all its links, to peers and clients, stall (a server process: SIGSTOP) while the holder is paused (clusters of 3 or more)"
 }
 func (f nodePause) Applies(t Target) error { return needCluster(f.Name(), t) }
 func (f nodePause) Action(b harness.Backend) nemesis.Action {
@@ -301,7 +301,7 @@ type crashFault struct{}
 
 func (crashFault) Name() string { return "crash" }
 func (crashFault) Meaning() string {
-	return "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals)"
+	return "the lock service (a single server, or a cluster's leader; a server process: SIGKILL) crashes while the holder is paused, and restarts with its data (a single server: at once; a leader: when the pause heals)"
 }
 func (f crashFault) Applies(t Target) error {
 	if err := ownService(f.Name(), t); err != nil {
