@@ -247,7 +247,15 @@ func Unavailable(s Spec) string { return unavailable(builtin.Registry(), s) }
 
 func unavailable(reg *registry.Registry, s Spec) string {
 	r, err := resolve(reg, s)
-	if err != nil || r.resource.Unavailable == nil {
+	if err != nil {
+		return ""
+	}
+	if r.backend.Unavailable != nil {
+		if why := r.backend.Unavailable(r.settings); why != "" {
+			return why
+		}
+	}
+	if r.resource.Unavailable == nil {
 		return ""
 	}
 	return r.resource.Unavailable(r.resSettings)

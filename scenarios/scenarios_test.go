@@ -24,8 +24,8 @@ func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
 func TestCatalogue(t *testing.T) {
 	for _, sc := range Catalogue() {
 		t.Run(sc.Name, func(t *testing.T) {
-			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
 			skipWithoutZookeeper(t, sc.Spec) // zookeeper_test.go
+			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
 			t.Parallel()
 			dir := t.TempDir()
 			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})
