@@ -65,3 +65,12 @@ type ProcessClients interface {
 	// ClientsAreProcesses marks the capability; it does nothing.
 	ClientsAreProcesses()
 }
+
+// DurableLeases is implemented by backends whose server keeps its leases across a crash
+// and a restart with its data (ZooKeeper logs its sessions): a crash of a single server
+// frees no lock before the TTL has run out.
+type DurableLeases interface {
+	Backend
+	// LeasesSurviveRestart marks the capability; it does nothing.
+	LeasesSurviveRestart()
+}

@@ -247,9 +247,10 @@ func Catalogue() []Scenario {
 			About:  "3 raft nodes: the leader crashes while the holder is paused and restarts with its log; tokens keep increasing",
 			Expect: safe,
 		},
-	}, append(append(databaseScenarios(), // sqlite and postgres: catalogue_db.go
+	}, append(append(append(databaseScenarios(), // sqlite and postgres: catalogue_db.go
 		execScenarios()...), // your own lock client: catalogue_exec.go
-		dbLockScenarios()...)...) // database locks: catalogue_dblocks.go
+		dbLockScenarios()...), // database locks: catalogue_dblocks.go
+		zookeeperScenarios()...)...) // catalogue_zookeeper.go
 }
 
 // Lookup finds a scenario by name.

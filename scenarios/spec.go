@@ -223,7 +223,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 		return fail(err)
 	}
 	s.Options = opts.all
-	r.settings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.backend}.WithOptions(be.Options)
+	r.settings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Faults: s.Faults, Options: opts.backend}.WithOptions(be.Options)
 	r.resSettings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.resource}.WithOptions(res.Options)
 	if err := be.CheckSettings(r.settings); err != nil {
 		return fail(err)
@@ -248,7 +248,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 	if err := checkKeys(reg, s, be.Name, caps, res); err != nil { // keys.go
 		return fail(err)
 	}
-	r.target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL}
+	r.target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL, Random: len(s.RandomFaults) > 0}
 	for _, f := range reg.Faults() {
 		if _, ok := f.(registry.ClientFault); ok {
 			r.target.ClientFaults = append(r.target.ClientFaults, f.Name())
@@ -283,14 +283,14 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 // fences on them: it cannot be made safe by fencing (a usage error, exit 2).
 var ErrNoToken = errors.New("no fencing token: cannot be made safe by fencing")
 
-// defaultBackend is the backend an option implies (--etcd-endpoints: etcd), else the
-// first registered.
+// defaultBackend is the backend an option implies (--etcd-endpoints: etcd; an option
+// of a family, like --zookeeper-servers, the family's first), else the first registered.
 func defaultBackend(reg *registry.Registry, opts map[string]string) string {
 	for name, v := range opts {
 		if v == "" {
 			continue
 		}
-		if owners, _ := reg.OptionOwners(name); len(owners) == 1 {
+		if owners, _ := reg.OptionOwners(name); len(owners) > 0 {
 			return owners[0]
 		}
 	}

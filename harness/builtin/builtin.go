@@ -11,6 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
 	"github.com/fencecheck/fencecheck/harness/resource/postgres"
@@ -25,6 +26,7 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(naive.Descriptors()...))
 	must(r.AddBackend(etcdlock.Descriptor()))
 	must(r.AddBackend(raftlock.Descriptor()))
+	must(r.AddBackend(zookeeper.Descriptors()...))
 	must(r.AddBackend(execlock.Descriptor(r)))
 	must(r.AddBackend(pgadvisory.Descriptors()...))
 	must(r.AddBackend(mariadblock.Descriptors()...))

@@ -24,6 +24,8 @@ type Target struct {
 	TTL    time.Duration
 	// ClientFaults names the registry's client faults (for messages).
 	ClientFaults []string
+	// Random: the faults come from a random schedule, not targeted at the holder.
+	Random bool
 }
 
 // Fault is a fault a user can name.
@@ -200,6 +202,9 @@ func needCluster(name string, t Target) error {
 	if err := ownService(name, t); err != nil {
 		return err
 	}
+	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes {
+		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)
+	}
 	if !t.Caps.Cluster || t.Caps.Nodes < 3 {
 		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", name)
 	}
@@ -210,7 +215,7 @@ type leaderIsolation struct{}
 
 func (leaderIsolation) Name() string { return "leader-isolation" }
 func (leaderIsolation) Meaning() string {
-	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (etcd/raft clusters)"
+	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (clusters of 3 or more)"
 }
 func (f leaderIsolation) Applies(t Target) error { return needCluster(f.Name(), t) }
 func (f leaderIsolation) Action(b harness.Backend) nemesis.Action {
@@ -235,10 +240,10 @@ type nodePause struct{}
 
 func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
-	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters); a single server process fencecheck started gets SIGSTOP, and SIGCONT after 2x TTL (postgres-advisory, mariadb-lock)"
+	return "the lock service stops: a cluster's leader (all its links, to peers and clients, stall; a server process: SIGSTOP until the pause heals; clusters of 3 or more), or a single server process that forgets idle sessions on its own (SIGSTOP, and SIGCONT after 2x TTL, while the holder is still paused: postgres-advisory, mariadb-lock)"
 }
 func (f nodePause) Applies(t Target) error {
-	if t.Caps.Processes {
+	if t.Caps.SingleProcess {
 		return ownService(f.Name(), t)
 	}
 	return needCluster(f.Name(), t)
@@ -246,6 +251,9 @@ func (f nodePause) Applies(t Target) error {
 func (f nodePause) Action(b harness.Backend) nemesis.Action {
 	if pn, ok := singleProcess(b); ok {
 		return processPause(f.Name(), b, pn)
+	}
+	if pn, ok := b.(harness.ProcessNodes); ok {
+		return signalPause(f.Name(), b, pn)
 	}
 	cluster, _ := b.(harness.Cluster)
 	var stalled []nemesis.Link
@@ -277,11 +285,55 @@ func (f nodePause) Action(b harness.Backend) nemesis.Action {
 	}
 }
 
+// signalPause is node-pause on servers that are real processes: SIGSTOP to the leader's
+// process group, SIGCONT when the pause heals. A stopped process stalls every link by
+// itself; the detail names the PID and the signal.
+func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
+	paused := -1
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			i, err := leader(ctx, b)
+			if err != nil {
+				return "lock service", "", err
+			}
+			pid := pn.NodePID(i)
+			if err := pn.PauseNode(ctx, i); err != nil {
+				return node(i), "", err
+			}
+			paused = i
+			return node(i), fmt.Sprintf("%s (pid %d) stopped with SIGSTOP to its process group; SIGCONT when the pause heals", serverRole(pn, i), pid), nil
+		},
+		Heal: func(ctx context.Context) error {
+			if paused < 0 {
+				return nil
+			}
+			return pn.ResumeNode(ctx, paused)
+		},
+	}
+}
+
+// serverRole names node i of a process-backed service in a fault's detail.
+func serverRole(pn harness.ProcessNodes, i int) string {
+	if pn.Nodes() == 1 {
+		return "the only server"
+	}
+	return fmt.Sprintf("leader node %d", i)
+}
+
+// pidOf returns " (pid N)" for node i of a process-backed service, else "".
+func pidOf(b harness.Backend, i int) string {
+	if pn, ok := b.(harness.ProcessNodes); ok {
+		return fmt.Sprintf(" (pid %d)", pn.NodePID(i))
+	}
+	return ""
+}
+
 type crashFault struct{}
 
 func (crashFault) Name() string { return "crash" }
 func (crashFault) Meaning() string {
-	return "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals)"
+	return "the lock service (a single server, or a cluster's leader; a server process: SIGKILL) crashes while the holder is paused, and restarts with its data (a single server: at once; a leader: when the pause heals)"
 }
 func (f crashFault) Applies(t Target) error {
 	if err := ownService(f.Name(), t); err != nil {
@@ -297,7 +349,7 @@ func (f crashFault) Applies(t Target) error {
 // need not outwait its TTL. It wakes right after the first write accepted after the
 // crash, before any other client writes again: the worst moment.
 func (crashFault) ShapePause(t Target, s *nemesis.ClientFault) bool {
-	if t.Caps.Cluster {
+	if t.Caps.Cluster || t.Caps.DurableLeases {
 		return false
 	}
 	s.MinHold = t.TTL / 20
@@ -323,6 +375,7 @@ func (f crashFault) Action(b harness.Backend) nemesis.Action {
 				return "lock service", "", err
 			}
 			crashed = i
+			pid := pidOf(b, i)
 			if err := crasher.Crash(ctx, i); err != nil {
 				return node(i), "", err
 			}
@@ -332,7 +385,13 @@ func (f crashFault) Action(b harness.Backend) nemesis.Action {
 				if err := crasher.Restart(ctx, i, true); err != nil {
 					return node(i), "", err
 				}
+				if pn, ok := b.(harness.ProcessNodes); ok {
+					return node(i), fmt.Sprintf("the only server%s killed with SIGKILL and restarted at once with its data (pid %d)", pid, pn.NodePID(i)), nil
+				}
 				return node(i), "lock server crashed and restarted at once: the lease it held in memory is gone (and an in-memory counter with it)", nil
+			}
+			if pid != "" {
+				return node(i), fmt.Sprintf("leader node %d%s killed with SIGKILL; it restarts with its data when the pause heals", i, pid), nil
 			}
 			return node(i), fmt.Sprintf("leader node %d crashed; it restarts with its data when the pause heals", i), nil
 		},
@@ -389,6 +448,9 @@ func (f clusterCrash) Action(b harness.Backend) nemesis.Action {
 const SkewRate = 20.0
 
 func clocksNotOwned(name string, t Target) error {
+	if t.Caps.FastClock {
+		return fmt.Errorf("fault %q: %s's clock is its server process's, which fencecheck can only run fast from the start (skew), not step while it runs", name, t.Backend)
+	}
 	return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", name, t.Backend)
 }
 
@@ -402,20 +464,35 @@ func (f skewFault) Applies(t Target) error {
 	if err := ownService(f.Name(), t); err != nil {
 		return err
 	}
-	if !t.Caps.ServiceClock {
+	switch {
+	case t.Caps.ServiceClock:
+		return nil
+	case !t.Caps.FastClock:
 		return clocksNotOwned(f.Name(), t)
+	case t.Random:
+		return fmt.Errorf("fault %q: %s's server clock can only run fast from the server's start, for the whole run: give it as a targeted fault (--fault), not in a random schedule", f.Name(), t.Backend)
 	}
 	return nil
 }
 
 // ShapePause: a brief pause, shorter than the TTL by the client's clock: only the fast
-// service clock makes it outlive the lease.
+// service clock makes it outlive the lease. A clock fast from the server's start runs
+// slower than SkewRate (faster, it would expire every session, busy or not): at 2x the
+// server forgets a silent session after TTL/2, so the pause may last up to 0.9 TTL.
 func (skewFault) ShapePause(t Target, s *nemesis.ClientFault) bool {
 	s.MinHold, s.MaxHold = t.TTL/20, t.TTL/2
+	if !t.Caps.ServiceClock && t.Caps.ClockRate > 0 {
+		s.MaxHold = t.TTL * 9 / 10
+	}
 	return true
 }
 
 func (f skewFault) Action(b harness.Backend) nemesis.Action {
+	if fc, ok := b.(FastClocked); ok && fc.ClockRate() > 0 {
+		if _, owned := b.(ServiceClocked); !owned {
+			return fastClockSkew(f.Name(), b, fc)
+		}
+	}
 	sc, _ := b.(ServiceClocked)
 	var skewed *nemesis.Clock
 	return nemesis.Action{
@@ -439,6 +516,29 @@ func (f skewFault) Action(b harness.Backend) nemesis.Action {
 				skewed.Reset(false) // runs at the right speed again; like a slewing NTP, it keeps the lead it gained
 			}
 			return nil
+		},
+	}
+}
+
+// fastClockSkew is skew on a clock that runs fast from the server's start: nothing to
+// change when the fault starts; its detail says whose clock runs how fast.
+func fastClockSkew(kind string, b harness.Backend, fc FastClocked) nemesis.Action {
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			i, err := leader(ctx, b)
+			if err != nil {
+				return "lock service", "", err
+			}
+			who := "the lock server"
+			if pn, ok := b.(harness.ProcessNodes); ok {
+				who = serverRole(pn, i) + pidOf(b, i)
+				if pn.Nodes() > 1 {
+					who = "every server, " + who + " among them,"
+				}
+			}
+			rate := fc.ClockRate()
+			return node(i), fmt.Sprintf("%s runs its clock %gx fast, wall and monotonic, since it started: it expires a silent session after 1/%g of its timeout in real time", who, rate, rate), nil
 		},
 	}
 }
@@ -515,11 +615,11 @@ type LeaseTimed interface {
 	LeaseTTL() time.Duration
 }
 
-// singleProcess returns a backend's one server process (harness.ProcessNodes, not a
-// cluster), whose node faults are real signals.
+// singleProcess returns a backend's one server process when it has Caps.SingleProcess
+// (CapsOf decides, so the fault and its Applies agree).
 func singleProcess(b harness.Backend) (harness.ProcessNodes, bool) {
 	pn, ok := b.(harness.ProcessNodes)
-	if _, cluster := b.(harness.Cluster); !ok || cluster || pn.Nodes() != 1 {
+	if !ok || !CapsOf(b).SingleProcess {
 		return nil, false
 	}
 	return pn, true

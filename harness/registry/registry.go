@@ -50,6 +50,9 @@ type Settings struct {
 	Clients int
 	// Fence is the resource's fence rule (history.FenceStrict or FenceMonotonic).
 	Fence string
+	// Faults are the run's targeted faults: a backend whose clock runs fast from its
+	// start (FastClocked) must know before it starts.
+	Faults []string
 	// Options are the descriptor's own options as given (not yet the Env defaults).
 	Options map[string]string
 	// opts are the descriptor's declared options, for Option's Env defaults.
@@ -140,8 +143,9 @@ type Backend struct {
 	// s.TTL (an existing cluster may raise a short one). Every timing of a run derives
 	// from the TTL, so a run uses the granted one or is refused. nil: granted as asked.
 	GrantedTTL func(ctx context.Context, s Settings) (time.Duration, error)
-	// Unavailable says why the service cannot be started here (its program is not
-	// installed), or "" when it can. Tests and `soak all` skip such scenarios.
+	// Unavailable says why the service cannot run here (e.g. its package is not
+	// installed), or "" when it can; nil: always available. Tests and `soak all` skip
+	// such scenarios.
 	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)

@@ -45,7 +45,7 @@ func Descriptors() []registry.Backend {
 				if s.Option(OptionDSN) != "" {
 					return registry.Caps{External: externalWords, Crasher: true, ClientExpiry: true, NoToken: noToken}
 				}
-				return registry.Caps{Crasher: true, Processes: true, ClientExpiry: true, NoToken: noToken}
+				return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true, NoToken: noToken}
 			},
 			Setup: func(s registry.Settings) string {
 				if s.Option(OptionDSN) != "" {
