@@ -202,7 +202,7 @@ func needCluster(name string, t Target) error {
 	if err := ownService(name, t); err != nil {
 		return err
 	}
-	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes {
+	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes && !t.Caps.SingleProcess { // a service that can run as a cluster (ZooKeeper)
 		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)
 	}
 	if !t.Caps.Cluster || t.Caps.Nodes < 3 {
