@@ -46,3 +46,12 @@ type Tokenless interface {
 	// NoFencingToken says in a few words why there is no token.
 	NoFencingToken() string
 }
+
+// DurableLeases is implemented by backends whose server keeps its leases across a crash
+// and a restart with its data (ZooKeeper logs its sessions): a crash of a single server
+// frees no lock before the TTL has run out.
+type DurableLeases interface {
+	Backend
+	// LeasesSurviveRestart marks the capability; it does nothing.
+	LeasesSurviveRestart()
+}

@@ -247,7 +247,8 @@ func Catalogue() []Scenario {
 			About:  "3 raft nodes: the leader crashes while the holder is paused and restarts with its log; tokens keep increasing",
 			Expect: safe,
 		},
-	}, databaseScenarios()...) // sqlite and postgres: catalogue_db.go
+	}, append(databaseScenarios(), // sqlite and postgres: catalogue_db.go
+		zookeeperScenarios()...)...) // catalogue_zookeeper.go
 }
 
 // Lookup finds a scenario by name.

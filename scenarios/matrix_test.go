@@ -81,6 +81,6 @@ func TestApplicableFaults(t *testing.T) {
 	require.NotContains(t, external, "crash")
 	require.Equal(t, []string{"etcd-txn"}, NativeResources("etcd"))
 	require.Empty(t, NativeResources("raft"))
-	_, err := Normalize(Spec{Backend: "zookeeper"})
+	_, err := Normalize(Spec{Backend: "chubby"})
 	require.ErrorIs(t, err, ErrSpec)
 }

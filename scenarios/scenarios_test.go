@@ -24,7 +24,8 @@ func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
 func TestCatalogue(t *testing.T) {
 	for _, sc := range Catalogue() {
 		t.Run(sc.Name, func(t *testing.T) {
-			skipWithoutPostgres(t, sc.Spec) // catalogue_db_test.go
+			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
+			skipWithoutZookeeper(t, sc.Spec) // zookeeper_test.go
 			t.Parallel()
 			dir := t.TempDir()
 			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})
@@ -44,6 +45,7 @@ func TestCatalogue(t *testing.T) {
 			_, problems := nemesistest.Check(o.History)
 			require.Empty(t, problems, "the faults' details disagree with the history")
 			require.True(t, o.Report.Agree, "porcupine and the direct analysis disagree")
+			checkZookeeperRun(t, sc, o.History) // zookeeper_test.go
 
 			// The saved evidence re-checks to the same verdicts offline.
 			h, err := history.ReadFile(dir + "/history.json")
@@ -66,7 +68,7 @@ func TestSpecErrors(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{"unknown backend", Spec{Backend: "zookeeper"}, `unknown backend "zookeeper"`},
+		{"unknown backend", Spec{Backend: "chubby"}, `unknown backend "chubby"`},
 		{"unknown resource", Spec{Resource: "s3"}, `unknown resource "s3"`},
 		{"unknown fault", Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
 		{"negative ttl", Spec{TTL: -1}, "ttl must be positive"},

@@ -62,7 +62,7 @@ func TestSoakBadInput(t *testing.T) {
 	noFault := Scenario{Spec: Spec{Name: "x", Backend: "naive"}}
 	_, err = Soak(context.Background(), SoakConfig{Scenarios: []Scenario{noFault}, Runs: 1, Random: true})
 	require.ErrorIs(t, err, ErrSpec)
-	bad := Scenario{Spec: Spec{Name: "y", Backend: "zookeeper"}}
+	bad := Scenario{Spec: Spec{Name: "y", Backend: "chubby"}}
 	_, err = Soak(context.Background(), SoakConfig{Scenarios: []Scenario{bad}, Runs: 1})
 	require.ErrorIs(t, err, ErrSpec)
 }

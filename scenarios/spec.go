@@ -223,7 +223,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 		return fail(err)
 	}
 	s.Options = opts.all
-	r.settings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.backend}.WithOptions(be.Options)
+	r.settings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Faults: s.Faults, Options: opts.backend}.WithOptions(be.Options)
 	r.resSettings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.resource}.WithOptions(res.Options)
 	if err := be.CheckSettings(r.settings); err != nil {
 		return fail(err)
@@ -248,7 +248,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 	if err := checkKeys(reg, s, be.Name, caps, res); err != nil { // keys.go
 		return fail(err)
 	}
-	r.target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL}
+	r.target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL, Random: len(s.RandomFaults) > 0}
 	for _, f := range reg.Faults() {
 		if _, ok := f.(registry.ClientFault); ok {
 			r.target.ClientFaults = append(r.target.ClientFaults, f.Name())

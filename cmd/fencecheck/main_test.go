@@ -112,7 +112,7 @@ func TestBadInput(t *testing.T) {
 		{"bad read_id", []string{"check", "testdata/bad-read-id.json"}, `op 1: field "read_id"`},
 		{"missing file", []string{"check", "testdata/nope.json"}, "testdata/nope.json"},
 		{"no files", []string{"check"}, "no history files"},
-		{"unknown backend", []string{"run", "--backend", "zookeeper"}, `unknown backend "zookeeper"`},
+		{"unknown backend", []string{"run", "--backend", "chubby"}, `unknown backend "chubby"`},
 		{"unknown resource", []string{"run", "--resource", "s3"}, `unknown resource "s3"`},
 		{"unknown fault", []string{"run", "--fault", "meteor"}, `unknown fault "meteor"`},
 		{"negative ttl", []string{"run", "--ttl", "-1s"}, "must not be negative"},

@@ -94,7 +94,7 @@ func TestNewCommandsBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"matrix unknown backend", []string{"matrix", "--backend", "zookeeper"}, `unknown backend "zookeeper"`},
+		{"matrix unknown backend", []string{"matrix", "--backend", "chubby"}, `unknown backend "chubby"`},
 		{"matrix unknown resource", []string{"matrix", "--resource", "s3"}, `unknown resource "s3"`},
 		{"matrix unknown fault", []string{"matrix", "--fault", "pause+meteor"}, `unknown fault "meteor"`},
 		{"matrix no fault", []string{"matrix", "--fault", ","}, "no fault given"},
@@ -104,7 +104,7 @@ func TestNewCommandsBadInput(t *testing.T) {
 		{"matrix unknown scenario", []string{"matrix", "--scenario", "nope"}, `unknown scenario "nope"`},
 		{"matrix bad flag", []string{"matrix", "--frobnicate"}, "flag provided but not defined"},
 		{"evaluate no backend", []string{"evaluate"}, "--backend is required"},
-		{"evaluate unknown backend", []string{"evaluate", "--backend", "zookeeper"}, `unknown backend "zookeeper"`},
+		{"evaluate unknown backend", []string{"evaluate", "--backend", "chubby"}, `unknown backend "chubby"`},
 		{"evaluate fault n/a", []string{"evaluate", "--backend", "naive", "--fault", "leader-isolation"}, `fault "leader-isolation" does not apply to naive`},
 		{"evaluate unknown fault", []string{"evaluate", "--backend", "naive", "--fault", "meteor"}, `unknown fault "meteor"`},
 		{"evaluate endpoints not etcd", []string{"evaluate", "--backend", "raft", "--etcd-endpoints", "127.0.0.1:2379"}, "--etcd-endpoints is for the etcd backend"},

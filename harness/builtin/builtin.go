@@ -8,6 +8,7 @@ import (
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
 	"github.com/fencecheck/fencecheck/harness/resource/postgres"
@@ -22,6 +23,7 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(naive.Descriptors()...))
 	must(r.AddBackend(etcdlock.Descriptor()))
 	must(r.AddBackend(raftlock.Descriptor()))
+	must(r.AddBackend(zookeeper.Descriptors()...))
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))

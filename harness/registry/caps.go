@@ -26,6 +26,15 @@ type WallClocked interface {
 	WallClockTokens() bool
 }
 
+// FastClocked is implemented by backends whose service clock runs fast for the whole run,
+// from the server's start (libfaketime preloaded into a server process): the skew fault
+// on a clock fencecheck cannot change while the server runs.
+type FastClocked interface {
+	harness.Backend
+	// ClockRate is how many times fast the service's clocks run (0: real time).
+	ClockRate() float64
+}
+
 // Caps are a backend's capabilities, as the interfaces of its started value say.
 type Caps struct {
 	// Cluster: harness.Cluster, of Nodes nodes.
@@ -40,6 +49,14 @@ type Caps struct {
 	// ServiceClock: ServiceClocked; WallClock: WallClocked.
 	ServiceClock bool
 	WallClock    bool
+	// FastClock: FastClocked (its clock can be started fast), ClockRate its rate in
+	// this run (0: real time).
+	FastClock bool
+	ClockRate float64
+	// ProcessNodes: harness.ProcessNodes (node faults are real signals to server
+	// processes); DurableLeases: harness.DurableLeases.
+	ProcessNodes  bool
+	DurableLeases bool
 	// External is harness.External's description ("" for a service fencecheck runs).
 	External string
 	// NoToken is harness.Tokenless's reason ("" for a backend with fencing tokens).
@@ -58,6 +75,11 @@ func CapsOf(b harness.Backend) Caps {
 	_, c.ClientExpiry = b.(harness.ExpiringBackend)
 	_, c.ServiceClock = b.(ServiceClocked)
 	_, c.WallClock = b.(WallClocked)
+	if fc, ok := b.(FastClocked); ok {
+		c.FastClock, c.ClockRate = true, fc.ClockRate()
+	}
+	_, c.ProcessNodes = b.(harness.ProcessNodes)
+	_, c.DurableLeases = b.(harness.DurableLeases)
 	if e, ok := b.(harness.External); ok {
 		c.External = e.External()
 	}

@@ -23,6 +23,8 @@ type Target struct {
 	TTL    time.Duration
 	// ClientFaults names the registry's client faults (for messages).
 	ClientFaults []string
+	// Random: the faults come from a random schedule, not targeted at the holder.
+	Random bool
 }
 
 // Fault is a fault a user can name.
@@ -215,6 +217,9 @@ func (nodePause) Meaning() string {
 }
 func (f nodePause) Applies(t Target) error { return needCluster(f.Name(), t) }
 func (f nodePause) Action(b harness.Backend) nemesis.Action {
+	if pn, ok := b.(harness.ProcessNodes); ok {
+		return signalPause(f.Name(), b, pn)
+	}
 	cluster, _ := b.(harness.Cluster)
 	var stalled []nemesis.Link
 	return nemesis.Action{
@@ -245,6 +250,50 @@ func (f nodePause) Action(b harness.Backend) nemesis.Action {
 	}
 }
 
+// signalPause is node-pause on servers that are real processes: SIGSTOP to the leader's
+// process group, SIGCONT when the pause heals. A stopped process stalls every link by
+// itself; the detail names the PID and the signal.
+func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
+	paused := -1
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			i, err := leader(ctx, b)
+			if err != nil {
+				return "lock service", "", err
+			}
+			pid := pn.NodePID(i)
+			if err := pn.PauseNode(ctx, i); err != nil {
+				return node(i), "", err
+			}
+			paused = i
+			return node(i), fmt.Sprintf("%s (pid %d) stopped with SIGSTOP to its process group; SIGCONT when the pause heals", serverRole(pn, i), pid), nil
+		},
+		Heal: func(ctx context.Context) error {
+			if paused < 0 {
+				return nil
+			}
+			return pn.ResumeNode(ctx, paused)
+		},
+	}
+}
+
+// serverRole names node i of a process-backed service in a fault's detail.
+func serverRole(pn harness.ProcessNodes, i int) string {
+	if pn.Nodes() == 1 {
+		return "the only server"
+	}
+	return fmt.Sprintf("leader node %d", i)
+}
+
+// pidOf returns " (pid N)" for node i of a process-backed service, else "".
+func pidOf(b harness.Backend, i int) string {
+	if pn, ok := b.(harness.ProcessNodes); ok {
+		return fmt.Sprintf(" (pid %d)", pn.NodePID(i))
+	}
+	return ""
+}
+
 type crashFault struct{}
 
 func (crashFault) Name() string { return "crash" }
@@ -265,7 +314,7 @@ func (f crashFault) Applies(t Target) error {
 // need not outwait its TTL. It wakes right after the first write accepted after the
 // crash, before any other client writes again: the worst moment.
 func (crashFault) ShapePause(t Target, s *nemesis.ClientFault) bool {
-	if t.Caps.Cluster {
+	if t.Caps.Cluster || t.Caps.DurableLeases {
 		return false
 	}
 	s.MinHold = t.TTL / 20
@@ -288,6 +337,7 @@ func (f crashFault) Action(b harness.Backend) nemesis.Action {
 				return "lock service", "", err
 			}
 			crashed = i
+			pid := pidOf(b, i)
 			if err := crasher.Crash(ctx, i); err != nil {
 				return node(i), "", err
 			}
@@ -297,7 +347,13 @@ func (f crashFault) Action(b harness.Backend) nemesis.Action {
 				if err := crasher.Restart(ctx, i, true); err != nil {
 					return node(i), "", err
 				}
+				if pn, ok := b.(harness.ProcessNodes); ok {
+					return node(i), fmt.Sprintf("the only server%s killed with SIGKILL and restarted at once with its data (pid %d)", pid, pn.NodePID(i)), nil
+				}
 				return node(i), "lock server crashed and restarted at once: the lease it held in memory is gone (and an in-memory counter with it)", nil
+			}
+			if pid != "" {
+				return node(i), fmt.Sprintf("leader node %d%s killed with SIGKILL; it restarts with its data when the pause heals", i, pid), nil
 			}
 			return node(i), fmt.Sprintf("leader node %d crashed; it restarts with its data when the pause heals", i), nil
 		},
@@ -367,20 +423,35 @@ func (f skewFault) Applies(t Target) error {
 	if err := ownService(f.Name(), t); err != nil {
 		return err
 	}
-	if !t.Caps.ServiceClock {
+	switch {
+	case t.Caps.ServiceClock:
+		return nil
+	case !t.Caps.FastClock:
 		return clocksNotOwned(f.Name(), t)
+	case t.Random:
+		return fmt.Errorf("fault %q: %s's server clock can only run fast from the server's start, for the whole run: give it as a targeted fault (--fault), not in a random schedule", f.Name(), t.Backend)
 	}
 	return nil
 }
 
 // ShapePause: a brief pause, shorter than the TTL by the client's clock: only the fast
-// service clock makes it outlive the lease.
+// service clock makes it outlive the lease. A clock fast from the server's start runs
+// slower than SkewRate (faster, it would expire every session, busy or not): at 2x the
+// server forgets a silent session after TTL/2, so the pause may last up to 0.9 TTL.
 func (skewFault) ShapePause(t Target, s *nemesis.ClientFault) bool {
 	s.MinHold, s.MaxHold = t.TTL/20, t.TTL/2
+	if !t.Caps.ServiceClock && t.Caps.ClockRate > 0 {
+		s.MaxHold = t.TTL * 9 / 10
+	}
 	return true
 }
 
 func (f skewFault) Action(b harness.Backend) nemesis.Action {
+	if fc, ok := b.(FastClocked); ok && fc.ClockRate() > 0 {
+		if _, owned := b.(ServiceClocked); !owned {
+			return fastClockSkew(f.Name(), b, fc)
+		}
+	}
 	sc, _ := b.(ServiceClocked)
 	var skewed *nemesis.Clock
 	return nemesis.Action{
@@ -404,6 +475,29 @@ func (f skewFault) Action(b harness.Backend) nemesis.Action {
 				skewed.Reset(false) // runs at the right speed again; like a slewing NTP, it keeps the lead it gained
 			}
 			return nil
+		},
+	}
+}
+
+// fastClockSkew is skew on a clock that runs fast from the server's start: nothing to
+// change when the fault starts; its detail says whose clock runs how fast.
+func fastClockSkew(kind string, b harness.Backend, fc FastClocked) nemesis.Action {
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			i, err := leader(ctx, b)
+			if err != nil {
+				return "lock service", "", err
+			}
+			who := "the lock server"
+			if pn, ok := b.(harness.ProcessNodes); ok {
+				who = serverRole(pn, i) + pidOf(b, i)
+				if pn.Nodes() > 1 {
+					who = "every server, " + who + " among them,"
+				}
+			}
+			rate := fc.ClockRate()
+			return node(i), fmt.Sprintf("%s runs its clock %gx fast, wall and monotonic, since it started: it expires a silent session after 1/%g of its timeout in real time", who, rate, rate), nil
 		},
 	}
 }

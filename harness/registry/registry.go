@@ -49,6 +49,9 @@ type Settings struct {
 	Clients int
 	// Fence is the resource's fence rule (history.FenceStrict or FenceMonotonic).
 	Fence string
+	// Faults are the run's targeted faults: a backend whose clock runs fast from its
+	// start (FastClocked) must know before it starts.
+	Faults []string
 	// Options are the descriptor's own options as given (not yet the Env defaults).
 	Options map[string]string
 	// opts are the descriptor's declared options, for Option's Env defaults.

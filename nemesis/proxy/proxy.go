@@ -136,6 +136,8 @@ type Link struct {
 	blackholed    atomic.Int64
 	refused       atomic.Int64
 	dialErrors    atomic.Int64
+
+	dialRetry atomic.Int64 // ns; see SetDialRetry
 }
 
 // New starts a Link listening on 127.0.0.1:0 that forwards to target
@@ -218,6 +220,13 @@ func (l *Link) Pass() {
 	defer l.mu.Unlock()
 	l.setLocked(Pass, 0)
 }
+
+// SetDialRetry makes a refused dial of the target be retried, every 20 ms, for up
+// to d before the client's connection is closed (default 0: closed at once). A client
+// that would itself retry a refused connect sees, through the proxy, a connection
+// that opens and then closes; this keeps it waiting instead, for a target whose
+// listener opens a moment late (a new ZooKeeper leader's quorum port).
+func (l *Link) SetDialRetry(d time.Duration) { l.dialRetry.Store(int64(max(d, 0))) }
 
 // Blackhole closes every open connection through the link now (client and
 // target side; bytes held for them are discarded with them) and closes new
@@ -432,7 +441,15 @@ func (c *conn) run() {
 		return
 	}
 	var d net.Dialer
+	retryUntil := time.Now().Add(time.Duration(l.dialRetry.Load()))
 	sc, err := d.DialContext(c.ctx, "tcp", l.target)
+	for err != nil && c.ctx.Err() == nil && time.Now().Before(retryUntil) {
+		select {
+		case <-c.ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+			sc, err = d.DialContext(c.ctx, "tcp", l.target)
+		}
+	}
 	if err != nil {
 		if c.ctx.Err() == nil {
 			l.dialErrors.Add(1)

@@ -426,6 +426,33 @@ func TestDialFailureClosesClient(t *testing.T) {
 	}, eventually, tick)
 }
 
+// With a dial retry, a client that connects before the target listens is served once
+// it does, instead of being closed.
+func TestDialRetryWaitsForLateListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	l := newLink(t, addr)
+	l.SetDialRetry(eventually)
+	c := dial(t, l.Addr())
+	_, err = c.Write([]byte("late"))
+	require.NoError(t, err)
+	time.Sleep(holdWindow) // the first dials are refused
+	ln, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	defer ln.Close()
+	sc, err := ln.Accept()
+	require.NoError(t, err)
+	defer sc.Close()
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(sc, buf)
+	require.NoError(t, err)
+	require.Equal(t, "late", string(buf))
+	require.Zero(t, l.Stats().DialErrors)
+}
+
 // An HTTP/1.1 server behind the proxy works through Pass→Stall→Pass with a
 // request in flight across the stall; the response arrives after Pass.
 func TestHTTPAcrossStall(t *testing.T) {

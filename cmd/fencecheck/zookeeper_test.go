@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// Ctrl-C (the context main cancels on SIGINT) while the servers start, or in the middle
+// of the workload, leaves no ZooKeeper server behind: every JVM fencecheck started is
+// gone when run returns.
+func TestRunInterruptedStopsZookeeper(t *testing.T) {
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
+	}
+	for _, tc := range []struct {
+		name string
+		// ready says when to interrupt, given the run's results folder.
+		ready func(out string) bool
+	}{
+		{"while the servers start", func(string) bool { return len(proc.Descendants(os.Getpid())) >= 3 }},
+		{"during the workload", func(out string) bool {
+			// The probe session Start opens and closes is the last thing before the workload.
+			logs, _ := filepath.Glob(filepath.Join(out, "*", "2*", "zookeeper.log"))
+			for _, l := range logs {
+				if b, _ := os.ReadFile(l); bytes.Contains(b, []byte("Submitting global closeSession request")) {
+					return true
+				}
+			}
+			return false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				done <- Main(ctx, []string{"run", "--backend", "zookeeper", "--members", "3", "--duration", "2m", "--out", out}, &stdout, &stderr)
+			}()
+			require.Eventually(t, func() bool { return tc.ready(out) }, 90*time.Second, 20*time.Millisecond, "the run never got there")
+			cancel()
+			select {
+			case code := <-done:
+				t.Logf("exit %d after the interrupt: %s", code, stderr.String())
+				require.NotEqual(t, exitSafe, code)
+			case <-time.After(90 * time.Second):
+				t.Fatal("run did not return after the interrupt")
+			}
+			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the interrupted run")
+		})
+	}
+}

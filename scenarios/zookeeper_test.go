@@ -1,0 +1,137 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// skipWithoutZookeeper skips a zookeeper scenario when Debian's ZooKeeper is not
+// installed, naming the package.
+func skipWithoutZookeeper(t *testing.T, s Spec) {
+	t.Helper()
+	if !strings.HasPrefix(s.Backend, zookeeper.Name) {
+		return
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
+	}
+}
+
+// zookeeperDetails is what the node faults of the zookeeper catalogue scenarios must
+// name in the history: the server's PID and the real signal (or the real fast clock).
+var zookeeperDetails = map[string][]string{
+	"zookeeper-fenced-crash":         {"the only server (pid ", "SIGKILL", "restarted at once"},
+	"zookeeper-unfenced-skew":        {"the only server (pid ", "2x fast"},
+	"zookeeper3-unfenced-node-pause": {"leader node ", "(pid ", "SIGSTOP", "SIGCONT"},
+	"zookeeper3-fenced-node-pause":   {"leader node ", "(pid ", "SIGSTOP"},
+	"zookeeper3-fenced-crash":        {"leader node ", "(pid ", "SIGKILL"},
+}
+
+// checkZookeeperRun checks what a zookeeper catalogue run left: the node fault's
+// detail, and no JVM still running.
+func checkZookeeperRun(t *testing.T, sc Scenario, h *history.History) {
+	t.Helper()
+	want, ok := zookeeperDetails[sc.Name]
+	if !ok {
+		return
+	}
+	found := false
+	for _, f := range h.Faults {
+		if f.Kind == sc.Faults[0] {
+			found = true
+			for _, w := range want {
+				require.Contains(t, f.Detail, w)
+			}
+		}
+	}
+	require.True(t, found, "no %s fault in the history", sc.Faults[0])
+}
+
+// The zookeeper scenarios cover what the branch's end-to-end test did, and every
+// server process is gone once a run returns.
+func TestZookeeperCatalogue(t *testing.T) {
+	for name := range zookeeperDetails {
+		sc, ok := Lookup(name)
+		require.True(t, ok, "%s is not in the catalogue", name)
+		require.NotEmpty(t, sc.Faults)
+	}
+	skipWithoutZookeeper(t, Spec{Backend: zookeeper.Name})
+	// One run here, the rest in TestCatalogue: the servers must be gone afterwards.
+	sc, _ := Lookup("zookeeper-fenced-crash")
+	o, err := Execute(context.Background(), sc.Spec, Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	require.Empty(t, sc.Expect.Diff(o.Report))
+	checkZookeeperRun(t, sc, o.History)
+	require.Empty(t, proc.Descendants(os.Getpid()), "every server stopped")
+}
+
+// What cannot apply to ZooKeeper is refused with one clear line, before anything starts.
+func TestZookeeperRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"node-pause standalone", Spec{Backend: "zookeeper", Faults: []string{"node-pause"}}, "needs a lock-service cluster of at least 3 nodes"},
+		{"cluster-crash", Spec{Backend: "zookeeper", Members: 3, Faults: []string{"cluster-crash"}}, `fault "cluster-crash"`},
+		{"clock-jump", Spec{Backend: "zookeeper", Faults: []string{"clock-jump"}}, `fault "clock-jump"`},
+		{"careful", Spec{Backend: "zookeeper", Policy: "careful", Faults: []string{"pause"}}, "careful policy"},
+		{"members", Spec{Backend: "zookeeper", Members: 2}, "--members must be 1, 3 or 5"},
+		{"external node fault", Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}, Faults: []string{"crash"}}, "needs a cluster fencecheck started itself"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Normalize(tc.spec)
+			require.ErrorIs(t, err, ErrSpec)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	// In a random schedule skew is skipped with its reason: the clock is fast from the
+	// server's start or not at all.
+	s, err := Normalize(Spec{Backend: "zookeeper", RandomFaults: []string{"pause", "skew"}, Duration: 10 * DefaultTTL})
+	require.NoError(t, err)
+	require.Equal(t, []string{"pause"}, s.RandomFaults)
+	require.Len(t, s.Skipped, 1)
+	require.Contains(t, s.Skipped[0], "not in a random schedule")
+}
+
+// An existing ensemble (--zookeeper-servers): a server started on its own, reached only
+// at its address. Client-side faults go through the local proxies; node faults are
+// refused; an address where nothing listens is bad input.
+func TestExternalZookeeper(t *testing.T) {
+	skipWithoutZookeeper(t, Spec{Backend: zookeeper.Name})
+	ctx := context.Background()
+	b, err := zookeeper.Start(ctx, zookeeper.Config{TTL: DefaultTTL, Dir: t.TempDir()})
+	if errors.Is(err, proc.ErrNotFound) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	defer b.Close()
+	servers := map[string]string{zookeeper.OptionServers: strings.Join(b.Endpoints(), ",")}
+
+	o, err := Execute(ctx, Spec{Backend: "zookeeper", Options: servers, Resource: "unfenced", Faults: []string{"pause"}}, Options{})
+	require.NoError(t, err)
+	require.Equal(t, models.Violated, o.Report.Verdicts[models.Register])
+
+	_, err = Execute(ctx, Spec{Backend: "zookeeper", Options: servers, Faults: []string{"crash"}}, Options{})
+	require.ErrorIs(t, err, ErrSpec)
+	require.ErrorContains(t, err, "needs a cluster fencecheck started itself")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, err = Execute(ctx, Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: dead}}, Options{})
+	require.ErrorIs(t, err, ErrSpec, "an unreachable server is bad input (exit 2)")
+	require.ErrorContains(t, err, dead)
+}
