@@ -52,6 +52,8 @@ type ProcessNodes interface {
 // resource cannot be made safe with them: the harness refuses such a run with
 // NoFencingToken's reason instead of pretending.
 type Tokenless interface {
-	// NoFencingToken says why this backend's grants carry no usable fencing token.
+	// NoFencingToken says why this backend's grants carry no usable fencing token. A
+	// backend whose token is an option returns "" when the configured option does hand
+	// out one (redis with its INCR counter).
 	NoFencingToken() string
 }
