@@ -50,7 +50,9 @@ type ProcessNodes interface {
 // Tokenless is implemented by backends (or backend options) that hand out no fencing
 // token, such as Redlock's random value or a Redis lock without a counter. A fenced
 // resource cannot be made safe with them: the harness refuses such a run with
-// NoFencingToken's reason instead of pretending.
+// NoFencingToken's reason instead of pretending. Their leases' Token is the order in
+// which the backend's lockers saw grants returned (1, 2, ...): the checker needs an
+// order to tell stale writes, and an unfenced resource stores it without checking it.
 type Tokenless interface {
 	// NoFencingToken says why this backend's grants carry no usable fencing token. A
 	// backend whose token is an option returns "" when the configured option does hand

@@ -30,6 +30,7 @@ type env struct {
 	serverClock *nemesis.Clock
 	nodeClocks  []*nemesis.Clock
 	clientClock []*nemesis.Clock
+	ttl         time.Duration
 }
 
 // clientNow reads client i's clock.
@@ -47,7 +48,7 @@ func (e *env) Close() error {
 
 // build starts the spec's backend and resource. Lock-service logs go to outDir (if set).
 func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
-	e := &env{serverClock: nemesis.NewClock()}
+	e := &env{serverClock: nemesis.NewClock(), ttl: s.TTL}
 	for range s.Clients {
 		e.clientClock = append(e.clientClock, nemesis.NewClock())
 	}
@@ -138,10 +139,19 @@ func build(ctx context.Context, s Spec, outDir string) (_ *env, err error) {
 			return nil, err
 		}
 		e.backend = b
+	case isService(s.Backend): // build_services.go (temporary wiring)
+		b, err := buildService(ctx, s, logFile, tempDir)
+		if err != nil {
+			return nil, err
+		}
+		e.backend = b
 	default:
 		return nil, fmt.Errorf("%w: unknown backend %q", ErrSpec, s.Backend)
 	}
 	e.closers = append(e.closers, e.backend.Close)
+	if t, ok := e.backend.(harness.Tokenless); ok && t.NoFencingToken() != "" && s.Resource != "unfenced" {
+		return nil, fmt.Errorf("%w: backend %s with resource %s: %s", ErrSpec, s.Backend, s.Resource, t.NoFencingToken())
+	}
 
 	switch s.Resource {
 	case "fenced", "unfenced", "toctou":
@@ -170,6 +180,11 @@ type nodeFaults struct {
 func (n nodeFaults) action(name string) nemesis.Action {
 	cluster, _ := n.backend.(harness.Cluster)
 	crasher, _ := n.backend.(harness.Crasher)
+	if pn, ok := n.backend.(harness.ProcessNodes); ok && cluster == nil {
+		if a, ok := processAction(name, pn, crasher, n.env.ttl); ok { // build_services.go
+			return a
+		}
+	}
 	leader := func(ctx context.Context) (int, error) {
 		if cluster == nil {
 			return 0, nil // a single server

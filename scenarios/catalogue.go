@@ -247,7 +247,7 @@ func Catalogue() []Scenario {
 			About:  "3 raft nodes: the leader crashes while the holder is paused and restarts with its log; tokens keep increasing",
 			Expect: safe,
 		},
-	}, databaseScenarios()...) // sqlite and postgres: catalogue_db.go
+	}, append(databaseScenarios(), serviceScenarios()...)...) // sqlite and postgres: catalogue_db.go; services: catalogue_services.go
 }
 
 // Lookup finds a scenario by name.

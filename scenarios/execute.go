@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/runner"
 	"github.com/fencecheck/fencecheck/models"
@@ -73,6 +74,9 @@ func Execute(ctx context.Context, spec Spec, opt Options) (*Outcome, error) {
 	}
 	if spec.Keys > 1 {
 		run.Extra["keys"] = spec.Keys
+	}
+	if t, ok := be.(harness.Tokenless); ok {
+		run.NoToken = t.NoFencingToken()
 	}
 	if sched, ok := spec.schedule(); ok {
 		run.Extra["random_faults"] = spec.RandomFaults

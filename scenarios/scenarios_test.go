@@ -24,6 +24,7 @@ func TestCatalogue(t *testing.T) {
 	for _, sc := range Catalogue() {
 		t.Run(sc.Name, func(t *testing.T) {
 			skipWithoutPostgres(t, sc.Spec) // catalogue_db_test.go
+			skipWithoutService(t, sc.Spec)  // catalogue_services_test.go
 			t.Parallel()
 			dir := t.TempDir()
 			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})

@@ -50,6 +50,8 @@ type Spec struct {
 	// PostgresDSN is the PostgreSQL server of the postgres resources (default:
 	// $FENCECHECK_POSTGRES_DSN; see build_db.go).
 	PostgresDSN string
+	// RedisAddrs points the redis backends at an existing server (build_services.go).
+	RedisAddrs []string
 	// Keys > 1 runs that many independent locks and register cells; each critical
 	// section picks one (seeded). Naive backends and register resources only (keys.go).
 	Keys int
@@ -72,14 +74,14 @@ type Named struct {
 
 // BackendNames lists the lock backends.
 func BackendNames() []Named {
-	return []Named{
+	return append([]Named{
 		{"naive", "a TTL lock server with an in-memory token counter (lost on restart)"},
 		{"naive-persisted", "the naive lock server with a token counter persisted to a file (fsync before each grant)"},
 		{"naive-wallclock", "the naive lock server whose token is its wall clock in ns (not linearizable)"},
 		{"naive-32bit", "the naive lock server with a 32-bit token counter started near its limit (wraps)"},
 		{"etcd", "embedded etcd (--members 1 or 3) or an existing cluster (--etcd-endpoints); concurrency.Mutex, token = lock key's CreateRevision"},
 		{"raft", "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire"},
-	}
+	}, serviceBackendNames()...) // redis, redlock, nats: build_services.go (temporary wiring)
 }
 
 // ResourceNames lists the protected resources.
@@ -218,6 +220,9 @@ func (s Spec) withDefaults() (Spec, error) {
 	if err := s.checkKeys(); err != nil { // keys.go
 		return s, err
 	}
+	if err := s.checkServiceSpec(); err != nil { // build_services.go
+		return s, err
+	}
 	for _, f := range s.Faults {
 		if err := s.applicable(f); err != nil {
 			return s, err
@@ -244,6 +249,9 @@ func (s Spec) withDefaults() (Spec, error) {
 
 // applicable says why fault f cannot run against the spec's backend, or nil.
 func (s Spec) applicable(f string) error {
+	if isService(s.Backend) {
+		return s.serviceApplicable(f) // build_services.go
+	}
 	switch {
 	case len(s.EtcdEndpoints) > 0 && isNodeFault(f):
 		return fmt.Errorf("fault %q needs a cluster fencecheck started itself; an external cluster (--etcd-endpoints) only takes client-side faults (pause, pause-before-read, delay, partition)", f)

@@ -16,6 +16,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -32,9 +33,13 @@ const (
 	// script). It is monotonic as long as the counter survives: with the AOF, across a
 	// crash too; without persistence a restart resets it to 1.
 	TokenIncr TokenKind = "incr"
-	// TokenNone hands out no token (Token() is 0).
+	// TokenNone hands out no token: Token() is only the order in which this backend's
+	// lockers saw grants returned (see harness.Tokenless).
 	TokenNone TokenKind = "none"
 )
+
+// NoTokenReason is why TokenNone cannot be fenced.
+const NoTokenReason = "no fencing token: SET NX PX holds a random value, which cannot be ordered, so the lock cannot be made safe by fencing"
 
 // DefaultKey is the lock key when Config.Key is empty; the counter is Key + ":token".
 const DefaultKey = "fencecheck:lock"
@@ -109,6 +114,7 @@ type Backend struct {
 	cfg    Config
 	server *Server // nil for an external server
 	addr   string
+	seen   atomic.Int64 // grants seen by this backend's lockers (TokenNone's Token)
 }
 
 var (
@@ -158,7 +164,7 @@ func (b *Backend) Close() error {
 // handed out) with TokenIncr.
 func (b *Backend) NoFencingToken() string {
 	if b.cfg.Token == TokenNone {
-		return "no fencing token: SET NX PX holds a random value, which cannot be ordered, so the lock cannot be made safe by fencing"
+		return NoTokenReason
 	}
 	return ""
 }
@@ -232,7 +238,7 @@ func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.L
 	if len(addrs) != 1 {
 		return nil, fmt.Errorf("%w: redis: want 1 address, got %d", harness.ErrNoEffect, len(addrs))
 	}
-	return &Locker{cfg: b.cfg, cli: NewClient(addrs[0], b.cfg.TTL), leases: map[*Lease]struct{}{}}, nil
+	return &Locker{cfg: b.cfg, cli: NewClient(addrs[0], b.cfg.TTL), seen: &b.seen, leases: map[*Lease]struct{}{}}, nil
 }
 
 // NewClient returns a go-redis client of addr alone with timeouts scaled to the lock's
@@ -273,8 +279,9 @@ return 0`)
 
 // Locker is one harness client's lock client.
 type Locker struct {
-	cfg Config
-	cli *goredis.Client
+	cfg  Config
+	cli  *goredis.Client
+	seen *atomic.Int64
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
@@ -328,6 +335,9 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 			return nil, fmt.Errorf("redis: acquire: %w", err)
 		}
 		if res >= 0 {
+			if l.cfg.Token == TokenNone {
+				res = l.seen.Add(1)
+			}
 			return l.newLease(value, res, start), nil
 		}
 		if err := sleepCtx(ctx, poll); err != nil {
@@ -419,7 +429,7 @@ var (
 )
 
 // Token implements harness.Lease: the counter value taken with the grant (TokenIncr),
-// or 0 (TokenNone).
+// or the order in which the backend saw the grant (TokenNone: not a fencing token).
 func (le *Lease) Token() int64 { return le.token }
 
 // TTL implements harness.Lease.

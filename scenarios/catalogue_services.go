@@ -1,0 +1,48 @@
+package scenarios
+
+// TEMPORARY WIRING (issue 14): the catalogue entries of the real-server lock services;
+// the registry (issue 13) moves them next to each backend's registration.
+
+// serviceScenarios are the named scenarios of redis, redlock and nats.
+func serviceScenarios() []Scenario {
+	unsafe := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+	safe := Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+	return []Scenario{
+		{
+			Spec:   Spec{Name: "redis-unfenced-pause", Backend: "redis", Resource: "unfenced", Faults: []string{"pause"}},
+			About:  "a real redis-server, SET NX PX: the paused holder's key expires, the next holder writes, the late write overwrites it",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "redis-fenced-pause", Backend: "redis", Resource: "fenced", Faults: []string{"pause"}},
+			About:  "the same pause against a fenced register: the INCR token taken with the grant is older, and the late write is refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "redis-fenced-crash", Backend: "redis", Resource: "fenced", Faults: []string{"crash"}},
+			About:  "redis-server is SIGKILLed and restarted with its AOF while the holder is paused: the lock key and the counter survive, tokens keep rising",
+			Expect: safe,
+		},
+		{
+			Spec:  Spec{Name: "redis-volatile-fenced-crash", Backend: "redis-volatile", Resource: "fenced", Faults: []string{"crash"}},
+			About: "redis-server without persistence (--save '') is SIGKILLed and restarted: the counter starts again at 1, tokens are reused, and the fence refuses every new holder",
+			Expect: Expect{
+				Verdicts:        verdicts(held, anyVerdict, violated, anyVerdict),
+				NoStaleAccepted: true,
+			},
+		},
+		{
+			Spec:   Spec{Name: "redis-fenced-node-pause", Backend: "redis", Resource: "fenced", Faults: []string{"node-pause"}},
+			About:  "redis-server is SIGSTOPped for 2×TTL while the holder is paused; on SIGCONT the key has expired by the wall clock and the next holder's token is newer",
+			Expect: safe,
+		},
+		{
+			Spec:  Spec{Name: "redis-notoken-unfenced-pause", Backend: "redis-notoken", Resource: "unfenced", Faults: []string{"pause"}},
+			About: "the redis lock with no token at all: nothing can fence the paused holder's late write",
+			Expect: Expect{
+				Verdicts:         verdicts(violated, violated, violated, violated),
+				MinStaleAccepted: 1,
+			},
+		},
+	}
+}

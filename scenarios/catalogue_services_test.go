@@ -1,0 +1,42 @@
+package scenarios
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// skipWithoutService skips a scenario whose lock service is not installed, naming the
+// Debian package.
+func skipWithoutService(t *testing.T, s Spec) {
+	t.Helper()
+	prog, pkg := serviceProgram(s.Backend)
+	if prog == "" {
+		return
+	}
+	if _, err := exec.LookPath(prog); err != nil {
+		t.Skipf("backend %s needs %s (Debian package %s)", s.Backend, prog, pkg)
+	}
+}
+
+func TestServiceSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"tokenless fenced", Spec{Backend: "redis-notoken", Resource: "fenced"}, "cannot be made safe by fencing"},
+		{"tokenless toctou", Spec{Backend: "redis-notoken", Resource: "toctou"}, "cannot be made safe by fencing"},
+		{"no leader", Spec{Backend: "redis", Faults: []string{"leader-isolation"}}, "needs a lock service with a leader"},
+		{"no clock", Spec{Backend: "redis", Faults: []string{"skew"}}, "clock cannot be moved"},
+		{"external node fault", Spec{Backend: "redis", RedisAddrs: []string{"127.0.0.1:1"}, Faults: []string{"crash"}}, "only takes client-side faults"},
+		{"addrs on another backend", Spec{Backend: "naive", RedisAddrs: []string{"127.0.0.1:1"}}, "--redis-addrs is for the redis backends"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Normalize(tc.spec)
+			require.ErrorIs(t, err, ErrSpec)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
