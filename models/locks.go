@@ -14,7 +14,7 @@ import (
 // than its return.
 func analyzeTokens(h *history.History) Finding {
 	if h.Run.NoToken != "" {
-		return Finding{Violated: true, Reason: "The backend hands out no fencing token (" + h.Run.NoToken + "); its grants carry only the order in which the harness saw them granted, which the checker uses to tell stale writes, and which no resource can use as a fence."}
+		return Finding{Violated: true, Reason: "The backend says: " + h.Run.NoToken + ". Its grants carry only the order in which the harness saw them granted, which the checker uses to tell stale writes, and which no resource can use as a fence."}
 	}
 	var acqs []*history.Op
 	for i := range h.Ops {

@@ -100,6 +100,9 @@ type Scorecard struct {
 	Started   time.Time `json:"started"`
 	Seconds   float64   `json:"seconds"`
 	Rows      []ScoreRow
+	// NoToken, when set, says why the backend hands out no fencing token (Redlock):
+	// it has no fenced runs, and the verdict says it cannot be made safe by fencing.
+	NoToken string `json:"no_fencing_token,omitempty"`
 
 	// Judged by Judge:
 	// Safe: fencing held and tokens stayed monotonic under every applicable fault, and
@@ -243,7 +246,15 @@ func (s *Scorecard) Judge() {
 		ttl = fmt.Sprintf(" (TTL %s)", Duration(s.TTLNanos))
 	}
 	var p []string
-	if s.Safe {
+	if s.NoToken != "" {
+		s.Safe = false
+		for i := range s.Rows {
+			s.Rows[i].Fenced, s.Rows[i].Tokens = "cannot fence", "none"
+		}
+	}
+	if s.NoToken != "" {
+		p = append(p, fmt.Sprintf("%s is NOT safe to adopt for a resource that must not take a stale write: %s. No fenced resource was run: there is no token to send with a write.", s.Backend, s.NoToken))
+	} else if s.Safe {
 		p = append(p, fmt.Sprintf("%s is safe to adopt with a fenced resource that uses %s as its fencing token: under every applicable fault (%s) the fence rejected every stale write (%d in all) and tokens stayed strictly increasing.",
 			s.Backend, s.Token, list(faults), staleRejected))
 		if len(fencedInconclusive) > 0 {
@@ -287,6 +298,13 @@ func (s *Scorecard) Judge() {
 	}
 	s.Verdict = strings.Join(p, " ")
 
+	if s.NoToken != "" {
+		s.Conditions = []string{
+			"Use a lock service that hands out a monotonic fencing token (a counter or revision taken with the grant), and fence every write with it.",
+			fmt.Sprintf("Do not rely on the lease alone: clients went on believing they held the lock for up to %s after it passed to another client%s.", Duration(s.GapMax), ttl),
+		}
+		return
+	}
 	s.Conditions = []string{
 		fmt.Sprintf("Send %s with every write, and have the resource refuse a write whose token is not newer than the newest it accepted.", s.Token),
 		"Check the token and write in one atomic step (a conditional write, or one transaction): a check-then-write (TOCTOU) resource lets the stale write through.",

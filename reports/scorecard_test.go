@@ -138,3 +138,16 @@ func TestStoreLayout(t *testing.T) {
 	require.Equal(t, "s/"+filepath.Base(b)+"/report.html", es[0].Page)
 	require.Equal(t, "unknown", es[0].Outcome)
 }
+
+// A backend without a fencing token has only unfenced runs: the scorecard says it cannot
+// be fenced, whatever those runs showed.
+func TestScorecardNoToken(t *testing.T) {
+	sc := &Scorecard{Backend: "redlock", Token: "no token", NoToken: "no fencing token: cannot be made safe by fencing",
+		Rows: []ScoreRow{{Fault: "pause", Runs: []ScoreRun{unfencedRun()}}}}
+	sc.Judge()
+	require.False(t, sc.Safe)
+	require.Contains(t, sc.Verdict, "redlock is NOT safe to adopt for a resource that must not take a stale write: no fencing token: cannot be made safe by fencing.")
+	require.Equal(t, "cannot fence", sc.Rows[0].Fenced)
+	require.Equal(t, "none", sc.Rows[0].Tokens)
+	require.Contains(t, sc.Conditions[0], "hands out a monotonic fencing token")
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/redlock"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -24,6 +25,7 @@ func serviceBackendNames() []Named {
 		{"redis", "one redis-server with the AOF (or --redis-addrs); SET NX PX + Lua renew/release; token = an INCR counter taken in the same script"},
 		{"redis-volatile", "the redis backend without persistence (--save '', appendonly no): a crash forgets the lock and the counter"},
 		{"redis-notoken", "the redis backend with no fencing token at all (the SET NX PX random value)"},
+		{"redlock", "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token"},
 	}
 }
 
@@ -31,7 +33,7 @@ func serviceBackendNames() []Named {
 // package ("" for a backend that is not a service).
 func serviceProgram(backend string) (prog, pkg string) {
 	switch backend {
-	case "redis", "redis-volatile", "redis-notoken":
+	case "redis", "redis-volatile", "redis-notoken", "redlock":
 		return "redis-server", redislock.DebianPackage
 	}
 	return "", ""
@@ -43,8 +45,30 @@ func isService(backend string) bool { return known(serviceBackendNames(), backen
 // serviceTokenless is why a service backend hands out no usable fencing token ("" when
 // it does). The backend's NoFencingToken says the same once it is started.
 func serviceTokenless(backend string) string {
-	if backend == "redis-notoken" {
+	switch backend {
+	case "redis-notoken":
 		return redislock.NoTokenReason
+	case "redlock":
+		return redlock.NoTokenReason
+	}
+	return ""
+}
+
+// TokenlessReason is why a backend hands out no usable fencing token, "" when it does.
+func TokenlessReason(backend string) string { return serviceTokenless(backend) }
+
+// ServiceSetup describes a service backend's servers for a scorecard ("" for another
+// backend).
+func ServiceSetup(backend string) string {
+	switch backend {
+	case "redis":
+		return "one redis-server (Debian), appendonly yes"
+	case "redis-volatile":
+		return "one redis-server (Debian), no persistence (--save '')"
+	case "redis-notoken":
+		return "one redis-server (Debian), appendonly yes, no token"
+	case "redlock":
+		return "redsync over 3 independent redis-servers (Debian), no persistence"
 	}
 	return ""
 }
@@ -86,12 +110,37 @@ func buildService(ctx context.Context, s Spec, logFile func(string) (io.Writer, 
 			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 		}
 		b, err := redislock.Start(ctx, cfg)
-		if err != nil && len(cfg.Addrs) > 0 {
-			return nil, fmt.Errorf("%w: %w", ErrSpec, err) // a wrong address is the user's input
+		return serviceStarted(b, err, len(cfg.Addrs) > 0)
+	case "redlock":
+		cfg := redlock.Config{TTL: s.TTL, Servers: s.Members, Addrs: s.RedisAddrs}
+		if len(cfg.Addrs) == 0 {
+			var err error
+			if cfg.Dir, err = tempDir(); err != nil {
+				return nil, err
+			}
+			if cfg.LogWriter, _, err = logFile("redis.log"); err != nil {
+				return nil, err
+			}
 		}
-		return b, err
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		b, err := redlock.Start(ctx, cfg)
+		return serviceStarted(b, err, len(cfg.Addrs) > 0)
 	}
 	return nil, fmt.Errorf("%w: unknown backend %q", ErrSpec, s.Backend)
+}
+
+// serviceStarted turns a Start's result into build's: an external server that does not
+// answer is the user's input (ErrSpec); a server fencecheck could not start is not.
+func serviceStarted(b harness.Backend, err error, external bool) (harness.Backend, error) {
+	switch {
+	case err != nil && external:
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+	case err != nil:
+		return nil, err
+	}
+	return b, nil
 }
 
 // faultNodes are the nodes a process fault strikes: the single server, or a majority
@@ -196,8 +245,8 @@ func processAction(name string, pn harness.ProcessNodes, crasher harness.Crasher
 
 // checkServiceSpec validates the service-specific fields of a spec (after defaults).
 func (s Spec) checkServiceSpec() error {
-	if len(s.RedisAddrs) > 0 && !slices.Contains([]string{"redis", "redis-volatile", "redis-notoken"}, s.Backend) {
-		return fmt.Errorf("--redis-addrs is for the redis backends (got %q)", s.Backend)
+	if len(s.RedisAddrs) > 0 && !slices.Contains([]string{"redis", "redis-volatile", "redis-notoken", "redlock"}, s.Backend) {
+		return fmt.Errorf("--redis-addrs is for the redis and redlock backends (got %q)", s.Backend)
 	}
 	if reason := serviceTokenless(s.Backend); reason != "" && s.Resource != "unfenced" {
 		return fmt.Errorf("backend %s with resource %s: %s", s.Backend, s.Resource, reason)

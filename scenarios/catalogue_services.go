@@ -44,5 +44,21 @@ func serviceScenarios() []Scenario {
 				MinStaleAccepted: 1,
 			},
 		},
+		{
+			Spec:  Spec{Name: "redlock-unfenced-pause", Backend: "redlock", Resource: "unfenced", Faults: []string{"pause"}},
+			About: "Redlock over 3 redis-servers: the paused holder's keys expire on every node, the next holder writes, the late write overwrites it; no token could have stopped it",
+			Expect: Expect{
+				Verdicts:         verdicts(violated, violated, violated, violated),
+				MinStaleAccepted: 1,
+			},
+		},
+		{
+			Spec:  Spec{Name: "redlock-unfenced-crash", Backend: "redlock", Resource: "unfenced", Faults: []string{"crash"}},
+			About: "a majority of Redlock's servers (no persistence) is SIGKILLed and restarted while the holder is paused: they forget the lock and grant it again before the holder's validity ends",
+			Expect: Expect{
+				Verdicts:         verdicts(violated, violated, violated, violated),
+				MinStaleAccepted: 1,
+			},
+		},
 	}
 }

@@ -27,11 +27,13 @@ func TestServiceSpecErrors(t *testing.T) {
 		want string
 	}{
 		{"tokenless fenced", Spec{Backend: "redis-notoken", Resource: "fenced"}, "cannot be made safe by fencing"},
+		{"redlock fenced", Spec{Backend: "redlock", Resource: "fenced"}, "no fencing token: cannot be made safe by fencing"},
+		{"redlock 4 members", Spec{Backend: "redlock", Resource: "unfenced", Members: 4}, "--members must be 3 or 5"},
 		{"tokenless toctou", Spec{Backend: "redis-notoken", Resource: "toctou"}, "cannot be made safe by fencing"},
 		{"no leader", Spec{Backend: "redis", Faults: []string{"leader-isolation"}}, "needs a lock service with a leader"},
 		{"no clock", Spec{Backend: "redis", Faults: []string{"skew"}}, "clock cannot be moved"},
 		{"external node fault", Spec{Backend: "redis", RedisAddrs: []string{"127.0.0.1:1"}, Faults: []string{"crash"}}, "only takes client-side faults"},
-		{"addrs on another backend", Spec{Backend: "naive", RedisAddrs: []string{"127.0.0.1:1"}}, "--redis-addrs is for the redis backends"},
+		{"addrs on another backend", Spec{Backend: "naive", RedisAddrs: []string{"127.0.0.1:1"}}, "--redis-addrs is for the redis and redlock backends"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Normalize(tc.spec)

@@ -194,17 +194,23 @@ func TokenSource(backend string) string {
 		return "the lock server's wall clock"
 	case "naive-32bit":
 		return "the lock server's 32-bit counter"
+	case "redis", "redis-volatile":
+		return "the INCR counter taken with the grant"
+	case "redis-notoken", "redlock":
+		return "no token (the lock's random value)"
 	}
 	return "the backend's token"
 }
 
 // ApplicableFaults lists, in FaultNames order, the targeted faults that can run against
 // a backend (with an external etcd cluster when endpoints are given): each is tried on
-// a fenced cell and kept when the spec is valid.
+// an unfenced cell and kept when the spec is valid.
 func ApplicableFaults(backend string, endpoints []string) []string {
 	var out []string
 	for _, f := range FaultNames() {
-		if _, err := Normalize(CellSpec(backend, "fenced", []string{f.Name}, endpoints)); err == nil {
+		// unfenced: a backend with no fencing token (redlock) refuses fenced cells,
+		// and no fault's applicability depends on the register's fence.
+		if _, err := Normalize(CellSpec(backend, "unfenced", []string{f.Name}, endpoints)); err == nil {
 			out = append(out, f.Name)
 		}
 	}

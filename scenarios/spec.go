@@ -144,8 +144,11 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if s.Members == 0 {
 		s.Members = 1
-		if s.Backend == "raft" {
+		if s.Backend == "raft" || s.Backend == "redlock" {
 			s.Members = 3
+		}
+		if s.Backend == "redlock" && len(s.RedisAddrs) > 0 {
+			s.Members = len(s.RedisAddrs)
 		}
 	}
 	if s.Duration == 0 {
@@ -196,7 +199,11 @@ func (s Spec) withDefaults() (Spec, error) {
 		return s, fmt.Errorf("etcd: --members must be 1 or 3, got %d", s.Members)
 	case s.Backend == "raft" && (s.Members < 1 || s.Members > 7):
 		return s, fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)
-	case s.Backend != "etcd" && s.Backend != "raft" && s.Members != 1:
+	case s.Backend == "redlock" && len(s.RedisAddrs) == 0 && s.Members != 3 && s.Members != 5:
+		return s, fmt.Errorf("redlock: --members must be 3 or 5 independent redis-servers, got %d", s.Members)
+	case s.Backend == "redlock" && len(s.RedisAddrs) > 0 && s.Members != len(s.RedisAddrs):
+		return s, fmt.Errorf("redlock: --members %d does not match the %d --redis-addrs", s.Members, len(s.RedisAddrs))
+	case s.Backend != "etcd" && s.Backend != "raft" && s.Backend != "redlock" && s.Members != 1:
 		return s, fmt.Errorf("backend %s is a single server: --members must be 1, got %d", s.Backend, s.Members)
 	}
 	if s.Backend == "etcd" && (s.TTL < time.Second || s.TTL%time.Second != 0) {

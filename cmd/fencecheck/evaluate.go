@@ -46,7 +46,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		*backend = "etcd"
 	}
 	if *backend == "" {
-		fmt.Fprintln(stderr, "fencecheck evaluate: --backend is required (one of naive, naive-persisted, naive-wallclock, naive-32bit, etcd, raft)")
+		fmt.Fprintln(stderr, "fencecheck evaluate: --backend is required (see 'fencecheck list')")
 		return exitUsage
 	}
 	if err := checkNames("backend", []string{*backend}, scenarios.BackendNames()); err != nil {
@@ -86,9 +86,9 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	sc := &reports.Scorecard{
 		Backend: *backend, Endpoints: endpoints, Setup: setupOf(*backend, endpoints, chosen),
 		Token: scenarios.TokenSource(*backend), Native: scenarios.NativeResources(*backend),
-		Resources: resources, Started: time.Now(),
+		Resources: resources, Started: time.Now(), NoToken: scenarios.TokenlessReason(*backend),
 	}
-	if n, err := scenarios.Normalize(scenarios.CellSpec(*backend, "fenced", chosen[:1], endpoints)); err == nil {
+	if n, err := scenarios.Normalize(scenarios.CellSpec(*backend, "unfenced", chosen[:1], endpoints)); err == nil {
 		sc.TTLNanos = n.TTL.Nanoseconds()
 	}
 	meaning := map[string]string{}
@@ -214,6 +214,9 @@ func evaluateExit(sc *reports.Scorecard, interrupted bool) int {
 	if sc.Safe && !interrupted {
 		return exitSafe
 	}
+	if sc.NoToken != "" {
+		return exitViolated // not safe to adopt with fencing: there is nothing to fence with
+	}
 	for _, r := range sc.Rows {
 		if r.Fenced == "VIOLATED" || r.Tokens == "WENT BACKWARDS" {
 			return exitViolated
@@ -244,6 +247,8 @@ func setupOf(backend string, endpoints []string, faults []string) string {
 		return "embedded etcd, 1 member"
 	case backend == "raft":
 		return "hashicorp/raft lock service, 3 nodes"
+	case scenarios.ServiceSetup(backend) != "":
+		return scenarios.ServiceSetup(backend)
 	}
 	return "naive TTL lock server (" + backend + ")"
 }

@@ -1,0 +1,428 @@
+// Package redlock is the "redlock" lock backend: github.com/go-redsync/redsync over 3
+// (default) or 5 independent redis-servers that fencecheck starts (or existing ones).
+// Each harness client has its own redsync with one pool per proxied address; a grant
+// is a SET NX PX on a majority, renewed with Extend every TTL/3. Its only "token" is a
+// random string, so it is harness.Tokenless: no fenced resource can use it.
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	goredislib "github.com/redis/go-redis/v9"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease/redis"
+)
+
+// NoTokenReason is why Redlock cannot be fenced.
+const NoTokenReason = "no fencing token: cannot be made safe by fencing (Redlock's lock value is a random string, which has no order)"
+
+// DefaultKey is the lock key when Config.Key is empty.
+const DefaultKey = "fencecheck:redlock"
+
+// Config configures the redlock backend.
+type Config struct {
+	// TTL is the lock's expiry (whole milliseconds, at least 10 ms).
+	TTL time.Duration
+	// Servers is the number of independent redis-servers to start: 3 (default) or 5.
+	Servers int
+	// Persist runs each server with the append-only file. Off by default: a restart
+	// then forgets the lock, which is Redlock's documented weakness.
+	Persist bool
+	// Dir holds one data dir per server; required unless Addrs is set.
+	Dir string
+	// LogWriter receives every server's output (nil: discarded).
+	LogWriter io.Writer
+	// Addrs are existing independent servers (3 or more): none is started and node
+	// faults do not apply.
+	Addrs []string
+	// Key is the lock key (default DefaultKey).
+	Key string
+	// Binary is the redis-server program (default from PATH).
+	Binary string
+}
+
+func (c Config) withDefaults() Config {
+	if c.Servers == 0 {
+		c.Servers = 3
+		if len(c.Addrs) > 0 {
+			c.Servers = len(c.Addrs)
+		}
+	}
+	if c.Key == "" {
+		c.Key = DefaultKey
+	}
+	return c
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.TTL < 10*time.Millisecond || c.TTL%time.Millisecond != 0 {
+		return fmt.Errorf("redlock: TTL %v must be whole milliseconds, at least 10ms", c.TTL)
+	}
+	if len(c.Addrs) > 0 {
+		if len(c.Addrs) < 3 {
+			return fmt.Errorf("redlock: want at least 3 independent servers, got %d address(es)", len(c.Addrs))
+		}
+		for _, a := range c.Addrs {
+			if err := redis.CheckAddr(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if c.Servers != 3 && c.Servers != 5 {
+		return fmt.Errorf("redlock: servers must be 3 or 5, got %d", c.Servers)
+	}
+	if c.Dir == "" {
+		return errors.New("redlock: Dir is required to start servers")
+	}
+	return nil
+}
+
+// Backend is the redlock backend.
+type Backend struct {
+	cfg     Config
+	servers []*redis.Server // nil for external servers
+	addrs   []string
+	seen    atomic.Int64 // grants seen by this backend's lockers (the observed order)
+}
+
+var (
+	_ harness.Backend      = (*Backend)(nil)
+	_ harness.ProcessNodes = (*Backend)(nil)
+	_ harness.Crasher      = (*Backend)(nil)
+	_ harness.Tokenless    = (*Backend)(nil)
+)
+
+// Start starts cfg.Servers redis-servers (or checks that every external one answers
+// PING).
+func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	b := &Backend{cfg: cfg}
+	if len(cfg.Addrs) > 0 {
+		for _, a := range cfg.Addrs {
+			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			err := redis.Ping(pctx, a)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("redlock: no server answers PING at %s: %w", a, err)
+			}
+		}
+		b.addrs = append([]string(nil), cfg.Addrs...)
+		return b, nil
+	}
+	defer func() {
+		if err != nil {
+			_ = b.Close()
+		}
+	}()
+	for i := range cfg.Servers {
+		s, err := redis.StartServer(ctx, redis.ServerConfig{
+			Dir: filepath.Join(cfg.Dir, "node"+strconv.Itoa(i)), Persist: cfg.Persist, Log: cfg.LogWriter, Binary: cfg.Binary,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redlock: server %d: %w", i, err)
+		}
+		b.servers = append(b.servers, s)
+		b.addrs = append(b.addrs, s.Addr())
+	}
+	return b, nil
+}
+
+// Name implements harness.Backend.
+func (b *Backend) Name() string { return "redlock" }
+
+// Endpoints implements harness.Backend: every server, node i at index i.
+func (b *Backend) Endpoints() []string { return append([]string(nil), b.addrs...) }
+
+// Close implements harness.Backend: stops every server it started. Safe to call twice.
+func (b *Backend) Close() error {
+	var errs []error
+	for _, s := range b.servers {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// NoFencingToken implements harness.Tokenless.
+func (b *Backend) NoFencingToken() string { return NoTokenReason }
+
+// Nodes implements harness.ProcessNodes: the servers fencecheck started (0 when external).
+func (b *Backend) Nodes() int { return len(b.servers) }
+
+func (b *Backend) node(i int) (*redis.Server, error) {
+	if len(b.servers) == 0 {
+		return nil, errors.New("redlock: the servers are external: fencecheck cannot signal them")
+	}
+	if i < 0 || i >= len(b.servers) {
+		return nil, fmt.Errorf("redlock: no node %d (%d servers)", i, len(b.servers))
+	}
+	return b.servers[i], nil
+}
+
+// NodePID implements harness.ProcessNodes.
+func (b *Backend) NodePID(i int) int {
+	s, err := b.node(i)
+	if err != nil {
+		return 0
+	}
+	return s.PID()
+}
+
+// PauseNode implements harness.ProcessNodes: SIGSTOP.
+func (b *Backend) PauseNode(_ context.Context, i int) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	return s.Pause()
+}
+
+// ResumeNode implements harness.ProcessNodes: SIGCONT.
+func (b *Backend) ResumeNode(_ context.Context, i int) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	return s.Resume()
+}
+
+// Crash implements harness.Crasher: SIGKILL of node i.
+func (b *Backend) Crash(_ context.Context, i int) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	return s.Crash()
+}
+
+// Restart implements harness.Crasher. Without Persist the server comes back empty
+// whatever keepData says: it never wrote anything down.
+func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	return s.Restart(ctx, keepData)
+}
+
+// NewLocker implements harness.Backend: a redsync of its own with one pool per
+// proxied address.
+func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.Locker, error) {
+	if len(addrs) != len(b.addrs) {
+		return nil, fmt.Errorf("%w: redlock: want %d addresses (one per server), got %d", harness.ErrNoEffect, len(b.addrs), len(addrs))
+	}
+	l := &Locker{cfg: b.cfg, seen: &b.seen, leases: map[*Lease]struct{}{}}
+	pools := make([]rsredis.Pool, len(addrs))
+	for i, a := range addrs {
+		c := redis.NewClient(a, b.cfg.TTL)
+		l.clients = append(l.clients, c)
+		pools[i] = goredis.NewPool(c)
+	}
+	l.rs = redsync.New(pools...)
+	return l, nil
+}
+
+// Locker is one harness client's Redlock client.
+type Locker struct {
+	cfg     Config
+	seen    *atomic.Int64
+	clients []*goredislib.Client
+	rs      *redsync.Redsync
+
+	mu     sync.Mutex
+	leases map[*Lease]struct{}
+	closed bool
+}
+
+var _ harness.Locker = (*Locker)(nil)
+
+// Acquire implements harness.Locker: redsync's LockContext, retried every TTL/20 until
+// it succeeds or ctx ends. A failed attempt has released whatever it set (redsync does
+// so itself), so its error wraps harness.ErrNoEffect.
+func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
+	m := l.rs.NewMutex(l.cfg.Key,
+		redsync.WithExpiry(l.cfg.TTL),
+		redsync.WithTries(math.MaxInt32),
+		redsync.WithRetryDelay(max(l.cfg.TTL/20, 2*time.Millisecond)),
+		// Each node's SET NX may take a tenth of the TTL (redsync's default, a
+		// twentieth, is 25 ms at 500 ms: too tight on a loaded machine).
+		redsync.WithTimeoutFactor(0.1),
+	)
+	if err := m.LockContext(ctx); err != nil {
+		return nil, fmt.Errorf("%w: redlock: acquire: %w", harness.ErrNoEffect, err)
+	}
+	le := &Lease{
+		l: l, m: m, token: l.seen.Add(1), ttl: l.cfg.TTL, until: m.Until(),
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		close(le.lost)
+		close(le.done)
+		return le, nil
+	}
+	l.leases[le] = struct{}{}
+	l.mu.Unlock()
+	go le.renew()
+	return le, nil
+}
+
+// Close implements harness.Locker: stops the renewals of leases still held (their Lost
+// channels close) and closes the clients. Safe to call twice.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	leases := make([]*Lease, 0, len(l.leases))
+	for le := range l.leases {
+		leases = append(leases, le)
+	}
+	l.mu.Unlock()
+	for _, le := range leases {
+		le.stopRenewal()
+	}
+	var errs []error
+	for _, c := range l.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Lease is a Redlock grant.
+type Lease struct {
+	l     *Locker
+	m     *redsync.Mutex // used by the renewal goroutine, then by Release after it ended
+	token int64
+	ttl   time.Duration
+
+	mu       sync.Mutex
+	until    time.Time
+	released bool
+
+	lost     chan struct{}
+	lostOnce sync.Once
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+var (
+	_ harness.Lease    = (*Lease)(nil)
+	_ harness.Expiring = (*Lease)(nil)
+)
+
+// Token implements harness.Lease: not a fencing token, only the order in which the
+// backend's lockers saw grants returned (see harness.Tokenless).
+func (le *Lease) Token() int64 { return le.token }
+
+// TTL implements harness.Lease.
+func (le *Lease) TTL() time.Duration { return le.ttl }
+
+// Value is redsync's random lock value.
+func (le *Lease) Value() string { return le.m.Value() }
+
+// Lost implements harness.Lease: closed when Extend fails on a majority or the
+// validity redsync computed (Until) passes without a successful Extend, or when the
+// lease is released or its locker closed.
+func (le *Lease) Lost() <-chan struct{} { return le.lost }
+
+// ValidUntil implements harness.Expiring: redsync's Until (the TTL from the start of
+// the last quorum, less the elapsed time and the drift allowance).
+func (le *Lease) ValidUntil() time.Time {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	return le.until
+}
+
+func (le *Lease) stopRenewal() {
+	le.stopOnce.Do(func() { close(le.stop) })
+	<-le.done
+	le.l.mu.Lock()
+	delete(le.l.leases, le)
+	le.l.mu.Unlock()
+}
+
+func (le *Lease) renew() {
+	defer close(le.done)
+	defer le.lostOnce.Do(func() { close(le.lost) })
+	every := max(le.ttl/3, time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-le.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		go func() {
+			select {
+			case <-le.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		ok, err := le.m.ExtendContext(ctx)
+		cancel()
+		if ok {
+			le.mu.Lock()
+			le.until = le.m.Until()
+			le.mu.Unlock()
+			continue
+		}
+		var rerr *redsync.RedisError
+		if !errors.As(err, &rerr) {
+			return // every node answered, and a majority no longer holds this grant
+		}
+		// No majority answered in time: the lock may be someone else's once its
+		// validity has passed.
+		if !time.Now().Before(le.ValidUntil()) {
+			return
+		}
+	}
+}
+
+// Release implements harness.Lease: stop renewing and unlock on every server. Less
+// than a majority still holding this grant's value (the lease was lost) gives an error
+// wrapping harness.ErrNoEffect; so does a second Release.
+func (le *Lease) Release(ctx context.Context) error {
+	le.mu.Lock()
+	if le.released {
+		le.mu.Unlock()
+		return fmt.Errorf("%w: redlock: lease already released", harness.ErrNoEffect)
+	}
+	le.released = true
+	le.mu.Unlock()
+	le.stopRenewal()
+	ok, err := le.m.UnlockContext(ctx)
+	if !ok {
+		var rerr *redsync.RedisError
+		if !errors.As(err, &rerr) { // every node answered: expired, or another holder's
+			return fmt.Errorf("%w: redlock: fewer than a majority still held this grant: the lease expired before the release", harness.ErrNoEffect)
+		}
+		return fmt.Errorf("redlock: release: %w", err)
+	}
+	return nil
+}
