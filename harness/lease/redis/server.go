@@ -8,10 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/proc"
@@ -39,14 +37,12 @@ type ServerConfig struct {
 	ReadyTimeout time.Duration
 }
 
-// Server is a redis-server process fencecheck started on 127.0.0.1.
+// Server is a redis-server process fencecheck started on 127.0.0.1: a proc.Node (PID,
+// Pause = SIGSTOP, Resume = SIGCONT, Crash = SIGKILL, Close) with its address.
 type Server struct {
+	*proc.Node
 	cfg  ServerConfig
 	addr string
-
-	mu     sync.Mutex
-	p      *proc.Process // nil while crashed
-	closed bool
 }
 
 // StartServer starts redis-server and waits until it answers PING. A missing binary
@@ -71,13 +67,28 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("redis: data dir: %w", err)
 	}
-	s := &Server{cfg: cfg, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))}
-	p, err := s.start(ctx)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	args := []string{
+		"--port", strconv.Itoa(cfg.Port), "--bind", "127.0.0.1", "--dir", cfg.Dir,
+		"--daemonize", "no", "--save", "", "--logfile", "",
+	}
+	if cfg.Persist {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	n, err := proc.StartNode(ctx, proc.Config{
+		Name: "redis-server on " + addr, Path: cfg.Binary, Args: args, Dir: cfg.Dir,
+		Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
+		Ready: func(ctx context.Context) error { return Ping(ctx, addr) },
+	})
+	if errors.Is(err, proc.ErrNotFound) {
+		return nil, fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
+	}
 	if err != nil {
 		return nil, err
 	}
-	s.p = p
-	return s, nil
+	return &Server{Node: n, cfg: cfg, addr: addr}, nil
 }
 
 // freePort asks the kernel for a free loopback port. Another process may take it before
@@ -90,27 +101,6 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func (s *Server) start(ctx context.Context) (*proc.Process, error) {
-	args := []string{
-		"--port", strconv.Itoa(s.cfg.Port), "--bind", "127.0.0.1", "--dir", s.cfg.Dir,
-		"--daemonize", "no", "--save", "", "--logfile", "",
-	}
-	if s.cfg.Persist {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	p, err := proc.Start(ctx, proc.Config{
-		Name: "redis-server on " + s.addr, Path: s.cfg.Binary, Args: args, Dir: s.cfg.Dir,
-		Log: s.cfg.Log, ReadyTimeout: s.cfg.ReadyTimeout,
-		Ready: func(ctx context.Context) error { return Ping(ctx, s.addr) },
-	})
-	if errors.Is(err, proc.ErrNotFound) {
-		return nil, fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
-	}
-	return p, err
 }
 
 // Ping sends PING to addr and wants +PONG (a server still loading its AOF answers
@@ -143,95 +133,12 @@ func Ping(ctx context.Context, addr string) error {
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return s.addr }
 
-// PID is the server's process id, 0 while it is crashed.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return 0
-	}
-	return s.p.PID()
-}
-
-func (s *Server) process() (*proc.Process, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return nil, fmt.Errorf("redis-server on %s is not running", s.addr)
-	}
-	return s.p, nil
-}
-
-// Pause stops the server with SIGSTOP.
-func (s *Server) Pause() error {
-	p, err := s.process()
-	if err != nil {
-		return err
-	}
-	return p.Pause()
-}
-
-// Resume continues a paused server with SIGCONT.
-func (s *Server) Resume() error {
-	p, err := s.process()
-	if err != nil {
-		return err
-	}
-	return p.Resume()
-}
-
-// Crash kills the server with SIGKILL and waits for it to exit.
-func (s *Server) Crash() error {
-	s.mu.Lock()
-	p := s.p
-	s.p = nil
-	s.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("redis-server on %s is not running", s.addr)
-	}
-	_ = p.Kill()
-	return p.Close()
-}
-
 // Restart starts a crashed server again on the same port. keepData=false deletes its
 // data dir first (a new disk), so even a persistent server comes back empty.
 func (s *Server) Restart(ctx context.Context, keepData bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("redis-server on %s is closed", s.addr)
-	}
-	if s.p != nil {
-		return fmt.Errorf("redis-server on %s is running", s.addr)
-	}
+	wipe := ""
 	if !keepData {
-		entries, err := os.ReadDir(s.cfg.Dir)
-		if err != nil {
-			return fmt.Errorf("redis: data dir: %w", err)
-		}
-		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(s.cfg.Dir, e.Name())); err != nil {
-				return fmt.Errorf("redis: wipe data: %w", err)
-			}
-		}
+		wipe = s.cfg.Dir
 	}
-	p, err := s.start(ctx)
-	if err != nil {
-		return err
-	}
-	s.p = p
-	return nil
-}
-
-// Close stops the server. Safe to call twice.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	p := s.p
-	s.p = nil
-	s.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.Close()
+	return s.Node.Restart(ctx, wipe)
 }
