@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/lease/redlock"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -25,6 +26,7 @@ func serviceBackendNames() []Named {
 		{"redis", "one redis-server with the AOF (or --redis-addrs); SET NX PX + Lua renew/release; token = an INCR counter taken in the same script"},
 		{"redis-volatile", "the redis backend without persistence (--save '', appendonly no): a crash forgets the lock and the counter"},
 		{"redis-notoken", "the redis backend with no fencing token at all (the SET NX PX random value)"},
+		{"nats", "one nats-server with JetStream (or --nats-url): KV Create/Update(revision) with the bucket's TTL; token = the key's revision at grant"},
 		{"redlock", "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token"},
 	}
 }
@@ -35,6 +37,8 @@ func serviceProgram(backend string) (prog, pkg string) {
 	switch backend {
 	case "redis", "redis-volatile", "redis-notoken", "redlock":
 		return "redis-server", redislock.DebianPackage
+	case "nats":
+		return "nats-server", natslock.DebianPackage
 	}
 	return "", ""
 }
@@ -69,6 +73,8 @@ func ServiceSetup(backend string) string {
 		return "one redis-server (Debian), appendonly yes, no token"
 	case "redlock":
 		return "redsync over 3 independent redis-servers (Debian), no persistence"
+	case "nats":
+		return "one nats-server (Debian) with JetStream file storage, KV bucket TTL = lock TTL"
 	}
 	return ""
 }
@@ -79,12 +85,12 @@ func (s Spec) serviceApplicable(f string) error {
 		return nil
 	}
 	switch {
-	case len(s.RedisAddrs) > 0 && isNodeFault(f):
-		return fmt.Errorf("fault %q needs a server fencecheck started itself; an existing one (--redis-addrs) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
+	case (len(s.RedisAddrs) > 0 || s.NatsURL != "") && isNodeFault(f):
+		return fmt.Errorf("fault %q needs a server fencecheck started itself; an existing one (--redis-addrs, --nats-url) only takes client-side faults (pause, pause-before-read, delay, partition)", f)
 	case f == "leader-isolation" || f == "cluster-crash":
 		return fmt.Errorf("fault %q needs a lock service with a leader; %s has none", f, s.Backend)
 	case f == "skew" || f == "clock-jump":
-		return fmt.Errorf("fault %q: %s's clock cannot be moved here (redis-server hangs under libfaketime, and fencecheck does not own its clock)", f, s.Backend)
+		return fmt.Errorf("fault %q: %s's clock cannot be moved here (redis-server hangs under libfaketime, libfaketime cannot reach a Go binary like nats-server, and fencecheck does not own their clocks)", f, s.Backend)
 	}
 	return nil
 }
@@ -127,6 +133,22 @@ func buildService(ctx context.Context, s Spec, logFile func(string) (io.Writer, 
 		}
 		b, err := redlock.Start(ctx, cfg)
 		return serviceStarted(b, err, len(cfg.Addrs) > 0)
+	case "nats":
+		cfg := natslock.Config{TTL: s.TTL, URL: s.NatsURL}
+		if cfg.URL == "" {
+			var err error
+			if cfg.Dir, err = tempDir(); err != nil {
+				return nil, err
+			}
+			if cfg.LogWriter, _, err = logFile("nats.log"); err != nil {
+				return nil, err
+			}
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		b, err := natslock.Start(ctx, cfg)
+		return serviceStarted(b, err, cfg.URL != "")
 	}
 	return nil, fmt.Errorf("%w: unknown backend %q", ErrSpec, s.Backend)
 }
@@ -247,6 +269,9 @@ func processAction(name string, pn harness.ProcessNodes, crasher harness.Crasher
 func (s Spec) checkServiceSpec() error {
 	if len(s.RedisAddrs) > 0 && !slices.Contains([]string{"redis", "redis-volatile", "redis-notoken", "redlock"}, s.Backend) {
 		return fmt.Errorf("--redis-addrs is for the redis and redlock backends (got %q)", s.Backend)
+	}
+	if s.NatsURL != "" && s.Backend != "nats" {
+		return fmt.Errorf("--nats-url is for the nats backend (got %q)", s.Backend)
 	}
 	if reason := serviceTokenless(s.Backend); reason != "" && s.Resource != "unfenced" {
 		return fmt.Errorf("backend %s with resource %s: %s", s.Backend, s.Resource, reason)

@@ -45,6 +45,26 @@ func serviceScenarios() []Scenario {
 			},
 		},
 		{
+			Spec:   Spec{Name: "nats-unfenced-pause", Backend: "nats", Resource: "unfenced", Faults: []string{"pause"}},
+			About:  "a real nats-server, JetStream KV: the paused holder stops its Updates, the bucket's MaxAge expires the key, the next holder writes, the late write overwrites it",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "nats-fenced-pause", Backend: "nats", Resource: "fenced", Faults: []string{"pause"}},
+			About:  "the same pause against a fenced register: the key's revision at grant is older than the next holder's, and the late write is refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "nats-fenced-crash", Backend: "nats", Resource: "fenced", Faults: []string{"crash"}},
+			About:  "nats-server is SIGKILLed and restarted with its file store while the holder is paused: the stream sequence (the token) keeps rising",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "nats-fenced-node-pause", Backend: "nats", Resource: "fenced", Faults: []string{"node-pause"}},
+			About:  "nats-server is SIGSTOPped for 2×TTL while the holder is paused; on SIGCONT its keys are past their MaxAge and the next holder's revision is newer",
+			Expect: safe,
+		},
+		{
 			Spec:  Spec{Name: "redlock-unfenced-pause", Backend: "redlock", Resource: "unfenced", Faults: []string{"pause"}},
 			About: "Redlock over 3 redis-servers: the paused holder's keys expire on every node, the next holder writes, the late write overwrites it; no token could have stopped it",
 			Expect: Expect{

@@ -196,6 +196,8 @@ func TokenSource(backend string) string {
 		return "the lock server's 32-bit counter"
 	case "redis", "redis-volatile":
 		return "the INCR counter taken with the grant"
+	case "nats":
+		return "the key's revision at grant (the stream sequence)"
 	case "redis-notoken", "redlock":
 		return "no token (the lock's random value)"
 	}

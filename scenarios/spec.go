@@ -52,6 +52,8 @@ type Spec struct {
 	PostgresDSN string
 	// RedisAddrs points the redis backends at an existing server (build_services.go).
 	RedisAddrs []string
+	// NatsURL points the nats backend at an existing server (build_services.go).
+	NatsURL string
 	// Keys > 1 runs that many independent locks and register cells; each critical
 	// section picks one (seeded). Naive backends and register resources only (keys.go).
 	Keys int

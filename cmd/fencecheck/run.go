@@ -36,6 +36,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		keys     = fs.Int("keys", 0, "independent locks and registers; each critical section picks one (seeded). Naive backends with fenced/unfenced/toctou only")
 		etcdEPs  = fs.String("etcd-endpoints", "", "comma-separated host:port of an existing etcd cluster to use instead of an embedded one")
 		redisAdr = fs.String("redis-addrs", "", "host:port of an existing redis-server for the redis backends, instead of one fencecheck starts (client-side faults only)")
+		natsURL  = fs.String("nats-url", "", "nats://host:port of an existing nats-server with JetStream for the nats backend (client-side faults only)")
 		pgDSN    = fs.String("postgres-dsn", "", "PostgreSQL server of the postgres resources, e.g. postgres://user:pass@127.0.0.1:5432/db (default $FENCECHECK_POSTGRES_DSN)")
 		out      = fs.String("out", "fencecheck-results", "results folder; the run writes DIR/<scenario>/<timestamp>/")
 		failOn   = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
@@ -97,6 +98,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			spec.Keys = *keys
 		case "policy":
 			spec.Policy = *policy
+		case "nats-url":
+			spec.NatsURL = *natsURL
 		case "redis-addrs":
 			spec.RedisAddrs = splitList(*redisAdr)
 		case "etcd-endpoints":
