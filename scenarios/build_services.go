@@ -273,6 +273,9 @@ func (s Spec) checkServiceSpec() error {
 	if s.NatsURL != "" && s.Backend != "nats" {
 		return fmt.Errorf("--nats-url is for the nats backend (got %q)", s.Backend)
 	}
+	if s.Backend == "nats" && s.TTL < 100*time.Millisecond {
+		return fmt.Errorf("nats: --ttl %v is below 100ms: JetStream refuses a bucket MaxAge that short", s.TTL)
+	}
 	if reason := serviceTokenless(s.Backend); reason != "" && s.Resource != "unfenced" {
 		return fmt.Errorf("backend %s with resource %s: %s", s.Backend, s.Resource, reason)
 	}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -32,6 +33,7 @@ func TestServiceSpecErrors(t *testing.T) {
 		{"nats external node fault", Spec{Backend: "nats", NatsURL: "nats://127.0.0.1:1", Faults: []string{"node-pause"}}, "only takes client-side faults"},
 		{"nats url on redis", Spec{Backend: "redis", NatsURL: "nats://127.0.0.1:1"}, "--nats-url is for the nats backend"},
 		{"nats skew", Spec{Backend: "nats", Faults: []string{"skew"}}, "cannot reach a Go binary"},
+		{"nats short ttl", Spec{Backend: "nats", TTL: 60 * time.Millisecond}, "JetStream refuses a bucket MaxAge that short"},
 		{"tokenless toctou", Spec{Backend: "redis-notoken", Resource: "toctou"}, "cannot be made safe by fencing"},
 		{"no leader", Spec{Backend: "redis", Faults: []string{"leader-isolation"}}, "needs a lock service with a leader"},
 		{"no clock", Spec{Backend: "redis", Faults: []string{"skew"}}, "clock cannot be moved"},

@@ -61,8 +61,8 @@ func (c Config) withDefaults() Config {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	// JetStream refuses a MaxAge below 100 ms on newer servers; below that the
-	// server's expiry timer decides more than the TTL does.
+	// JetStream refuses a MaxAge below 100 ms ("max age needs to be >= 100ms", 2.9.10):
+	// refuse it here, before a server is started.
 	if c.TTL < 100*time.Millisecond || c.TTL%time.Millisecond != 0 {
 		return fmt.Errorf("nats: TTL %v must be whole milliseconds, at least 100ms (the bucket's MaxAge)", c.TTL)
 	}
