@@ -218,3 +218,15 @@ func TestCloseTwice(t *testing.T) {
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
 }
+
+// A server that forgets the key (a restart on an empty store) refuses the next Update:
+// Lost closes well before the lease's TTL would have run out.
+func TestLostWhenServerForgets(t *testing.T) {
+	b := start(t, nats.Config{TTL: 3 * time.Second})
+	le := acquire(t, locker(t, b, b.Endpoints()[0]))
+	ctx := context.Background()
+	require.NoError(t, b.Crash(ctx, 0))
+	require.NoError(t, b.Restart(ctx, 0, false))
+	waitClosed(t, le.Lost(), "Lost after the server forgot the key")
+	require.True(t, time.Now().Before(le.(harness.Expiring).ValidUntil()), "Lost only by the clock, not by the refusal")
+}

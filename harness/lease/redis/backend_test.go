@@ -233,3 +233,15 @@ func TestCloseTwice(t *testing.T) {
 	_, err := net.Dial("tcp", b.Endpoints()[0])
 	require.Error(t, err, "server still listening on "+b.Endpoints()[0]+" after Close")
 }
+
+// A server that forgets the key (a restart without persistence) refuses the next
+// renewal: Lost closes well before the lease's TTL would have run out.
+func TestLostWhenServerForgets(t *testing.T) {
+	b := start(t, redis.Config{TTL: 3 * time.Second})
+	le := acquire(t, locker(t, b, b.Endpoints()[0]))
+	ctx := context.Background()
+	require.NoError(t, b.Crash(ctx, 0))
+	require.NoError(t, b.Restart(ctx, 0, false))
+	waitClosed(t, le.Lost(), "Lost after the server forgot the key")
+	require.True(t, time.Now().Before(le.(harness.Expiring).ValidUntil()), "Lost only by the clock, not by the refusal")
+}

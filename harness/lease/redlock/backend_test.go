@@ -227,3 +227,17 @@ func TestCloseTwice(t *testing.T) {
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
 }
+
+// A majority that forgets the key refuses the next Extend: Lost closes well before the
+// lease's validity would have run out.
+func TestLostWhenMajorityForgets(t *testing.T) {
+	b := start(t, redlock.Config{TTL: 3 * time.Second})
+	le := acquire(t, locker(t, b, b.Endpoints()))
+	ctx := context.Background()
+	for i := range 2 {
+		require.NoError(t, b.Crash(ctx, i))
+		require.NoError(t, b.Restart(ctx, i, true)) // no persistence: empty anyway
+	}
+	waitClosed(t, le.Lost(), "Lost after a majority forgot the key")
+	require.True(t, time.Now().Before(le.(harness.Expiring).ValidUntil()), "Lost only by the clock, not by the refusal")
+}
