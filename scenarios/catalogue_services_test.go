@@ -1,11 +1,18 @@
 package scenarios
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
+	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // skipWithoutService skips a scenario whose lock service is not installed, naming the
@@ -46,4 +53,31 @@ func TestServiceSpecErrors(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// Existing servers (--redis-addrs, --nats-url): the same workload and client-side faults
+// through local proxies; fencecheck starts no server of its own.
+func TestExternalServices(t *testing.T) {
+	ctx := context.Background()
+	t.Run("redis", func(t *testing.T) {
+		skipWithoutService(t, Spec{Backend: "redis"})
+		s, err := redislock.StartServer(ctx, redislock.ServerConfig{Dir: t.TempDir()})
+		require.NoError(t, err)
+		defer s.Close()
+		o, err := Execute(ctx, Spec{Backend: "redis", RedisAddrs: []string{s.Addr()}, Resource: "fenced", Faults: []string{"pause"}}, Options{})
+		require.NoError(t, err)
+		require.Equal(t, models.Held, o.Report.Verdicts[models.Register])
+		require.Positive(t, o.Report.Evidence.StaleRejected)
+		require.Equal(t, []int{s.PID()}, proc.Descendants(os.Getpid()), "only the test's own server runs")
+	})
+	t.Run("nats", func(t *testing.T) {
+		skipWithoutService(t, Spec{Backend: "nats"})
+		s, err := natslock.StartServer(ctx, natslock.ServerConfig{Dir: t.TempDir()})
+		require.NoError(t, err)
+		defer s.Close()
+		o, err := Execute(ctx, Spec{Backend: "nats", NatsURL: s.URL(), Resource: "unfenced", Faults: []string{"pause"}}, Options{})
+		require.NoError(t, err)
+		require.Equal(t, models.Violated, o.Report.Verdicts[models.Register])
+		require.Equal(t, []int{s.PID()}, proc.Descendants(os.Getpid()), "only the test's own server runs")
+	})
 }
