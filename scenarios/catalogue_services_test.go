@@ -81,3 +81,23 @@ func TestExternalServices(t *testing.T) {
 		require.Equal(t, []int{s.PID()}, proc.Descendants(os.Getpid()), "only the test's own server runs")
 	})
 }
+
+func TestServiceExpectations(t *testing.T) {
+	// No token: the tokens property is violated by declaration, whatever the fault.
+	e, cat := ExpectFor(CellSpec("redlock", "unfenced", []string{"delay"}, nil))
+	require.False(t, cat)
+	require.Equal(t, models.Violated, e.Verdicts[models.Tokens])
+	require.Equal(t, models.Violated, e.Verdicts[models.Register])
+	// A counter without persistence starts over after a crash.
+	e, _ = ExpectFor(Spec{Backend: "redis-volatile", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
+	require.Equal(t, models.Violated, e.Verdicts[models.Tokens])
+	require.Equal(t, models.Held, e.Verdicts[models.Register])
+	// With the AOF it does not.
+	e, _ = ExpectFor(Spec{Backend: "redis", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
+	require.Equal(t, models.Held, e.Verdicts[models.Tokens])
+	// External servers are never the catalogue's scenario, and say so in their label.
+	s := Spec{Backend: "nats", NatsURL: "nats://127.0.0.1:4222", Resource: "fenced", Faults: []string{"pause"}}
+	_, cat = ExpectFor(s)
+	require.False(t, cat)
+	require.Equal(t, "nats-external-fenced-pause", Label(s))
+}

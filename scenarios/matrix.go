@@ -51,7 +51,7 @@ func CellSpec(backend, resource string, faults []string, endpoints []string) Spe
 // random schedule, ...) must be equal too, after defaults: rest returns them.
 func key(s Spec) (k string, rest Spec, ok bool) {
 	n, err := s.withDefaults()
-	if err != nil || len(n.EtcdEndpoints) > 0 {
+	if err != nil || len(n.EtcdEndpoints) > 0 || len(n.RedisAddrs) > 0 || n.NatsURL != "" {
 		return "", Spec{}, false
 	}
 	faults := slices.Clone(n.Faults)
@@ -121,7 +121,12 @@ func ExpectFor(s Spec) (e Expect, fromCatalogue bool) {
 		v[models.Updates] = models.Held
 		e = Expect{Verdicts: v, MinStaleRejected: 1, NoStaleAccepted: true}
 	}
-	if n.Backend == "naive" && slices.Contains(n.Faults, "crash") {
+	if TokenlessReason(n.Backend) != "" {
+		v[models.Tokens] = models.Violated // declared: no fencing token (build_services.go)
+	}
+	// A counter that lives in memory starts over after a crash: the naive server's, and
+	// redis-volatile's INCR (build_services.go).
+	if (n.Backend == "naive" || n.Backend == "redis-volatile") && slices.Contains(n.Faults, "crash") {
 		v[models.Tokens] = models.Violated
 		if !Unfenced(n.Resource) && n.Fence == "monotonic" {
 			v[models.Updates] = models.Violated
@@ -148,7 +153,7 @@ func Label(s Spec) string {
 	if s.Members > 1 {
 		be = fmt.Sprintf("%s-%d", be, s.Members)
 	}
-	if len(s.EtcdEndpoints) > 0 {
+	if len(s.EtcdEndpoints) > 0 || len(s.RedisAddrs) > 0 || s.NatsURL != "" {
 		be += "-external"
 	}
 	res := s.Resource
