@@ -213,11 +213,21 @@ func TokenSource(backend string) string {
 // a backend (with an external etcd cluster when endpoints are given): each is tried on
 // an unfenced cell and kept when the spec is valid.
 func ApplicableFaults(backend string, endpoints []string) []string {
+	return ApplicableFaultsFor(CellSpec(backend, "unfenced", nil, endpoints))
+}
+
+// ApplicableFaultsFor is ApplicableFaults for a base cell's backend, resource and
+// existing servers (etcd endpoints, redis addresses, nats URL): each fault alone, kept
+// when the spec is valid. The cell should be
+// unfenced: a backend with no fencing token (redlock) refuses fenced cells, and no
+// fault's applicability depends on the register's fence.
+func ApplicableFaultsFor(base Spec) []string {
 	var out []string
 	for _, f := range FaultNames() {
-		// unfenced: a backend with no fencing token (redlock) refuses fenced cells,
-		// and no fault's applicability depends on the register's fence.
-		if _, err := Normalize(CellSpec(backend, "unfenced", []string{f.Name}, endpoints)); err == nil {
+		// CellSpec per fault: etcd's node faults take 3 members.
+		s := CellSpec(base.Backend, base.Resource, []string{f.Name}, base.EtcdEndpoints)
+		s.RedisAddrs, s.NatsURL = base.RedisAddrs, base.NatsURL
+		if _, err := Normalize(s); err == nil {
 			out = append(out, f.Name)
 		}
 	}

@@ -23,6 +23,8 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var (
 		backend  = fs.String("backend", "", "the lock backend to evaluate (see 'fencecheck list'); required")
 		etcdEPs  = fs.String("etcd-endpoints", "", "comma-separated host:port of an existing etcd cluster to evaluate instead of an embedded one (client-side faults only)")
+		redisAdr = fs.String("redis-addrs", "", "comma-separated host:port of existing redis-servers to evaluate (redis backends: one; redlock: 3 or more) instead of ones fencecheck starts (client-side faults only)")
+		natsURL  = fs.String("nats-url", "", "nats://host:port of an existing nats-server with JetStream to evaluate with the nats backend (client-side faults only)")
 		faults   = fs.String("fault", "", "comma-separated faults to run (default: every fault that applies to the backend)")
 		parallel = fs.Int("parallel", 1, "runs at a time (timing-sensitive faults are most faithful at 1)")
 		seed     = fs.Int64("seed", 1, "seed of every run's workload")
@@ -61,7 +63,20 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "fencecheck evaluate: --parallel must be between 1 and 8, got %d\n", *parallel)
 		return exitUsage
 	}
-	applicable := scenarios.ApplicableFaults(*backend, endpoints)
+	// ext points a cell at the existing redis or nats servers, if given.
+	redisAddrs := splitList(*redisAdr)
+	ext := func(s scenarios.Spec) scenarios.Spec {
+		s.RedisAddrs, s.NatsURL = redisAddrs, *natsURL
+		if len(redisAddrs) > 0 || *natsURL != "" {
+			s.Name = "" // an external server is never the catalogue's run
+		}
+		return s
+	}
+	if _, err := scenarios.Normalize(ext(scenarios.CellSpec(*backend, "unfenced", nil, endpoints))); err != nil && (len(redisAddrs) > 0 || *natsURL != "") {
+		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
+		return exitUsage
+	}
+	applicable := scenarios.ApplicableFaultsFor(ext(scenarios.CellSpec(*backend, "unfenced", nil, endpoints)))
 	chosen := applicable
 	if *faults != "" {
 		chosen = splitList(*faults)
@@ -71,7 +86,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		for _, f := range chosen {
 			if !slices.Contains(applicable, f) {
-				_, err := scenarios.Normalize(scenarios.CellSpec(*backend, "fenced", []string{f}, endpoints))
+				_, err := scenarios.Normalize(ext(scenarios.CellSpec(*backend, "unfenced", []string{f}, endpoints)))
 				fmt.Fprintf(stderr, "fencecheck evaluate: fault %q does not apply to %s: %v\n", f, *backend, err)
 				return exitUsage
 			}
@@ -83,12 +98,19 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	resources := append([]string{"unfenced", "fenced"}, scenarios.NativeResources(*backend)...)
 
+	setup := setupOf(*backend, endpoints, chosen)
+	switch {
+	case len(redisAddrs) > 0:
+		setup = "existing redis-server(s) at " + strings.Join(redisAddrs, ",")
+	case *natsURL != "":
+		setup = "existing nats-server at " + *natsURL
+	}
 	sc := &reports.Scorecard{
-		Backend: *backend, Endpoints: endpoints, Setup: setupOf(*backend, endpoints, chosen),
+		Backend: *backend, Endpoints: endpoints, Setup: setup,
 		Token: scenarios.TokenSource(*backend), Native: scenarios.NativeResources(*backend),
 		Resources: resources, Started: time.Now(), NoToken: scenarios.TokenlessReason(*backend),
 	}
-	if n, err := scenarios.Normalize(scenarios.CellSpec(*backend, "unfenced", chosen[:1], endpoints)); err == nil {
+	if n, err := scenarios.Normalize(ext(scenarios.CellSpec(*backend, "unfenced", chosen[:1], endpoints))); err == nil {
 		sc.TTLNanos = n.TTL.Nanoseconds()
 	}
 	meaning := map[string]string{}
@@ -103,7 +125,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	for _, f := range chosen {
 		sc.Rows = append(sc.Rows, reports.ScoreRow{Fault: f, Meaning: meaning[f]})
 		for _, r := range resources {
-			spec := scenarios.CellSpec(*backend, r, []string{f}, endpoints)
+			spec := ext(scenarios.CellSpec(*backend, r, []string{f}, endpoints))
 			if _, err := scenarios.Normalize(spec); err != nil {
 				continue // e.g. a resource that cannot take this fault
 			}
@@ -112,7 +134,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 	}
 	name := "evaluate-" + *backend
-	if len(endpoints) > 0 {
+	if len(endpoints) > 0 || len(redisAddrs) > 0 || *natsURL != "" {
 		name += "-external"
 	}
 	dir, err := reports.NewRunDir(*out, name, sc.Started)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -122,4 +123,23 @@ func TestServicesBadInput(t *testing.T) {
 			require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
 		})
 	}
+}
+
+// evaluate against an existing redis-server: client-side faults only, one scorecard.
+func TestEvaluateExternalRedis(t *testing.T) {
+	needServer(t, "redis")
+	s, err := redislock.StartServer(context.Background(), redislock.ServerConfig{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer s.Close()
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "evaluate", "--backend", "redis", "--redis-addrs", s.Addr(), "--fault", "pause", "--out", out)
+	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "existing redis-server(s) at "+s.Addr())
+	require.Contains(t, stdout, "verdict: SAFE with fencing")
+	code, _, stderr = run(t, "evaluate", "--backend", "redis", "--redis-addrs", s.Addr(), "--fault", "crash", "--out", out)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "only takes client-side faults")
+	code, _, stderr = run(t, "evaluate", "--backend", "nats", "--redis-addrs", s.Addr(), "--out", out)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "--redis-addrs is for the redis and redlock backends")
 }
