@@ -150,4 +150,14 @@ func TestScorecardNoToken(t *testing.T) {
 	require.Equal(t, "cannot fence", sc.Rows[0].Fenced)
 	require.Equal(t, "none", sc.Rows[0].Tokens)
 	require.Contains(t, sc.Conditions[0], "hands out a monotonic fencing token")
+	var b strings.Builder
+	sc.Terminal(&b)
+	require.Contains(t, b.String(), "cannot fence")
+	require.Contains(t, b.String(), "nothing to fence with")
+	dir := t.TempDir()
+	require.NoError(t, WriteScorecard(dir, sc))
+	page, err := os.ReadFile(filepath.Join(dir, ScorecardPage))
+	require.NoError(t, err)
+	require.Contains(t, string(page), "cannot be made safe by fencing")
+	require.Contains(t, string(page), "nothing to fence with")
 }
