@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 )
 
 // Defaults for the bucket and key.
@@ -253,7 +254,7 @@ func (b *Backend) NewLocker(ctx context.Context, id int, addrs []string) (harnes
 		nc.Close()
 		return nil, fmt.Errorf("%w: nats: bucket %s: %w", harness.ErrNoEffect, b.cfg.Bucket, err)
 	}
-	return &Locker{cfg: b.cfg, nc: nc, kv: kv, timeout: timeout, leases: map[*Lease]struct{}{}}, nil
+	return &Locker{cfg: b.cfg, nc: nc, kv: kv, timeout: timeout}, nil
 }
 
 // Locker is one harness client's lock client.
@@ -262,10 +263,7 @@ type Locker struct {
 	nc      *natsgo.Conn
 	kv      jetstream.KeyValue
 	timeout time.Duration
-
-	mu     sync.Mutex
-	leases map[*Lease]struct{}
-	closed bool
+	leases  renewal.Set
 }
 
 var _ harness.Locker = (*Locker)(nil)
@@ -315,41 +313,17 @@ func randomValue() []byte {
 }
 
 func (l *Locker) newLease(value []byte, rev uint64, start time.Time) *Lease {
-	le := &Lease{
-		l: l, value: value, token: int64(rev), rev: rev, ttl: l.cfg.TTL,
-		validUntil: start.Add(l.cfg.TTL), lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		close(le.lost)
-		close(le.done)
-		return le
-	}
-	l.leases[le] = struct{}{}
-	l.mu.Unlock()
-	go le.renew()
+	le := &Lease{l: l, value: value, token: int64(rev), rev: rev, ttl: l.cfg.TTL}
+	le.k = l.leases.Start(l.cfg.TTL, start.Add(l.cfg.TTL), le.renew)
 	return le
 }
 
 // Close implements harness.Locker: stops the renewals of leases still held (their Lost
 // channels close) and closes the connection. Safe to call twice.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
+	if l.leases.Close() {
+		l.nc.Close()
 	}
-	l.closed = true
-	leases := make([]*Lease, 0, len(l.leases))
-	for le := range l.leases {
-		leases = append(leases, le)
-	}
-	l.mu.Unlock()
-	for _, le := range leases {
-		le.stopRenewal()
-	}
-	l.nc.Close()
 	return nil
 }
 
@@ -359,17 +333,12 @@ type Lease struct {
 	value []byte
 	token int64
 	ttl   time.Duration
+	k     *renewal.Keeper
 
-	mu         sync.Mutex
-	rev        uint64 // the key's last revision written by this grant
-	validUntil time.Time
-	released   bool
-
-	lost     chan struct{}
-	lostOnce sync.Once
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	mu        sync.Mutex
+	rev       uint64 // the key's last revision written by this grant
+	uncertain bool   // the last Update's outcome is unknown
+	released  bool
 }
 
 var (
@@ -386,68 +355,38 @@ func (le *Lease) TTL() time.Duration { return le.ttl }
 // Lost implements harness.Lease: closed when an Update is refused (the key expired,
 // or another grant wrote it), when no Update succeeded for a TTL, or when the lease is
 // released or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.lost }
+func (le *Lease) Lost() <-chan struct{} { return le.k.Lost() }
 
 // ValidUntil implements harness.Expiring: the start of the last confirmed Create or
 // Update plus the TTL.
-func (le *Lease) ValidUntil() time.Time {
+func (le *Lease) ValidUntil() time.Time { return le.k.ValidUntil() }
+
+// renew is one Update with the last revision.
+func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 	le.mu.Lock()
-	defer le.mu.Unlock()
-	return le.validUntil
-}
-
-func (le *Lease) stopRenewal() {
-	le.stopOnce.Do(func() { close(le.stop) })
-	<-le.done
-	le.l.mu.Lock()
-	delete(le.l.leases, le)
-	le.l.mu.Unlock()
-}
-
-func (le *Lease) renew() {
-	defer close(le.done)
-	defer le.lostOnce.Do(func() { close(le.lost) })
-	every := max(le.ttl/3, time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	uncertain := false
-	for {
-		select {
-		case <-le.stop:
-			return
-		case <-t.C:
-		}
-		// Not cancelled by a stop: an Update cut short may still have been applied,
-		// and Release needs the revision it wrote.
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		le.mu.Lock()
-		rev := le.rev
-		le.mu.Unlock()
-		if uncertain {
-			// The last Update's outcome is unknown: if the key holds this grant's
-			// value, its revision is ours.
-			if e, err := le.l.kv.Get(ctx, le.l.cfg.Key); err == nil && string(e.Value()) == string(le.value) {
-				rev = e.Revision()
-			}
-		}
-		start := time.Now()
-		next, err := le.l.kv.Update(ctx, le.l.cfg.Key, le.value, rev)
-		cancel()
-		var apiErr *jetstream.APIError
-		uncertain = false
-		switch {
-		case err == nil:
-			le.mu.Lock()
-			le.rev, le.validUntil = next, start.Add(le.ttl)
-			le.mu.Unlock()
-		case errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrKeyNotFound):
-			return // refused: the key expired, or another grant wrote it
-		case !time.Now().Before(le.ValidUntil()):
-			return // no renewal confirmed for a TTL: the key has expired by now
-		default:
-			uncertain = true
+	rev, uncertain := le.rev, le.uncertain
+	le.mu.Unlock()
+	if uncertain {
+		// If the key holds this grant's value, its revision is ours.
+		if e, err := le.l.kv.Get(ctx, le.l.cfg.Key); err == nil && string(e.Value()) == string(le.value) {
+			rev = e.Revision()
 		}
 	}
+	start := time.Now()
+	next, err := le.l.kv.Update(ctx, le.l.cfg.Key, le.value, rev)
+	var apiErr *jetstream.APIError
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	le.rev, le.uncertain = rev, false
+	switch {
+	case err == nil:
+		le.rev = next
+		return renewal.Renewed, start.Add(le.ttl)
+	case errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrKeyNotFound):
+		return renewal.Refused, time.Time{} // the key expired, or another grant wrote it
+	}
+	le.uncertain = true
+	return renewal.Unknown, time.Time{}
 }
 
 // Release implements harness.Lease: stop renewing and Delete the key if its last
@@ -461,7 +400,7 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 	le.released = true
 	le.mu.Unlock()
-	le.stopRenewal()
+	le.l.leases.Stop(le.k)
 	le.mu.Lock()
 	rev := le.rev
 	le.mu.Unlock()

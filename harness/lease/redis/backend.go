@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 )
 
 // TokenKind chooses what a grant hands out as its fencing token.
@@ -238,7 +239,7 @@ func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.L
 	if len(addrs) != 1 {
 		return nil, fmt.Errorf("%w: redis: want 1 address, got %d", harness.ErrNoEffect, len(addrs))
 	}
-	return &Locker{cfg: b.cfg, cli: NewClient(addrs[0], b.cfg.TTL), seen: &b.seen, leases: map[*Lease]struct{}{}}, nil
+	return &Locker{cfg: b.cfg, cli: NewClient(addrs[0], b.cfg.TTL), seen: &b.seen}, nil
 }
 
 // NewClient returns a go-redis client of addr alone with timeouts scaled to the lock's
@@ -279,13 +280,10 @@ return 0`)
 
 // Locker is one harness client's lock client.
 type Locker struct {
-	cfg  Config
-	cli  *goredis.Client
-	seen *atomic.Int64
-
-	mu     sync.Mutex
-	leases map[*Lease]struct{}
-	closed bool
+	cfg    Config
+	cli    *goredis.Client
+	seen   *atomic.Int64
+	leases renewal.Set
 }
 
 var _ harness.Locker = (*Locker)(nil)
@@ -368,39 +366,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (l *Locker) newLease(value string, token int64, start time.Time) *Lease {
-	le := &Lease{
-		l: l, value: value, token: token, ttl: l.cfg.TTL,
-		validUntil: start.Add(l.cfg.TTL), lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		close(le.lost)
-		close(le.done)
-		return le
-	}
-	l.leases[le] = struct{}{}
-	l.mu.Unlock()
-	go le.renew()
+	le := &Lease{l: l, value: value, token: token, ttl: l.cfg.TTL}
+	le.k = l.leases.Start(l.cfg.TTL, start.Add(l.cfg.TTL), le.renew)
 	return le
 }
 
 // Close implements harness.Locker: stops the renewals of leases still held (their Lost
 // channels close) and closes the client. Safe to call twice.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.leases.Close() {
 		return nil
-	}
-	l.closed = true
-	leases := make([]*Lease, 0, len(l.leases))
-	for le := range l.leases {
-		leases = append(leases, le)
-	}
-	l.mu.Unlock()
-	for _, le := range leases {
-		le.stopRenewal()
 	}
 	return l.cli.Close()
 }
@@ -411,16 +386,10 @@ type Lease struct {
 	value string
 	token int64
 	ttl   time.Duration
+	k     *renewal.Keeper
 
-	mu         sync.Mutex
-	validUntil time.Time
-	released   bool
-
-	lost     chan struct{}
-	lostOnce sync.Once
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{} // the renewal goroutine has ended
+	mu       sync.Mutex
+	released bool
 }
 
 var (
@@ -438,71 +407,31 @@ func (le *Lease) TTL() time.Duration { return le.ttl }
 // Lost implements harness.Lease: closed when a renewal finds the key no longer holds
 // this grant's value, when no renewal succeeded for a TTL (by the client's clock the
 // key has expired), or when the lease is released or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.lost }
+func (le *Lease) Lost() <-chan struct{} { return le.k.Lost() }
 
 // Value is the grant's random owner value.
 func (le *Lease) Value() string { return le.value }
 
 // ValidUntil implements harness.Expiring: the start of the last confirmed grant or
 // renewal plus the TTL.
-func (le *Lease) ValidUntil() time.Time {
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	return le.validUntil
-}
+func (le *Lease) ValidUntil() time.Time { return le.k.ValidUntil() }
 
-func (le *Lease) markLost() { le.lostOnce.Do(func() { close(le.lost) }) }
-
-func (le *Lease) stopRenewal() {
-	le.stopOnce.Do(func() { close(le.stop) })
-	<-le.done
-	le.l.mu.Lock()
-	delete(le.l.leases, le)
-	le.l.mu.Unlock()
-}
-
-// renew runs the compare-and-pexpire script every TTL/3 until stopped or lost.
-func (le *Lease) renew() {
-	defer close(le.done)
-	defer le.markLost()
-	every := max(le.ttl/3, time.Millisecond)
-	ttlMS := strconv.FormatInt(le.ttl.Milliseconds(), 10)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-le.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		// Stop also cuts short a renewal in flight.
-		go func() {
-			select {
-			case <-le.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		start := time.Now()
-		n, err := renewScript.Run(ctx, le.l.cli, []string{le.l.cfg.Key}, le.value, ttlMS).Int64()
-		cancel()
-		switch {
-		case err == nil && n == 1:
-			le.mu.Lock()
-			le.validUntil = start.Add(le.ttl)
-			le.mu.Unlock()
-		case err == nil:
-			return // refused: the key expired or another grant holds it
-		case !time.Now().Before(le.ValidUntil()):
-			return // no renewal confirmed for a TTL: the key has expired by now
-		}
+// renew is one compare-and-pexpire.
+func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
+	start := time.Now()
+	n, err := renewScript.Run(ctx, le.l.cli, []string{le.l.cfg.Key}, le.value, strconv.FormatInt(le.ttl.Milliseconds(), 10)).Int64()
+	switch {
+	case err != nil:
+		return renewal.Unknown, time.Time{}
+	case n == 1:
+		return renewal.Renewed, start.Add(le.ttl)
 	}
+	return renewal.Refused, time.Time{} // the key expired or another grant holds it
 }
 
 // Release implements harness.Lease: stop renewing and delete the key if it still holds
-// this grant's value. A key already gone or taken over (the lease was lost) gives an
-// error wrapping harness.ErrNoEffect; so does a second Release.
+// this grant's value. A key already gone or taken over (the lease was lost) gives an error
+// wrapping harness.ErrNoEffect; so does a second Release.
 func (le *Lease) Release(ctx context.Context) error {
 	le.mu.Lock()
 	if le.released {
@@ -511,7 +440,7 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 	le.released = true
 	le.mu.Unlock()
-	le.stopRenewal()
+	le.l.leases.Stop(le.k)
 	n, err := releaseScript.Run(ctx, le.l.cli, []string{le.l.cfg.Key}, le.value).Int64()
 	if err != nil {
 		if isNoEffect(err) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 )
 
 // NoTokenReason is why Redlock cannot be fenced.
@@ -229,7 +230,7 @@ func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.L
 	if len(addrs) != len(b.addrs) {
 		return nil, fmt.Errorf("%w: redlock: want %d addresses (one per server), got %d", harness.ErrNoEffect, len(b.addrs), len(addrs))
 	}
-	l := &Locker{cfg: b.cfg, seen: &b.seen, leases: map[*Lease]struct{}{}}
+	l := &Locker{cfg: b.cfg, seen: &b.seen}
 	pools := make([]rsredis.Pool, len(addrs))
 	for i, a := range addrs {
 		c := redis.NewClient(a, b.cfg.TTL)
@@ -246,10 +247,7 @@ type Locker struct {
 	seen    *atomic.Int64
 	clients []*goredislib.Client
 	rs      *redsync.Redsync
-
-	mu     sync.Mutex
-	leases map[*Lease]struct{}
-	closed bool
+	leases  renewal.Set
 }
 
 var _ harness.Locker = (*Locker)(nil)
@@ -269,39 +267,16 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	if err := m.LockContext(ctx); err != nil {
 		return nil, fmt.Errorf("%w: redlock: acquire: %w", harness.ErrNoEffect, err)
 	}
-	le := &Lease{
-		l: l, m: m, token: l.seen.Add(1), ttl: l.cfg.TTL, until: m.Until(),
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		close(le.lost)
-		close(le.done)
-		return le, nil
-	}
-	l.leases[le] = struct{}{}
-	l.mu.Unlock()
-	go le.renew()
+	le := &Lease{l: l, m: m, token: l.seen.Add(1), ttl: l.cfg.TTL}
+	le.k = l.leases.Start(l.cfg.TTL, m.Until(), le.renew)
 	return le, nil
 }
 
 // Close implements harness.Locker: stops the renewals of leases still held (their Lost
 // channels close) and closes the clients. Safe to call twice.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.leases.Close() {
 		return nil
-	}
-	l.closed = true
-	leases := make([]*Lease, 0, len(l.leases))
-	for le := range l.leases {
-		leases = append(leases, le)
-	}
-	l.mu.Unlock()
-	for _, le := range leases {
-		le.stopRenewal()
 	}
 	var errs []error
 	for _, c := range l.clients {
@@ -313,19 +288,13 @@ func (l *Locker) Close() error {
 // Lease is a Redlock grant.
 type Lease struct {
 	l     *Locker
-	m     *redsync.Mutex // used by the renewal goroutine, then by Release after it ended
+	m     *redsync.Mutex // used by the renewals, then by Release once they have stopped
 	token int64
 	ttl   time.Duration
+	k     *renewal.Keeper
 
 	mu       sync.Mutex
-	until    time.Time
 	released bool
-
-	lost     chan struct{}
-	lostOnce sync.Once
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
 }
 
 var (
@@ -343,65 +312,26 @@ func (le *Lease) TTL() time.Duration { return le.ttl }
 // Value is redsync's random lock value.
 func (le *Lease) Value() string { return le.m.Value() }
 
-// Lost implements harness.Lease: closed when Extend fails on a majority or the
+// Lost implements harness.Lease: closed when a majority refuses an Extend, when the
 // validity redsync computed (Until) passes without a successful Extend, or when the
 // lease is released or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.lost }
+func (le *Lease) Lost() <-chan struct{} { return le.k.Lost() }
 
 // ValidUntil implements harness.Expiring: redsync's Until (the TTL from the start of
 // the last quorum, less the elapsed time and the drift allowance).
-func (le *Lease) ValidUntil() time.Time {
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	return le.until
-}
+func (le *Lease) ValidUntil() time.Time { return le.k.ValidUntil() }
 
-func (le *Lease) stopRenewal() {
-	le.stopOnce.Do(func() { close(le.stop) })
-	<-le.done
-	le.l.mu.Lock()
-	delete(le.l.leases, le)
-	le.l.mu.Unlock()
-}
-
-func (le *Lease) renew() {
-	defer close(le.done)
-	defer le.lostOnce.Do(func() { close(le.lost) })
-	every := max(le.ttl/3, time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-le.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		go func() {
-			select {
-			case <-le.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		ok, err := le.m.ExtendContext(ctx)
-		cancel()
-		if ok {
-			le.mu.Lock()
-			le.until = le.m.Until()
-			le.mu.Unlock()
-			continue
-		}
-		var rerr *redsync.RedisError
-		if !errors.As(err, &rerr) {
-			return // every node answered, and a majority no longer holds this grant
-		}
-		// No majority answered in time: the lock may be someone else's once its
-		// validity has passed.
-		if !time.Now().Before(le.ValidUntil()) {
-			return
-		}
+// renew is one Extend on every server.
+func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
+	ok, err := le.m.ExtendContext(ctx)
+	if ok {
+		return renewal.Renewed, le.m.Until()
 	}
+	var rerr *redsync.RedisError
+	if !errors.As(err, &rerr) {
+		return renewal.Refused, time.Time{} // every node answered, and a majority no longer holds this grant
+	}
+	return renewal.Unknown, time.Time{} // no majority answered in time
 }
 
 // Release implements harness.Lease: stop renewing and unlock on every server. Less
@@ -415,7 +345,7 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 	le.released = true
 	le.mu.Unlock()
-	le.stopRenewal()
+	le.l.leases.Stop(le.k)
 	ok, err := le.m.UnlockContext(ctx)
 	if !ok {
 		var rerr *redsync.RedisError
