@@ -22,6 +22,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // Defaults for the bucket and key.
@@ -81,9 +82,10 @@ func (c Config) Validate() error {
 
 // Backend is the nats lock backend.
 type Backend struct {
-	cfg    Config
-	server *Server // nil for an external server
-	url    string
+	// Group is the started server (none for an external one): ProcessNodes and Crasher.
+	proc.Group[*Server]
+	cfg Config
+	url string
 }
 
 var (
@@ -98,13 +100,13 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Backend{cfg: cfg, url: cfg.URL}
+	b := &Backend{Group: proc.Group[*Server]{Name: "nats"}, cfg: cfg, url: cfg.URL}
 	if cfg.URL == "" {
 		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter, Binary: cfg.Binary})
 		if err != nil {
 			return nil, err
 		}
-		b.server, b.url = s, s.URL()
+		b.Servers, b.url = []*Server{s}, s.URL()
 		defer func() {
 			if err != nil {
 				_ = s.Close()
@@ -146,76 +148,13 @@ func (b *Backend) Name() string { return "nats" }
 // Endpoints implements harness.Backend: host:port of the server.
 func (b *Backend) Endpoints() []string { return []string{strings.TrimPrefix(b.url, "nats://")} }
 
-// Close implements harness.Backend. Safe to call twice.
-func (b *Backend) Close() error {
-	if b.server == nil {
-		return nil
-	}
-	return b.server.Close()
-}
-
-// Nodes implements harness.ProcessNodes: 1 for a started server, 0 for an external one.
-func (b *Backend) Nodes() int {
-	if b.server == nil {
-		return 0
-	}
-	return 1
-}
-
-func (b *Backend) node(i int) (*Server, error) {
-	if b.server == nil {
-		return nil, errors.New("nats: the server is external: fencecheck cannot signal it")
-	}
-	if i != 0 {
-		return nil, fmt.Errorf("nats: no node %d (one server)", i)
-	}
-	return b.server, nil
-}
-
-// NodePID implements harness.ProcessNodes.
-func (b *Backend) NodePID(i int) int {
-	s, err := b.node(i)
-	if err != nil {
-		return 0
-	}
-	return s.PID()
-}
-
-// PauseNode implements harness.ProcessNodes: SIGSTOP.
-func (b *Backend) PauseNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Pause()
-}
-
-// ResumeNode implements harness.ProcessNodes: SIGCONT.
-func (b *Backend) ResumeNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Resume()
-}
-
-// Crash implements harness.Crasher: SIGKILL.
-func (b *Backend) Crash(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Crash()
-}
+// Close implements harness.Backend: stops the server it started. Safe to call twice.
+func (b *Backend) Close() error { return b.Group.Close() }
 
 // Restart implements harness.Crasher: the same port, with its store (keepData) or a
 // new empty one, in which the bucket is created again (its sequence starts over).
 func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	if err := s.Restart(ctx, keepData); err != nil {
+	if err := b.Group.Restart(ctx, i, keepData); err != nil {
 		return err
 	}
 	if !keepData {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // TokenKind chooses what a grant hands out as its fencing token.
@@ -112,10 +113,11 @@ func CheckAddr(addr string) error {
 
 // Backend is the redis lock backend.
 type Backend struct {
-	cfg    Config
-	server *Server // nil for an external server
-	addr   string
-	seen   atomic.Int64 // grants seen by this backend's lockers (TokenNone's Token)
+	// Group is the started server (none for an external one): ProcessNodes and Crasher.
+	proc.Group[*Server]
+	cfg  Config
+	addr string
+	seen atomic.Int64 // grants seen by this backend's lockers (TokenNone's Token)
 }
 
 var (
@@ -138,13 +140,13 @@ func Start(ctx context.Context, cfg Config) (*Backend, error) {
 		if err := Ping(pctx, cfg.Addrs[0]); err != nil {
 			return nil, fmt.Errorf("redis: no server answers PING at %s: %w", cfg.Addrs[0], err)
 		}
-		return &Backend{cfg: cfg, addr: cfg.Addrs[0]}, nil
+		return &Backend{Group: proc.Group[*Server]{Name: "redis"}, cfg: cfg, addr: cfg.Addrs[0]}, nil
 	}
 	s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Persist: cfg.Persist, Port: cfg.Port, Log: cfg.LogWriter, Binary: cfg.Binary})
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{cfg: cfg, server: s, addr: s.Addr()}, nil
+	return &Backend{Group: proc.Group[*Server]{Name: "redis", Servers: []*Server{s}}, cfg: cfg, addr: s.Addr()}, nil
 }
 
 // Name implements harness.Backend.
@@ -153,13 +155,8 @@ func (b *Backend) Name() string { return "redis" }
 // Endpoints implements harness.Backend.
 func (b *Backend) Endpoints() []string { return []string{b.addr} }
 
-// Close implements harness.Backend. Safe to call twice.
-func (b *Backend) Close() error {
-	if b.server == nil {
-		return nil
-	}
-	return b.server.Close()
-}
+// Close implements harness.Backend: stops the server it started. Safe to call twice.
+func (b *Backend) Close() error { return b.Group.Close() }
 
 // NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" (a token is
 // handed out) with TokenIncr.
@@ -168,70 +165,6 @@ func (b *Backend) NoFencingToken() string {
 		return NoTokenReason
 	}
 	return ""
-}
-
-// Nodes implements harness.ProcessNodes: 1 for a started server, 0 for an external one.
-func (b *Backend) Nodes() int {
-	if b.server == nil {
-		return 0
-	}
-	return 1
-}
-
-func (b *Backend) node(i int) (*Server, error) {
-	if b.server == nil {
-		return nil, errors.New("redis: the server is external: fencecheck cannot signal it")
-	}
-	if i != 0 {
-		return nil, fmt.Errorf("redis: no node %d (one server)", i)
-	}
-	return b.server, nil
-}
-
-// NodePID implements harness.ProcessNodes.
-func (b *Backend) NodePID(i int) int {
-	s, err := b.node(i)
-	if err != nil {
-		return 0
-	}
-	return s.PID()
-}
-
-// PauseNode implements harness.ProcessNodes: SIGSTOP.
-func (b *Backend) PauseNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Pause()
-}
-
-// ResumeNode implements harness.ProcessNodes: SIGCONT.
-func (b *Backend) ResumeNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Resume()
-}
-
-// Crash implements harness.Crasher: SIGKILL. keepData is decided at Restart.
-func (b *Backend) Crash(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Crash()
-}
-
-// Restart implements harness.Crasher: the same port, with the AOF (if Persist and
-// keepData) or empty.
-func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Restart(ctx, keepData)
 }
 
 // NewLocker implements harness.Backend: a client of addrs[0] only.

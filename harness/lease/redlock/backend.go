@@ -25,6 +25,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // NoTokenReason is why Redlock cannot be fenced.
@@ -96,10 +97,11 @@ func (c Config) Validate() error {
 
 // Backend is the redlock backend.
 type Backend struct {
-	cfg     Config
-	servers []*redis.Server // nil for external servers
-	addrs   []string
-	seen    atomic.Int64 // grants seen by this backend's lockers (the observed order)
+	// Group is the started servers (none for external ones): ProcessNodes and Crasher.
+	proc.Group[*redis.Server]
+	cfg   Config
+	addrs []string
+	seen  atomic.Int64 // grants seen by this backend's lockers (the observed order)
 }
 
 var (
@@ -116,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Backend{cfg: cfg}
+	b := &Backend{Group: proc.Group[*redis.Server]{Name: "redlock"}, cfg: cfg}
 	if len(cfg.Addrs) > 0 {
 		for _, a := range cfg.Addrs {
 			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -141,7 +143,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("redlock: server %d: %w", i, err)
 		}
-		b.servers = append(b.servers, s)
+		b.Servers = append(b.Servers, s)
 		b.addrs = append(b.addrs, s.Addr())
 	}
 	return b, nil
@@ -154,75 +156,10 @@ func (b *Backend) Name() string { return "redlock" }
 func (b *Backend) Endpoints() []string { return append([]string(nil), b.addrs...) }
 
 // Close implements harness.Backend: stops every server it started. Safe to call twice.
-func (b *Backend) Close() error {
-	var errs []error
-	for _, s := range b.servers {
-		errs = append(errs, s.Close())
-	}
-	return errors.Join(errs...)
-}
+func (b *Backend) Close() error { return b.Group.Close() }
 
 // NoFencingToken implements harness.Tokenless.
 func (b *Backend) NoFencingToken() string { return NoTokenReason }
-
-// Nodes implements harness.ProcessNodes: the servers fencecheck started (0 when external).
-func (b *Backend) Nodes() int { return len(b.servers) }
-
-func (b *Backend) node(i int) (*redis.Server, error) {
-	if len(b.servers) == 0 {
-		return nil, errors.New("redlock: the servers are external: fencecheck cannot signal them")
-	}
-	if i < 0 || i >= len(b.servers) {
-		return nil, fmt.Errorf("redlock: no node %d (%d servers)", i, len(b.servers))
-	}
-	return b.servers[i], nil
-}
-
-// NodePID implements harness.ProcessNodes.
-func (b *Backend) NodePID(i int) int {
-	s, err := b.node(i)
-	if err != nil {
-		return 0
-	}
-	return s.PID()
-}
-
-// PauseNode implements harness.ProcessNodes: SIGSTOP.
-func (b *Backend) PauseNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Pause()
-}
-
-// ResumeNode implements harness.ProcessNodes: SIGCONT.
-func (b *Backend) ResumeNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Resume()
-}
-
-// Crash implements harness.Crasher: SIGKILL of node i.
-func (b *Backend) Crash(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Crash()
-}
-
-// Restart implements harness.Crasher. Without Persist the server comes back empty
-// whatever keepData says: it never wrote anything down.
-func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	return s.Restart(ctx, keepData)
-}
 
 // NewLocker implements harness.Backend: a redsync of its own with one pool per
 // proxied address.
