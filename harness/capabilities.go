@@ -1,5 +1,7 @@
 package harness
 
+import "time"
+
 // Optional capabilities of a started Backend, found by type assertion (like Cluster and
 // Crasher): what a backend can undergo comes from the interfaces it implements, never
 // from its name. The registry (harness/registry) reads them to decide which faults,
@@ -54,4 +56,16 @@ type DurableLeases interface {
 	Backend
 	// LeasesSurviveRestart marks the capability; it does nothing.
 	LeasesSurviveRestart()
+}
+
+// StopExpiring is implemented by backends of independent server processes (no leader
+// among them: one redis-server, Redlock's servers, one nats-server) whose leases expire
+// by the servers' wall clock, which runs on while a process is stopped (PX, JetStream's
+// MaxAge). node-pause stops them with SIGSTOP for StopFor and continues them with SIGCONT
+// while the holder is still paused: by then they have forgotten its lease and grant the
+// lock to the next client.
+type StopExpiring interface {
+	ProcessNodes
+	// StopFor is how long node-pause stops the servers (longer than the TTL).
+	StopFor() time.Duration
 }

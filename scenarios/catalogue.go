@@ -248,7 +248,8 @@ func Catalogue() []Scenario {
 			Expect: safe,
 		},
 	}, append(databaseScenarios(), // sqlite and postgres: catalogue_db.go
-		zookeeperScenarios()...)...) // catalogue_zookeeper.go
+		append(zookeeperScenarios(), // catalogue_zookeeper.go
+			serviceScenarios()...)...)...) // redis, redlock, nats: catalogue_services.go
 }
 
 // Lookup finds a scenario by name.

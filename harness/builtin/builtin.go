@@ -7,7 +7,10 @@ import (
 
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/redlock"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
@@ -24,6 +27,7 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(etcdlock.Descriptor()))
 	must(r.AddBackend(raftlock.Descriptor()))
 	must(r.AddBackend(zookeeper.Descriptors()...))
+	must(r.AddBackend(append(redislock.Descriptors(), redlock.Descriptor(), natslock.Descriptor())...)) // redis, redis-volatile, redis-notoken, redlock, nats
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))

@@ -57,6 +57,9 @@ type Caps struct {
 	// processes); DurableLeases: harness.DurableLeases.
 	ProcessNodes  bool
 	DurableLeases bool
+	// StopExpiring: harness.StopExpiring (node-pause stops independent servers for a
+	// while, see there).
+	StopExpiring bool
 	// External is harness.External's description ("" for a service fencecheck runs).
 	External string
 	// NoToken is harness.Tokenless's reason ("" for a backend with fencing tokens).
@@ -80,6 +83,7 @@ func CapsOf(b harness.Backend) Caps {
 	}
 	_, c.ProcessNodes = b.(harness.ProcessNodes)
 	_, c.DurableLeases = b.(harness.DurableLeases)
+	_, c.StopExpiring = b.(harness.StopExpiring)
 	if e, ok := b.(harness.External); ok {
 		c.External = e.External()
 	}

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -215,8 +217,16 @@ func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
 	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"
 }
-func (f nodePause) Applies(t Target) error { return needCluster(f.Name(), t) }
+func (f nodePause) Applies(t Target) error {
+	if t.Caps.StopExpiring && !t.Caps.Cluster {
+		return ownService(f.Name(), t)
+	}
+	return needCluster(f.Name(), t)
+}
 func (f nodePause) Action(b harness.Backend) nemesis.Action {
+	if se, ok := b.(harness.StopExpiring); ok && !isCluster(b) {
+		return timedStop(f.Name(), se)
+	}
 	if pn, ok := b.(harness.ProcessNodes); ok {
 		return signalPause(f.Name(), b, pn)
 	}
@@ -278,6 +288,81 @@ func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesi
 	}
 }
 
+// timedStop is node-pause on independent servers (harness.StopExpiring): SIGSTOP to
+// the servers that hold the lock (strikeNodes) for StopFor, then SIGCONT while the holder
+// is still paused, so that the next client is granted the lock before it wakes.
+func timedStop(kind string, se harness.StopExpiring) nemesis.Action {
+	nodes := strikeNodes(se)
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+	)
+	resume := func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+		var errs []error
+		for _, i := range nodes {
+			errs = append(errs, se.ResumeNode(ctx, i))
+		}
+		return errors.Join(errs...)
+	}
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			pids := pidList(se, nodes)
+			for _, i := range nodes {
+				if err := se.PauseNode(ctx, i); err != nil {
+					return strikeTarget(nodes), "", errors.Join(err, resume(ctx))
+				}
+			}
+			hold := se.StopFor()
+			mu.Lock()
+			timer = time.AfterFunc(hold, func() { _ = resume(context.Background()) })
+			mu.Unlock()
+			return strikeTarget(nodes), fmt.Sprintf("SIGSTOP to %s for %v, then SIGCONT, while the holder is paused", pids, hold), nil
+		},
+		Heal: resume,
+	}
+}
+
+// strikeNodes are the servers a node fault strikes on a service of independent server
+// processes: the only one, or a majority (Redlock), so that the lock is really forgotten.
+func strikeNodes(pn harness.ProcessNodes) []int {
+	n := 1
+	if pn.Nodes() > 1 {
+		n = pn.Nodes()/2 + 1
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func strikeTarget(nodes []int) string {
+	if len(nodes) == 1 {
+		return node(nodes[0])
+	}
+	return "lock service"
+}
+
+// pidList names nodes with their PIDs: "node 0 (pid 4589), node 1 (pid 4595)".
+func pidList(pn harness.ProcessNodes, nodes []int) string {
+	parts := make([]string, len(nodes))
+	for k, i := range nodes {
+		parts[k] = fmt.Sprintf("node %d (pid %d)", i, pn.NodePID(i))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func isCluster(b harness.Backend) bool {
+	_, ok := b.(harness.Cluster)
+	return ok
+}
+
 // serverRole names node i of a process-backed service in a fault's detail.
 func serverRole(pn harness.ProcessNodes, i int) string {
 	if pn.Nodes() == 1 {
@@ -322,6 +407,9 @@ func (crashFault) ShapePause(t Target, s *nemesis.ClientFault) bool {
 }
 
 func (f crashFault) Action(b harness.Backend) nemesis.Action {
+	if pn, ok := b.(harness.ProcessNodes); ok && pn.Nodes() > 1 && !isCluster(b) {
+		return majorityCrash(f.Name(), b, pn)
+	}
 	crasher, _ := b.(harness.Crasher)
 	_, isCluster := b.(harness.Cluster)
 	single := !isCluster
@@ -362,6 +450,34 @@ func (f crashFault) Action(b harness.Backend) nemesis.Action {
 				return nil
 			}
 			return crasher.Restart(ctx, crashed, true)
+		},
+	}
+}
+
+// majorityCrash is crash on independent server processes (Redlock's): SIGKILL to a
+// majority, restarted at once with their data dirs, so that a lock they kept only in
+// memory is granted again while the holder is still paused.
+func majorityCrash(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
+	crasher, _ := b.(harness.Crasher)
+	nodes := strikeNodes(pn)
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			if crasher == nil {
+				return "lock service", "", fmt.Errorf("backend %s cannot be crashed by fencecheck", b.Name())
+			}
+			before := pidList(pn, nodes)
+			for _, i := range nodes {
+				if err := crasher.Crash(ctx, i); err != nil {
+					return node(i), "", err
+				}
+			}
+			for _, i := range nodes {
+				if err := crasher.Restart(ctx, i, true); err != nil {
+					return node(i), "", err
+				}
+			}
+			return "lock service", fmt.Sprintf("SIGKILL to %s, restarted at once with its data dir as %s", before, pidList(pn, nodes)), nil
 		},
 	}
 }
