@@ -1,6 +1,7 @@
 package main
 
-// Issue 14's acceptance runs against real redis-server and nats-server processes.
+// Issue 14's acceptance runs against real redis-server and nats-server processes, through
+// the registry entries (harness/lease/{redis,redlock,nats}/descriptor.go).
 
 import (
 	"context"
@@ -43,7 +44,8 @@ func TestRunServices(t *testing.T) {
 		{"redlock", "unfenced", "pause", exitViolated, "result: UNSAFE"},
 		{"redlock", "fenced", "pause", exitUsage, "no fencing token: cannot be made safe by fencing"},
 		{"redis", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid "},
-		{"nats", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid "},
+		{"nats", "fenced", "crash", exitSafe, "killed with SIGKILL and restarted at once"},
+		{"redlock", "unfenced", "crash", exitViolated, "SIGKILL to node 0 (pid "},
 	} {
 		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
 			needServer(t, tc.backend)
@@ -62,7 +64,7 @@ func TestRunServices(t *testing.T) {
 			require.NoError(t, err)
 			for _, f := range h.Faults {
 				if f.Kind == "node-pause" || f.Kind == "crash" {
-					require.Regexp(t, `(SIGSTOP|SIGKILL) to node 0 \(pid [1-9][0-9]*\)`, f.Detail)
+					require.Regexp(t, `SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pid [1-9][0-9]*\).*SIG(STOP|KILL)`, f.Detail)
 				}
 			}
 			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the run")
@@ -113,7 +115,7 @@ func TestServicesBadInput(t *testing.T) {
 	}{
 		{"redis wrong address", []string{"run", "--backend", "redis", "--redis-addrs", free, "--resource", "fenced"}, "no server answers PING at " + free},
 		{"nats wrong url", []string{"run", "--backend", "nats", "--nats-url", "nats://" + free}, "no server at nats://" + free},
-		{"redis no leader", []string{"run", "--backend", "redis", "--fault", "leader-isolation"}, "needs a lock service with a leader"},
+		{"redis no leader", []string{"run", "--backend", "redis", "--fault", "leader-isolation"}, "needs a lock-service cluster of at least 3 nodes"},
 		{"redlock members", []string{"run", "--backend", "redlock", "--members", "4", "--resource", "unfenced"}, "--members must be 3 or 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,12 +136,12 @@ func TestEvaluateExternalRedis(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, stderr := run(t, "evaluate", "--backend", "redis", "--redis-addrs", s.Addr(), "--fault", "pause", "--out", out)
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	require.Contains(t, stdout, "existing redis-server(s) at "+s.Addr())
+	require.Contains(t, stdout, "existing redis-server at "+s.Addr())
 	require.Contains(t, stdout, "verdict: SAFE with fencing")
 	code, _, stderr = run(t, "evaluate", "--backend", "redis", "--redis-addrs", s.Addr(), "--fault", "crash", "--out", out)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "only takes client-side faults")
 	code, _, stderr = run(t, "evaluate", "--backend", "nats", "--redis-addrs", s.Addr(), "--out", out)
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "--redis-addrs is for the redis and redlock backends")
+	require.Contains(t, stderr, "--redis-addrs is for the redis or redis-volatile or redis-notoken or redlock backend (got \"nats\")")
 }
