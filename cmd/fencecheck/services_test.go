@@ -5,10 +5,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +34,19 @@ func needServer(t *testing.T, backend string) {
 	}
 }
 
+// newProcesses lists, with their command lines, the processes below this test binary
+// that were not there before: what a run left behind.
+func newProcesses(before []int) []string {
+	var out []string
+	for _, p := range proc.Descendants(os.Getpid()) {
+		if !slices.Contains(before, p) {
+			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+			out = append(out, fmt.Sprintf("%d %s", p, strings.ReplaceAll(string(b), "\x00", " ")))
+		}
+	}
+	return out
+}
+
 func TestRunServices(t *testing.T) {
 	for _, tc := range []struct {
 		backend, resource, fault string
@@ -50,6 +66,7 @@ func TestRunServices(t *testing.T) {
 		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
 			needServer(t, tc.backend)
 			out := t.TempDir()
+			before := proc.Descendants(os.Getpid())
 			code, stdout, stderr := run(t, "run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault)
 			require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			require.Contains(t, stdout+stderr, tc.want)
@@ -67,7 +84,7 @@ func TestRunServices(t *testing.T) {
 					require.Regexp(t, `SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pid [1-9][0-9]*\).*SIG(STOP|KILL)`, f.Detail)
 				}
 			}
-			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the run")
+			require.Empty(t, newProcesses(before), "a server outlived the run")
 		})
 	}
 }
@@ -80,13 +97,14 @@ func TestRunInterruptedLeavesNoServer(t *testing.T) {
 			needServer(t, backend)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			before := proc.Descendants(os.Getpid())
 			done := make(chan int, 1)
 			go func() {
 				var o, e strings.Builder
 				done <- Main(ctx, []string{"run", "--out", t.TempDir(), "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
 			}()
 			deadline := time.Now().Add(30 * time.Second)
-			for len(proc.Descendants(os.Getpid())) == 0 {
+			for len(newProcesses(before)) == 0 {
 				require.True(t, time.Now().Before(deadline), "no server started")
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -97,7 +115,7 @@ func TestRunInterruptedLeavesNoServer(t *testing.T) {
 			case <-time.After(60 * time.Second):
 				t.Fatal("run did not return after cancel")
 			}
-			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the interrupted run")
+			require.Empty(t, newProcesses(before), "a server outlived the interrupted run")
 		})
 	}
 }

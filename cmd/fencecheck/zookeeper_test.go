@@ -20,12 +20,15 @@ func TestRunInterruptedStopsZookeeper(t *testing.T) {
 	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
 		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
 	}
+	// Another test's server may be running already (an external etcd started before
+	// t.Parallel): only the processes this run starts count (newProcesses, services_test.go).
+	before := proc.Descendants(os.Getpid())
 	for _, tc := range []struct {
 		name string
 		// ready says when to interrupt, given the run's results folder.
 		ready func(out string) bool
 	}{
-		{"while the servers start", func(string) bool { return len(proc.Descendants(os.Getpid())) >= 3 }},
+		{"while the servers start", func(string) bool { return len(newProcesses(before)) >= 3 }},
 		{"during the workload", func(out string) bool {
 			// The probe session Start opens and closes is the last thing before the workload.
 			logs, _ := filepath.Glob(filepath.Join(out, "*", "2*", "zookeeper.log"))
@@ -55,7 +58,7 @@ func TestRunInterruptedStopsZookeeper(t *testing.T) {
 			case <-time.After(90 * time.Second):
 				t.Fatal("run did not return after the interrupt")
 			}
-			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the interrupted run")
+			require.Empty(t, newProcesses(before), "a server outlived the interrupted run")
 		})
 	}
 }

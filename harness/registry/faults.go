@@ -215,7 +215,7 @@ type nodePause struct{}
 
 func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
-	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters)"
+	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters); independent servers (redis, nats: the server; redlock: a majority) stop with SIGSTOP for 2×TTL, then SIGCONT"
 }
 func (f nodePause) Applies(t Target) error {
 	if t.Caps.StopExpiring && !t.Caps.Cluster {
@@ -383,7 +383,7 @@ type crashFault struct{}
 
 func (crashFault) Name() string { return "crash" }
 func (crashFault) Meaning() string {
-	return "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals)"
+	return "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals; independent servers such as Redlock's: a majority, restarted at once)"
 }
 func (f crashFault) Applies(t Target) error {
 	if err := ownService(f.Name(), t); err != nil {

@@ -3,7 +3,8 @@
 // ttl under a random value, renewed by a compare-and-pexpire script every TTL/3 and
 // released by a compare-and-delete script. Redis hands out no fencing token; the two
 // that teams bolt on are offered: an INCR counter taken in the same script as the grant
-// (TokenIncr), and none at all (TokenNone, which is harness.Tokenless).
+// (TokenIncr), and none at all (TokenNone: its registry entry, redis-notoken, is
+// harness.Tokenless).
 package redis
 
 import (
@@ -124,7 +125,6 @@ var (
 	_ harness.Backend      = (*Backend)(nil)
 	_ harness.ProcessNodes = (*Backend)(nil)
 	_ harness.Crasher      = (*Backend)(nil)
-	_ harness.Tokenless    = (*Backend)(nil)
 )
 
 // Start starts redis-server (or checks that the external server at cfg.Addrs answers
@@ -158,9 +158,9 @@ func (b *Backend) Endpoints() []string { return []string{b.addr} }
 // Close implements harness.Backend: stops the server it started. Safe to call twice.
 func (b *Backend) Close() error { return b.Group.Close() }
 
-// NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" (a token is
-// handed out) with TokenIncr.
-func (b *Backend) NoFencingToken() string {
+// TokenlessReason is why the backend's grants carry no fencing token (TokenNone), or ""
+// (TokenIncr). A TokenNone backend is harness.Tokenless as its descriptor starts it.
+func (b *Backend) TokenlessReason() string {
 	if b.cfg.Token == TokenNone {
 		return NoTokenReason
 	}

@@ -77,7 +77,7 @@ func TestTokensAndMutualExclusion(t *testing.T) {
 		t.Run(string(tc.token), func(t *testing.T) {
 			t.Parallel()
 			b := start(t, redis.Config{Token: tc.token, TTL: exclusionTTL})
-			require.Equal(t, tc.tokenless, b.NoFencingToken() != "")
+			require.Equal(t, tc.tokenless, b.TokenlessReason() != "")
 			a, c := locker(t, b, b.Endpoints()[0]), locker(t, b, b.Endpoints()[0])
 			var last int64
 			for i := range 3 {

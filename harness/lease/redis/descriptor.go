@@ -80,6 +80,7 @@ func Descriptors() []registry.Backend {
 const externalWords = "an existing redis-server (--" + OptionAddrs + ")"
 
 func start(ctx context.Context, env registry.Env, cfg Config) (harness.Backend, error) {
+	kind := cfg.Token
 	if addrs := env.List(OptionAddrs); len(addrs) > 0 {
 		cfg.Addrs = addrs
 		if env.RunID != "" {
@@ -89,7 +90,10 @@ func start(ctx context.Context, env registry.Env, cfg Config) (harness.Backend, 
 		if err != nil {
 			return nil, registry.Input(err) // a server that does not answer is the user's input
 		}
-		return &External{b: b}, nil
+		if kind == TokenNone {
+			return externalTokenless{&external{b: b}}, nil
+		}
+		return &external{b: b}, nil
 	}
 	dir, err := env.TempDir()
 	if err != nil {
@@ -101,38 +105,52 @@ func start(ctx context.Context, env registry.Env, cfg Config) (harness.Backend, 
 	cfg.Dir = dir
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return Start(sctx, cfg)
+	b, err := Start(sctx, cfg)
+	if err != nil || kind != TokenNone {
+		return b, err
+	}
+	return tokenless{b}, nil
 }
 
-// External is the redis backend on a server fencecheck did not start: no node faults
+// tokenless is a TokenNone backend: harness.Tokenless, with every capability of Backend.
+type tokenless struct{ *Backend }
+
+// NoFencingToken implements harness.Tokenless.
+func (tokenless) NoFencingToken() string { return NoTokenReason }
+
+// externalTokenless is a TokenNone backend on an existing server.
+type externalTokenless struct{ *external }
+
+// NoFencingToken implements harness.Tokenless.
+func (externalTokenless) NoFencingToken() string { return NoTokenReason }
+
+// external is the redis backend on a server fencecheck did not start: no node faults
 // (it is neither harness.ProcessNodes nor a Crasher), and Close deletes the run's keys.
-type External struct{ b *Backend }
+type external struct{ b *Backend }
 
 var (
-	_ harness.External  = (*External)(nil)
-	_ harness.Tokenless = (*External)(nil)
+	_ harness.External  = (*external)(nil)
+	_ harness.Tokenless = tokenless{}
+	_ harness.Tokenless = externalTokenless{}
 )
 
 // Name implements harness.Backend.
-func (e *External) Name() string { return e.b.Name() }
+func (e *external) Name() string { return e.b.Name() }
 
 // Endpoints implements harness.Backend.
-func (e *External) Endpoints() []string { return e.b.Endpoints() }
+func (e *external) Endpoints() []string { return e.b.Endpoints() }
 
 // NewLocker implements harness.Backend.
-func (e *External) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+func (e *external) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
 	return e.b.NewLocker(ctx, id, addrs)
 }
 
-// NoFencingToken implements harness.Tokenless (see Backend.NoFencingToken).
-func (e *External) NoFencingToken() string { return e.b.NoFencingToken() }
-
 // External implements harness.External.
-func (e *External) External() string { return externalWords }
+func (e *external) External() string { return externalWords }
 
 // Close implements harness.Backend: deletes the run's lock key and counter. Safe to call
 // twice.
-func (e *External) Close() error {
+func (e *external) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cli := NewClient(e.b.addr, e.b.cfg.TTL)
