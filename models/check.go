@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -13,12 +12,13 @@ import (
 	"github.com/fencecheck/fencecheck/harness/history"
 )
 
-// Check validates h, runs the direct analysis, then checks the four properties with
-// porcupine in parallel, and combines both into a Report. Porcupine is the judge of each
-// verdict; the direct analysis explains it (stale writes, lost updates, evidence) and
-// Report.Agree says whether the two agreed. Check returns an error for an invalid history
-// or when ctx ends before the checks do; a porcupine timeout is not an error but an
-// Unknown verdict.
+// Check validates h and judges every property with the direct analysis, a complete
+// O(n log n) decision procedure (docs/checker.md). Each violation is certified: a small
+// witness sub-history is cut out and porcupine must find it illegal too
+// (Result.Certified). Meanwhile porcupine checks the whole history as a second opinion,
+// within opt's budget (Result.Porcupine). Report.Trouble says when the two checkers
+// disagree or a witness was not confirmed. Check returns an error for an invalid history
+// or when ctx ends before the direct analysis does.
 func Check(ctx context.Context, h *history.History, opt Options) (*Report, error) {
 	if h == nil {
 		return nil, errors.New("check: no history")
@@ -26,27 +26,42 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("check: invalid history: %w", err)
 	}
+	began := time.Now()
 	parts := splitByKey(h) // keys.go: one part per independent key
-	d := directParts(h, parts)
-	vals := newValues(h)
+	second := startSecondOpinion(ctx, h, parts, opt)
+	defer second.stop()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	results := make([]Result, len(Properties))
-	errs := make([]error, len(Properties))
-	var wg sync.WaitGroup
-	for i, p := range Properties {
-		wg.Go(func() {
-			results[i], errs[i] = checkProperty(ctx, p, h, parts, vals, d, opt)
-			if errs[i] != nil {
-				cancel() // no point finishing the others
-			}
-		})
+	d := directParts(h, parts)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("check: %w", err)
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	results := make([]Result, len(Properties))
+	for i, p := range Properties {
+		results[i] = directResult(p, h, d)
+	}
+	directTook := time.Since(began)
+	indexes := map[string]*partIndex{} // per key, shared by its violated properties
+	for i, p := range Properties {
+		if r := &results[i]; r.Verdict == Violated {
+			if declaredNoToken(p, h) {
+				r.Certified, r.CertifyNote = true, noTokenNote
+				continue
+			}
+			key := d.Findings[p].Key
+			if indexes[key] == nil {
+				indexes[key] = newPartIndex(partFor(parts, key).h)
+			}
+			certify(ctx, r, indexes[key], d.Findings[p].Ops)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	second.wait(ctx, opt.budget())
+	for i := range results {
+		second.apply(&results[i])
+		if declaredNoToken(results[i].Property, h) {
+			results[i].Porcupine, results[i].PorcupineNote = OpinionSkipped, noTokenNote
 		}
 	}
 
@@ -57,10 +72,11 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 		LostUpdates: d.LostUpdates,
 		Evidence:    d.Evidence,
 		Agree:       true,
+		DirectNanos: directTook.Nanoseconds(),
 	}
 	for _, r := range results {
 		rep.Verdicts[r.Property] = r.Verdict
-		if r.Verdict != Unknown && (r.Verdict == Violated) != r.DirectViolated {
+		if r.Porcupine == OpinionDisagreed {
 			rep.Agree = false
 		}
 	}
@@ -71,68 +87,53 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	return rep, nil
 }
 
-// timeoutFor is the porcupine timeout: opt.Timeout (or the default), cut short by ctx's
-// deadline.
-func timeoutFor(ctx context.Context, opt Options) time.Duration {
-	t := opt.Timeout
-	if t <= 0 {
-		t = DefaultTimeout
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		t = max(min(t, time.Until(dl)), time.Millisecond)
-	}
-	return t
+// declaredNoToken: the tokens property of a backend that declares it hands out no
+// fencing token (history.Run.NoToken) is violated by that declaration, not measured (its
+// grants carry only the order the harness saw them in), so there is nothing to certify
+// and no second opinion to ask.
+func declaredNoToken(p Property, h *history.History) bool {
+	return p == Tokens && h.Run.NoToken != ""
 }
 
-func checkProperty(ctx context.Context, p Property, h *history.History, parts []keyPart, vals *values, d *DirectResult, opt Options) (Result, error) {
-	if p == Tokens && h.Run.NoToken != "" {
-		// Not measured: the backend declares that it hands out no fencing token, and
-		// its grants carry only the order in which the harness saw them.
-		return Result{Property: p, Verdict: Violated, DirectViolated: true, Explanation: d.Findings[p].Reason}, nil
-	}
-	model := newModel(ctx, p, h, vals)
-	ops := operationsParts(p, parts, vals)
-	timeout := timeoutFor(ctx, opt)
-	began := time.Now()
-	res := porcupine.CheckOperationsTimeout(model, ops, timeout)
-	took := time.Since(began)
-	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("check %s: %w", p, err)
-	}
+const noTokenNote = "not measured: the backend declares that it hands out no fencing token"
+
+// directResult is the direct analysis's verdict on p, explained.
+func directResult(p Property, h *history.History, d *DirectResult) Result {
 	f := d.Findings[p]
-	r := Result{Property: p, CheckNanos: took.Nanoseconds(), DirectViolated: f.Violated}
-	switch res {
-	case porcupine.Illegal:
-		r.Verdict = Violated
-		if f.Violated {
-			r.Counterexample = f.Ops
-			r.Explanation = f.Reason
-		} else {
-			// The direct analysis should have found this; let porcupine show where it
-			// got stuck instead.
-			r.Counterexample = porcupineCounterexample(model, ops, timeout)
-			r.Explanation = fmt.Sprintf("Porcupine found no order of the %s operations that the model accepts (it got stuck around ops %v), but the direct analysis found nothing wrong: please report this history.", p, r.Counterexample)
-		}
-	case porcupine.Ok:
-		r.Verdict = Held
-		r.Explanation = heldExplanation(p, d)
-		if len(h.Faults) > 0 && inconclusive(p, d) {
-			r.Verdict = Inconclusive
-		}
-		if f.Violated {
-			r.Explanation += fmt.Sprintf(" (The direct analysis disagrees: %s Please report this history.)", f.Reason)
-		}
+	r := Result{Property: p, DirectViolated: f.Violated}
+	switch {
+	case f.Violated:
+		r.Verdict, r.Counterexample, r.Explanation = Violated, f.Ops, f.Reason
+	case len(h.Faults) > 0 && inconclusive(p, d):
+		r.Verdict, r.Explanation = Inconclusive, heldExplanation(p, d)
 	default:
-		r.Verdict = Unknown
-		r.Explanation = fmt.Sprintf("Porcupine timed out after %v without a verdict.", timeout)
-		if f.Violated {
-			r.Explanation += " The direct analysis finds it violated: " + f.Reason
-			r.Counterexample = f.Ops
-		} else {
-			r.Explanation += " The direct analysis finds nothing wrong."
+		r.Verdict, r.Explanation = Held, heldExplanation(p, d)
+	}
+	return r
+}
+
+func partFor(parts []keyPart, key string) keyPart {
+	for _, p := range parts {
+		if p.key == key {
+			return p
 		}
 	}
-	return r, nil
+	return parts[0]
+}
+
+// Trouble says why the report cannot be taken as it stands — porcupine disagreed with
+// the direct analysis, or porcupine did not confirm a violation's witness — or returns
+// "" when it can. Commands exit 3 on it: it is a bug in one of the checkers.
+func (r *Report) Trouble() string {
+	for _, res := range r.Results {
+		switch {
+		case res.Porcupine == OpinionDisagreed:
+			return fmt.Sprintf("%s: the direct analysis and porcupine disagree (%s)", res.Property, res.PorcupineNote)
+		case res.Verdict == Violated && res.Property != Effects && !res.Certified:
+			return fmt.Sprintf("%s: porcupine did not confirm the violation's witness (%s)", res.Property, res.CertifyNote)
+		}
+	}
+	return ""
 }
 
 // inconclusive says whether a held property proves nothing because the fault never bit.
@@ -171,34 +172,176 @@ func heldExplanation(p Property, d *DirectResult) string {
 	}
 }
 
-// porcupineCounterexample names, from porcupine's longest partial linearization, the
-// last op it could place and the earliest-returning op it could not.
-func porcupineCounterexample(model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) []int {
-	_, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	var best []porcupine.Operation
-	for _, part := range info.PartialLinearizationsOperations() {
-		for _, lin := range part {
-			if len(lin) > len(best) {
-				best = lin
+// secondOpinion is porcupine checking the whole history, one goroutine per property.
+type secondOpinion struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	byProp map[Property]*opinion
+	budget time.Duration // as waited, for the notes
+}
+
+type opinion struct {
+	skip    string // why porcupine was not run, or ""
+	done    chan struct{}
+	res     porcupine.CheckResult
+	took    time.Duration
+	aborted bool // stopped at the budget (or by ctx) before it answered
+	ops     int
+}
+
+// startSecondOpinion starts porcupine on every property whose memo table fits
+// opt's memory cap; the others are skipped, with the reason.
+func startSecondOpinion(ctx context.Context, h *history.History, parts []keyPart, opt Options) *secondOpinion {
+	pctx, cancel := context.WithCancel(ctx)
+	s := &secondOpinion{cancel: cancel, byProp: map[Property]*opinion{}}
+	if opt.budget() == NoPorcupine {
+		for _, p := range Properties {
+			s.byProp[p] = &opinion{skip: "skipped (porcupine budget 0)"}
+		}
+		return s
+	}
+	vals := sync.OnceValue(func() *values { return newValues(h) })
+	limit := opt.maxBytes()
+	var used int64
+	for _, p := range Properties {
+		n, largest, est := modelSize(p, parts)
+		o := &opinion{ops: n}
+		s.byProp[p] = o
+		if used+est > limit {
+			o.skip = fmt.Sprintf("skipped: porcupine's memory grows as n² (about %s for the %d ops of the largest key, %s in all), over the %s cap", bytesText(int64(largest)*int64(largest)/8), largest, bytesText(est), bytesText(limit))
+			continue
+		}
+		used += est
+		o.done = make(chan struct{})
+		s.wg.Go(func() {
+			defer close(o.done)
+			var v *values
+			if p == Register || p == Updates {
+				v = vals()
+			}
+			model := newModel(pctx, p, h, v)
+			ops := operationsParts(p, parts, v)
+			began := time.Now()
+			o.res = porcupine.CheckOperationsTimeout(model, ops, opt.Timeout)
+			o.took = time.Since(began)
+			o.aborted = pctx.Err() != nil
+		})
+	}
+	return s
+}
+
+// wait gives porcupine up to budget more (WaitForPorcupine: as long as it takes), then
+// stops whatever has not answered.
+func (s *secondOpinion) wait(ctx context.Context, budget time.Duration) {
+	s.budget = budget
+	var timeout <-chan time.Time
+	if budget >= 0 {
+		t := time.NewTimer(budget)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for _, p := range Properties {
+		o := s.byProp[p]
+		if o.done == nil {
+			continue
+		}
+		select {
+		case <-o.done:
+		case <-timeout:
+			s.stop()
+			return
+		case <-ctx.Done():
+			s.stop()
+			return
+		}
+	}
+}
+
+// stop ends porcupine and waits for its goroutines. Safe to call twice.
+func (s *secondOpinion) stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// apply records porcupine's opinion on r's property; r holds the direct verdict.
+func (s *secondOpinion) apply(r *Result) {
+	o := s.byProp[r.Property]
+	if o == nil {
+		return
+	}
+	switch {
+	case o.skip != "":
+		r.Porcupine, r.PorcupineNote = OpinionSkipped, o.skip
+		return
+	case o.aborted || o.res == porcupine.Unknown:
+		r.Porcupine = OpinionTimedOut
+		r.PorcupineNote = fmt.Sprintf("porcupine gave no answer on the %d ops within the budget (%s after the direct analysis)", o.ops, durationText(s.budget))
+		return
+	}
+	r.CheckNanos = o.took.Nanoseconds()
+	pViolated := o.res == porcupine.Illegal
+	if pViolated == r.DirectViolated {
+		r.Porcupine = OpinionAgreed
+		r.PorcupineNote = fmt.Sprintf("porcupine agrees, on the whole history (%d ops, %s)", o.ops, durationText(o.took))
+		return
+	}
+	r.Porcupine = OpinionDisagreed
+	if pViolated {
+		r.PorcupineNote = fmt.Sprintf("porcupine finds no order of the %d operations that the model accepts, but the direct analysis finds nothing wrong", o.ops)
+	} else {
+		r.PorcupineNote = fmt.Sprintf("porcupine linearizes all %d operations, but the direct analysis finds: %s", o.ops, r.Explanation)
+	}
+	r.Explanation += " (Porcupine disagrees: " + r.PorcupineNote + ". Please report this history.)"
+}
+
+// modelSize counts the ops of p's porcupine model on each key and estimates
+// porcupine's memo table: a bitset of n bits per linearized op, n²/8 bytes per key.
+func modelSize(p Property, parts []keyPart) (total, largest int, bytes int64) {
+	for _, part := range parts {
+		n := 0
+		for i := range part.h.Ops {
+			o := &part.h.Ops[i]
+			switch p {
+			case Register:
+				if (o.Kind == history.Write && o.Status != history.Fail) || (o.Kind == history.Read && o.Status == history.OK) {
+					n++
+				}
+			case Updates:
+				if o.Kind == history.Write && o.Status != history.Fail {
+					n++
+				}
+			case Tokens:
+				if o.Kind == history.Acquire && o.Status == history.OK {
+					n++
+				}
+			case Mutex:
+				if (o.Kind == history.Acquire && o.Status == history.OK) || o.Kind == history.Release {
+					n++
+				}
 			}
 		}
+		total += n
+		largest = max(largest, n)
+		bytes += int64(n) * int64(n) / 8
 	}
-	placed := map[int]bool{}
-	var out []int
-	for _, o := range best {
-		placed[o.Metadata.(opMeta).ID] = true
+	return total, largest, bytes
+}
+
+// durationText prints a duration as the reports do: "1.25 s", "12.3 ms".
+func durationText(d time.Duration) string {
+	if d >= time.Second {
+		return fmt.Sprintf("%.2f s", d.Seconds())
 	}
-	if len(best) > 0 {
-		out = append(out, best[len(best)-1].Metadata.(opMeta).ID)
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func bytesText(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+	default:
+		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
 	}
-	var stuck *porcupine.Operation
-	for i := range ops {
-		if o := &ops[i]; !placed[o.Metadata.(opMeta).ID] && (stuck == nil || o.Return < stuck.Return) {
-			stuck = o
-		}
-	}
-	if stuck != nil {
-		out = append(out, stuck.Metadata.(opMeta).ID)
-	}
-	return slices.Compact(out)
 }

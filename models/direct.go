@@ -3,6 +3,7 @@ package models
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 )
@@ -14,6 +15,8 @@ type Finding struct {
 	Ops []int `json:"ops,omitempty"`
 	// Reason says in a sentence what cannot be explained.
 	Reason string `json:"reason,omitempty"`
+	// Key is the key whose sub-history the witness ops belong to.
+	Key string `json:"key,omitempty"`
 }
 
 // DirectResult is the outcome of the direct analysis.
@@ -39,14 +42,29 @@ func Direct(h *history.History) *DirectResult {
 
 // directSingle is the direct analysis of a single-key history.
 func directSingle(h *history.History) *DirectResult {
-	reg := analyzeRegister(h)
-	upd := analyzeUpdates(h)
+	// The four analyses are independent: on a large history, run them side by side
+	// (on a small one, or one key of many, goroutines would cost more than they save).
+	var (
+		reg      regResult
+		upd      updResult
+		tok, mut Finding
+		wg       sync.WaitGroup
+	)
+	run := func(f func()) { f() }
+	if len(h.Ops) >= 50_000 {
+		run = wg.Go
+	}
+	run(func() { reg = analyzeRegister(h) })
+	run(func() { upd = analyzeUpdates(h) })
+	run(func() { tok = analyzeTokens(h) })
+	mut = analyzeMutex(h)
+	wg.Wait()
 	d := &DirectResult{
 		Findings: map[Property]Finding{
 			Register: reg.finding,
 			Updates:  upd.finding,
-			Tokens:   analyzeTokens(h),
-			Mutex:    analyzeMutex(h),
+			Tokens:   tok,
+			Mutex:    mut,
 		},
 		StaleWrites: reg.stale,
 		LostUpdates: upd.lost,

@@ -1,9 +1,11 @@
 // Package models turns a recorded history into verdicts.
 //
-// Four properties are checked, each twice: once by porcupine against a sequential model
-// (the judge), and once by a direct O(n log n) analysis that also explains what went
-// wrong (which write was stale, which update was lost). The two must agree on every
-// history; Report.Agree says whether they did.
+// Four properties are checked (five with side effects). The direct analysis, a complete
+// O(n log n) decision procedure (docs/checker.md), gives each verdict and explains what
+// went wrong (which write was stale, which update was lost). Porcupine, against a
+// sequential model per property, certifies every violation on a small witness
+// sub-history (Result.Certified) and gives a second opinion on the whole history within
+// a budget (Result.Porcupine); Report.Trouble says when the two disagree.
 //
 //   - register: the resource is an atomic register that accepts a write iff its token
 //     passes the fence; reads return the current (value, token).

@@ -78,12 +78,23 @@ func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) 
 		newer[s.Write] = s.Newer
 	}
 	delivered := map[string]bool{}
+	// history.WriteFor scans the ops per effect; index them once instead.
+	find := h.Finder()
+	writeOf := map[string]*history.Op{}
+	for i := range h.Ops {
+		if o := &h.Ops[i]; o.Kind == history.Write && writeOf[o.Value] == nil {
+			writeOf[o.Value] = o
+		}
+	}
 	for _, e := range h.Effects {
 		if delivered[e.Value] {
 			rep.Duplicates++
 		}
 		delivered[e.Value] = true
-		w := h.WriteFor(e)
+		w := writeOf[e.Value]
+		if e.WriteID != nil {
+			w = find(*e.WriteID) // Validate made sure it is the write of that value
+		}
 		what := ""
 		switch {
 		case w == nil:

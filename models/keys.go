@@ -100,7 +100,12 @@ func directByKey(h *history.History) *DirectResult { return directParts(h, split
 // directParts is directByKey on h's parts (splitByKey).
 func directParts(h *history.History, parts []keyPart) *DirectResult {
 	if len(parts) == 1 {
-		return directSingle(parts[0].h)
+		d := directSingle(parts[0].h)
+		for p, f := range d.Findings {
+			f.Key = parts[0].key
+			d.Findings[p] = f
+		}
+		return d
 	}
 	results := make([]*DirectResult, len(parts))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -119,6 +124,7 @@ func directParts(h *history.History, parts []keyPart) *DirectResult {
 		for p, f := range r.Findings {
 			if f.Violated && !d.Findings[p].Violated {
 				f.Reason = fmt.Sprintf("Key %q: %s", parts[i].key, f.Reason)
+				f.Key = parts[i].key
 				d.Findings[p] = f
 			}
 		}

@@ -33,11 +33,11 @@ func analyzeTokens(h *history.History) Finding {
 				"Acquires #%d (client %d) and #%d (client %d) were both granted token %d: a token was reused.", a.ID, a.Client, b.ID, b.Client, a.Token)}
 		}
 	}
-	byID := h.ByID()
+	find := h.Finder()
 	f := start()
 	for _, a := range acqs {
 		if f.at > a.End() {
-			late := byID[f.op]
+			late := find(f.op)
 			return Finding{Violated: true, Ops: []int{late.ID, a.ID}, Reason: fmt.Sprintf(
 				"Acquire #%d (client %d) was granted token %d after acquire #%d (client %d) had already been granted the higher token %d: tokens went backwards.",
 				late.ID, late.Client, late.Token, a.ID, a.Client, a.Token)}

@@ -177,7 +177,7 @@ func analyzeRegister(h *history.History) regResult {
 				bs[i] = j.b
 			}
 			sortFree(bs)
-			if cf := sequence(&f, bs); cf != nil {
+			if cf := sequence(&f, bs); cf != nil && fail == nil { // only the first is reported
 				ops, why := explainRegisterConflict(h, jobs, *cf)
 				violate(ops, "%s", why)
 			}
@@ -200,10 +200,11 @@ func analyzeRegister(h *history.History) regResult {
 	res := regResult{stale: stale}
 	if fail != nil {
 		res.finding = *fail
-		// A stale write that got through is the clearest counterexample there is.
+		// A stale write that got through is the clearest counterexample there is; the
+		// explanation then names the same ops.
 		for _, s := range stale {
 			if s.Status == statusAccepted {
-				res.finding.Ops = staleOps(s)
+				res.finding.Ops, res.finding.Reason = staleOps(s), staleReason(s)
 				break
 			}
 		}
@@ -270,8 +271,8 @@ func (g *gapOptions) earliest(fence string, t int64) (int64, bool) {
 // a write's value, or a read of the initial value) was called after op cf.early
 // returned, yet the fence order needs it first.
 func explainRegisterConflict(h *history.History, jobs []*regJob, cf conflict) ([]int, string) {
-	byID := h.ByID()
-	late, early := byID[cf.late], byID[cf.early]
+	find := h.Finder()
+	late, early := find(cf.late), find(cf.early)
 	newer := jobs[cf.blockIdx].w
 	var older *history.Op
 	if late != nil {
@@ -329,10 +330,31 @@ func writersByValue(h *history.History) map[string]*history.Op {
 	return m
 }
 
+// staleReason explains a stale write that got through with the ops staleOps names.
+func staleReason(s StaleWrite) string {
+	newer := fmt.Sprintf("write #%d (client %d, token %d)", s.Newer, s.NewerClient, s.NewerToken)
+	if s.NewerSeenBy != 0 {
+		newer += fmt.Sprintf(", which read #%d had already seen,", s.NewerSeenBy)
+	} else {
+		newer += ", which had already returned,"
+	}
+	if s.SeenBy != 0 {
+		return fmt.Sprintf("Read #%d saw write #%d (client %d, token %d) although %s took effect before the read was called: the token went backwards, a stale write got through.",
+			s.SeenBy, s.Write, s.Client, s.Token, newer)
+	}
+	return fmt.Sprintf("Write #%d (client %d, token %d) was accepted although %s took effect before it was called: a stale write got through.",
+		s.Write, s.Client, s.Token, newer)
+}
+
+// staleOps is the witness of a stale write that got through: it, the newer write it
+// overtook, and the reads that show the newer write was in effect first or that the
+// stale one took effect.
 func staleOps(s StaleWrite) []int {
 	ops := []int{s.Write, s.Newer}
-	if s.SeenBy != 0 {
-		ops = append(ops, s.SeenBy)
+	for _, r := range []int{s.SeenBy, s.NewerSeenBy} {
+		if r != 0 {
+			ops = append(ops, r)
+		}
 	}
 	return ops
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models/internal/histgen"
 )
 
 // staleHistory: a paused client's stale write gets through an unfenced register.
@@ -86,4 +87,22 @@ func TestVisualize(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	assert.ErrorIs(t, Visualize(ctx, &buf, Register, staleHistory()), context.Canceled)
+}
+
+// Past porcupine's memory cap, a violated property is drawn as its witness and a held
+// one is not drawn at all, with the reason.
+func TestVisualizeLargeHistory(t *testing.T) {
+	h := histgen.Generate(histgen.Config{Ops: 100_000, Seed: 9, Unknown: 0.01, Pause: 0.01, StaleAt: 0.99})
+	ok, why := Drawable(Register, h)
+	require.False(t, ok)
+	assert.Contains(t, why, "grows as n²")
+
+	var buf bytes.Buffer
+	require.NoError(t, Visualize(context.Background(), &buf, Register, h))
+	assert.Contains(t, buf.String(), "witness of the register violation")
+	assert.Less(t, buf.Len(), 1<<20, "a few ops, not the whole history")
+
+	held := histgen.Generate(histgen.Config{Ops: 100_000, Seed: 9, Unknown: 0.01, Pause: 0.01})
+	buf.Reset()
+	assert.ErrorContains(t, Visualize(context.Background(), &buf, Register, held), "not drawn")
 }

@@ -26,19 +26,6 @@ func staleWrites(h *history.History, fence string, jobs []*regJob) []StaleWrite 
 	if len(jobs) == 0 {
 		return nil
 	}
-	// Distinct accepted tokens, ascending; a write with token t is stale against the
-	// accepted writes from rank threshold(t) on.
-	var toks []int64
-	for _, j := range jobs {
-		if len(toks) == 0 || toks[len(toks)-1] != j.w.Token {
-			toks = append(toks, j.w.Token)
-		}
-	}
-	rank := func(t int64) int { return sort.Search(len(toks), func(i int) bool { return toks[i] >= t }) }
-	threshold := func(t int64) int {
-		return sort.Search(len(toks), func(i int) bool { return !history.Passes(fence, t, toks[i]) })
-	}
-
 	type query struct {
 		at    int64 // find newer writes in effect strictly before this time
 		job   int   // index in jobs of the write asking, or -1
@@ -75,20 +62,35 @@ func staleWrites(h *history.History, fence string, jobs []*regJob) []StaleWrite 
 	}
 	found := map[*history.Op]hit{}
 	direct := map[*history.Op]bool{} // found by the first kind (preferred)
-	ft := newBestFenwick(len(toks), func(i int) int64 { return jobs[i].b.due })
+	// The two accepted writes in effect so far with the highest tokens (on equal
+	// tokens, the one in effect first): the write a stale one is named against is the
+	// newest it fails against, not merely the first, which may be its own client's
+	// earlier write with the same token.
+	best1, best2 := -1, -1
+	better := func(a, b int) bool {
+		if b < 0 {
+			return true
+		}
+		ta, tb := jobs[a].w.Token, jobs[b].w.Token
+		return ta > tb || (ta == tb && jobs[a].b.due < jobs[b].b.due)
+	}
 	next := 0
 	for _, q := range qs {
 		for next < len(byDue) && jobs[byDue[next]].b.due < q.at {
 			ji := byDue[next]
-			ft.add(len(toks)-1-rank(jobs[ji].w.Token), ji)
+			switch {
+			case better(ji, best1):
+				best1, best2 = ji, best1
+			case better(ji, best2):
+				best2 = ji
+			}
 			next++
 		}
-		th := threshold(q.token)
-		if th == len(toks) {
-			continue
+		ji := best1
+		if ji == q.job {
+			ji = best2
 		}
-		ji := ft.best(len(toks)-1-th, q.job)
-		if ji < 0 {
+		if ji < 0 || history.Passes(fence, q.token, jobs[ji].w.Token) {
 			continue
 		}
 		switch {
@@ -129,6 +131,9 @@ func staleWrites(h *history.History, fence string, jobs []*regJob) []StaleWrite 
 			Write: w.ID, Client: w.Client, Token: w.Token, At: w.Call, Status: statusAccepted,
 			Newer: n.w.ID, NewerClient: n.w.Client, NewerToken: n.w.Token, NewerAt: n.b.due,
 		}
+		if n.b.dueOp != n.w.ID {
+			s.NewerSeenBy = n.b.dueOp
+		}
 		if w.Status == history.Rejected {
 			s.Status = statusRejected
 		}
@@ -144,52 +149,4 @@ func staleWrites(h *history.History, fence string, jobs []*regJob) []StaleWrite 
 		return cmp.Compare(a.Write, b.Write)
 	})
 	return out
-}
-
-// bestFenwick answers "the item with the smallest key among those added at positions
-// <= p", keeping the best two so that a query can exclude one item (a write is never
-// stale against itself).
-type bestFenwick struct {
-	key          func(item int) int64
-	best1, best2 []int
-}
-
-func newBestFenwick(n int, key func(int) int64) *bestFenwick {
-	f := &bestFenwick{key: key, best1: make([]int, n+1), best2: make([]int, n+1)}
-	for i := range f.best1 {
-		f.best1[i], f.best2[i] = -1, -1
-	}
-	return f
-}
-
-func (f *bestFenwick) better(a, b int) bool {
-	if b < 0 {
-		return a >= 0
-	}
-	return a >= 0 && f.key(a) < f.key(b)
-}
-
-func (f *bestFenwick) add(p, item int) {
-	for i := p + 1; i < len(f.best1); i += i & -i {
-		switch {
-		case item == f.best1[i] || item == f.best2[i]:
-		case f.better(item, f.best1[i]):
-			f.best1[i], f.best2[i] = item, f.best1[i]
-		case f.better(item, f.best2[i]):
-			f.best2[i] = item
-		}
-	}
-}
-
-// best returns the best item at positions <= p other than exclude, or -1.
-func (f *bestFenwick) best(p, exclude int) int {
-	res := -1
-	for i := p + 1; i > 0; i -= i & -i {
-		for _, c := range []int{f.best1[i], f.best2[i]} {
-			if c != exclude && f.better(c, res) {
-				res = c
-			}
-		}
-	}
-	return res
 }

@@ -47,7 +47,8 @@ const (
 	// property is about (no stale write was attempted, fewer than two grants), so it
 	// proves nothing. A history without faults is simply held.
 	Inconclusive Verdict = "inconclusive"
-	// Unknown: the checker timed out.
+	// Unknown: no checker could decide. The direct analysis decides every property, so
+	// Check no longer gives it; it stays for reports written by older versions.
 	Unknown Verdict = "unknown"
 )
 
@@ -60,12 +61,32 @@ type Result struct {
 	Counterexample []int `json:"counterexample,omitempty"`
 	// Explanation is one or two sentences a newcomer understands.
 	Explanation string `json:"explanation"`
-	// CheckNanos is the time porcupine took.
+	// CheckNanos is the time porcupine took on the whole history, when it answered.
 	CheckNanos int64 `json:"check_ns"`
-	// DirectViolated is the direct analysis's answer; it differs from the verdict only
-	// when the two checkers disagree (see Report.Agree).
+	// DirectViolated is the direct analysis's answer, which is the verdict.
 	DirectViolated bool `json:"direct_violated"`
+	// Certified: the verdict is violated and porcupine found the witness illegal too.
+	// Witness holds the op ids of that sub-history (docs/checker.md says how it is cut);
+	// CertifyNote says what porcupine made of it.
+	Certified   bool   `json:"certified"`
+	Witness     []int  `json:"witness,omitempty"`
+	CertifyNote string `json:"certify_note,omitempty"`
+	// Porcupine is porcupine's second opinion on the whole history: agreed, disagreed,
+	// timed out (the budget ran out) or skipped; PorcupineNote says more.
+	Porcupine     Opinion `json:"porcupine,omitempty"`
+	PorcupineNote string  `json:"porcupine_note,omitempty"`
 }
+
+// Opinion is porcupine's second opinion on a property.
+type Opinion string
+
+// Opinions.
+const (
+	OpinionAgreed    Opinion = "agreed"
+	OpinionDisagreed Opinion = "disagreed"
+	OpinionTimedOut  Opinion = "timed out"
+	OpinionSkipped   Opinion = "skipped"
+)
 
 // StaleWrite is a write carrying a token older, by the fence rule, than that of a write
 // already accepted: the write a fence exists to stop.
@@ -83,8 +104,9 @@ type StaleWrite struct {
 	NewerClient int   `json:"newer_client"`
 	NewerToken  int64 `json:"newer_token"`
 	// NewerAt is when the newer write was known to be in effect: its return, or the
-	// earlier return of a read that saw its value.
-	NewerAt int64 `json:"newer_at"`
+	// earlier return of a read that saw its value (NewerSeenBy, then).
+	NewerAt     int64 `json:"newer_at"`
+	NewerSeenBy int   `json:"newer_seen_by,omitempty"`
 	// SeenBy is a read that observed the stale value, when that read is the evidence
 	// that the stale write was accepted.
 	SeenBy int `json:"seen_by,omitempty"`
@@ -148,9 +170,11 @@ type Report struct {
 	StaleWrites []StaleWrite `json:"stale_writes"`
 	LostUpdates []LostUpdate `json:"lost_updates"`
 	Evidence    Evidence     `json:"evidence"`
-	// Agree is true when porcupine and the direct analysis agree on every property
-	// porcupine decided (a timed-out property cannot disagree).
+	// Agree is true when porcupine did not disagree with the direct analysis on any
+	// property (a skipped or timed-out second opinion cannot disagree).
 	Agree bool `json:"direct_agrees"`
+	// DirectNanos is how long the direct analysis took.
+	DirectNanos int64 `json:"direct_ns,omitempty"`
 	// Effects is the evidence of the optional effects property (effects.go); nil, and
 	// absent from Verdicts and Results, when the history records no side effects.
 	Effects *EffectsReport `json:"effects,omitempty"`
@@ -168,10 +192,46 @@ func (r *Report) Result(p Property) (Result, bool) {
 
 // Options tunes Check.
 type Options struct {
-	// Timeout bounds porcupine per property; 0 means DefaultTimeout. A deadline on the
-	// context passed to Check also bounds it.
+	// PorcupineBudget is how long Check waits for porcupine's second opinion once the
+	// direct analysis has answered: 0 means DefaultPorcupineBudget, NoPorcupine skips
+	// it, WaitForPorcupine waits for it.
+	PorcupineBudget time.Duration
+	// Timeout, when > 0, is a hard ceiling on porcupine's second opinion, also when
+	// waiting for it.
 	Timeout time.Duration
+	// PorcupineMaxBytes caps the memory porcupine's second opinion may need, estimated
+	// as n²/8 bytes for n model ops on one key; a property over it is skipped. 0 means
+	// DefaultPorcupineMaxBytes.
+	PorcupineMaxBytes int64
 }
 
-// DefaultTimeout is the per-property porcupine timeout when Options.Timeout is 0.
+// Porcupine budgets.
+const (
+	DefaultPorcupineBudget = time.Second
+	// WaitForPorcupine waits for porcupine's answer (up to Options.Timeout).
+	WaitForPorcupine time.Duration = -1
+	// NoPorcupine skips the second opinion (witnesses are still certified).
+	NoPorcupine time.Duration = -2
+	// DefaultPorcupineMaxBytes: porcupine's memo table for about 23,000 ops on one key.
+	DefaultPorcupineMaxBytes int64 = 64 << 20
+)
+
+// DefaultTimeout bounds porcupine where nothing else does: Visualize, and witnesses.
 const DefaultTimeout = 30 * time.Second
+
+func (o Options) budget() time.Duration {
+	switch {
+	case o.PorcupineBudget == 0:
+		return DefaultPorcupineBudget
+	case o.PorcupineBudget < 0 && o.PorcupineBudget != NoPorcupine:
+		return WaitForPorcupine
+	}
+	return o.PorcupineBudget
+}
+
+func (o Options) maxBytes() int64 {
+	if o.PorcupineMaxBytes > 0 {
+		return o.PorcupineMaxBytes
+	}
+	return DefaultPorcupineMaxBytes
+}

@@ -89,8 +89,8 @@ func MakeHeadline(h *history.History, rep *models.Report) Headline {
 		}
 		hl.Notes = append(hl.Notes, n+".")
 	}
-	if !rep.Agree {
-		hl.Notes = append(hl.Notes, "Porcupine and the direct analysis disagree on this history; the porcupine verdict is shown. Please report it.")
+	if tr := rep.Trouble(); tr != "" {
+		hl.Notes = append(hl.Notes, "Internal error: "+tr+". The direct analysis's verdict is shown. Please report this history.")
 	}
 	return hl
 }

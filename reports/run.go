@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 
@@ -25,8 +26,9 @@ type VerdictFile struct {
 const VerdictFormat = "fencecheck.verdict/v1"
 
 // WriteRun writes verdict.json, one porcupine visualization per property
-// (porcupine-<property>.html, rendered also when the property is violated) and the HTML
-// run report (report.html) into dir.
+// (porcupine-<property>.html: a violated property's witness, a held one's whole history,
+// or for a history too large for porcupine to draw, a page saying so) and the HTML run
+// report (report.html) into dir.
 func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.Report) error {
 	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Report: rep}, "", "  ")
 	if err != nil {
@@ -36,7 +38,7 @@ func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.R
 		return err
 	}
 	for _, p := range models.Properties {
-		if err := writeVisualization(ctx, filepath.Join(dir, "porcupine-"+string(p)+".html"), p, h); err != nil {
+		if err := writeVisualization(ctx, filepath.Join(dir, "porcupine-"+string(p)+".html"), p, h, rep.Verdicts[p]); err != nil {
 			return fmt.Errorf("visualize %s: %w", p, err)
 		}
 	}
@@ -65,7 +67,15 @@ func ReadVerdict(path string) (*models.Report, error) {
 	return &v.Report, nil
 }
 
-func writeVisualization(ctx context.Context, path string, p models.Property, h *history.History) error {
+// writeVisualization draws p's porcupine page: for a violated property its witness,
+// which porcupine can always draw; otherwise the whole history if porcupine can draw it,
+// or a page saying why not.
+func writeVisualization(ctx context.Context, path string, p models.Property, h *history.History, v models.Verdict) error {
+	if ok, why := models.Drawable(p, h); !ok && v != models.Violated {
+		page := fmt.Sprintf("<!doctype html><meta charset=\"utf-8\"><title>porcupine: %s</title><p>Porcupine's visualization of %s is %s. The verdict comes from the direct analysis; see report.html and verdict.json.</p>\n",
+			html.EscapeString(string(p)), html.EscapeString(string(p)), html.EscapeString(why))
+		return writeFileAtomic(path, []byte(page))
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -38,7 +38,7 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 		if res.Verdict == models.Violated {
 			v = strings.ToUpper(v)
 		}
-		fmt.Fprintf(w, "  %-9s %-13s %s\n", res.Property, v, res.Explanation)
+		fmt.Fprintf(w, "  %-9s %-13s %s%s\n", res.Property, v, res.Explanation, opinionText(res))
 	}
 	if len(rep.StaleWrites) > 0 {
 		fmt.Fprintf(w, "stale writes (%d):\n", len(rep.StaleWrites))
@@ -57,9 +57,28 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 		ev.StaleAttempted, ev.StaleRejected, ev.StaleAccepted, Seconds(ev.ValidityGapNanos))
 	fmt.Fprintf(w, "availability: %d writes (%d accepted, %d refused, %d unknown); %d grants, %d acquires failed; longest stretch without an accepted write %s\n",
 		ev.Writes, ev.WritesAccepted, ev.WritesRefused, ev.WritesUnknown, ev.Grants, ev.AcquireFailed, Seconds(ev.LongestNoAcceptedWriteNanos))
-	if !rep.Agree {
-		fmt.Fprintln(w, "warning: porcupine and the direct analysis disagree on this history; the porcupine verdict is shown")
+	if tr := rep.Trouble(); tr != "" {
+		fmt.Fprintf(w, "INTERNAL ERROR (please report this history): %s; the direct analysis's verdict is shown\n", tr)
 	}
+}
+
+// opinionText is the certificate and porcupine's second opinion, in brackets.
+func opinionText(r models.Result) string {
+	var parts []string
+	if r.Verdict == models.Violated && r.Property != models.Effects {
+		if r.Certified {
+			parts = append(parts, fmt.Sprintf("certified: %s", r.CertifyNote))
+		} else {
+			parts = append(parts, fmt.Sprintf("NOT certified: %s", r.CertifyNote))
+		}
+	}
+	if r.Porcupine != "" {
+		parts = append(parts, "second opinion: "+r.PorcupineNote)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(parts, "; ") + "]"
 }
 
 // StaleSentence explains one stale write in a sentence a person can read.
@@ -72,8 +91,14 @@ func StaleSentence(s models.StaleWrite) string {
 	if s.SeenBy != 0 {
 		seen = fmt.Sprintf(" (read op %d saw its value)", s.SeenBy)
 	}
-	return fmt.Sprintf("client %d wrote with token %d at %s after client %d's token-%d write was accepted at %s; %s%s [ops %d, %d]",
-		s.Client, s.Token, Seconds(s.At), s.NewerClient, s.NewerToken, Seconds(s.NewerAt), what, seen, s.Write, s.Newer)
+	// NewerAt is after the stale write's call only when the two raced (the newer write
+	// was in flight when the stale one arrived); "after" would then be false.
+	when := "after"
+	if s.NewerAt > s.At {
+		when = "while"
+	}
+	return fmt.Sprintf("client %d wrote with token %d at %s %s client %d's token-%d write was accepted (by %s); %s%s [ops %d, %d]",
+		s.Client, s.Token, Seconds(s.At), when, s.NewerClient, s.NewerToken, Seconds(s.NewerAt), what, seen, s.Write, s.Newer)
 }
 
 // LostSentence explains one lost update in a sentence.

@@ -1,6 +1,10 @@
 package scenarios
 
-import "github.com/fencecheck/fencecheck/models"
+import (
+	"time"
+
+	"github.com/fencecheck/fencecheck/models"
+)
 
 // databaseScenarios are the scenarios with a real database as the fenced resource:
 // SQLite (embedded, always runs) and PostgreSQL (needs a server: --postgres-dsn or
@@ -16,6 +20,11 @@ func databaseScenarios() []Scenario {
 	// the write's transaction: when the paused write lands, the next holder overwrites
 	// it with a value computed from the older read. Updates are lost (measured, every run).
 	locked := Expect{Verdicts: verdicts(models.Inconclusive, violated, held, violated), NoStaleAccepted: true}
+	// The next holder's write waits for the whole pause while its lease is renewed every
+	// TTL/3. With 500ms leases a loaded machine let a renewal slip past the TTL (1 of 12
+	// runs under heavy load): the waiting writer became stale and the fence was tested.
+	// A 1s TTL (a 20s pause, 20×TTL) needs a twice longer stall (0 of 12).
+	const lockedTTL = time.Second
 	// A check-then-write over the network: the stale write gets through and the update
 	// is lost. (The register verdict needs a read to see the stale value before it is
 	// overwritten; the nemesis ends the pause at the moment another client's write is
@@ -64,7 +73,7 @@ func databaseScenarios() []Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   Spec{Name: "naive-sqlite-toctou-immediate-pause", Backend: "naive", Resource: "sqlite-toctou-immediate", Faults: pause},
+			Spec:   Spec{Name: "naive-sqlite-toctou-immediate-pause", Backend: "naive", Resource: "sqlite-toctou-immediate", TTL: lockedTTL, Faults: pause},
 			About:  "BEGIN IMMEDIATE holds SQLite's write lock through the pause: no stale write, but nobody writes until the paused holder wakes, and the next holder then overwrites its write from an older read (lost update)",
 			Expect: locked,
 		},
@@ -116,7 +125,7 @@ func databaseScenarios() []Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   Spec{Name: "naive-postgres-toctou-forupdate-pause", Backend: "naive", Resource: "postgres-toctou-forupdate", Faults: pause},
+			Spec:   Spec{Name: "naive-postgres-toctou-forupdate-pause", Backend: "naive", Resource: "postgres-toctou-forupdate", TTL: lockedTTL, Faults: pause},
 			About:  "SELECT ... FOR UPDATE holds the row lock through the pause: no stale write, but every writer waits for the paused holder, and the next holder then overwrites its write from an older read (lost update)",
 			Expect: locked,
 		},

@@ -19,32 +19,32 @@ func zookeeperScenarios() []Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   Spec{Name: "zookeeper-fenced-crash", Backend: "zookeeper", Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   Spec{Name: "zookeeper-fenced-crash", Backend: "zookeeper", Resource: "fenced", Faults: []string{"crash", "pause"}},
 			About:  "the standalone server is killed (SIGKILL) while the holder is paused and restarts with its data: sessions and czxids survive, the fence refuses the old holder",
 			Expect: Expect{Verdicts: verdicts(held, anyVerdict, held, anyVerdict), MinStaleRejected: 1, NoStaleAccepted: true},
 		},
 		{
-			Spec:   Spec{Name: "zookeeper-unfenced-skew", Backend: "zookeeper", Resource: "unfenced", Faults: []string{"skew"}},
+			Spec:   Spec{Name: "zookeeper-unfenced-skew", Backend: "zookeeper", Resource: "unfenced", Faults: []string{"skew", "pause"}},
 			About:  "the server's clock runs 2x fast (libfaketime): it expires the holder's session during a pause shorter than the timeout by the client's clock",
 			Expect: Expect{Verdicts: verdicts(violated, anyVerdict, held, anyVerdict), MinStaleAccepted: 1},
 		},
 		{
-			Spec:   Spec{Name: "zookeeper3-unfenced-node-pause", Backend: "zookeeper", Members: 3, Resource: "unfenced", Faults: []string{"node-pause"}},
+			Spec:   Spec{Name: "zookeeper3-unfenced-node-pause", Backend: "zookeeper", Members: 3, Resource: "unfenced", Faults: []string{"node-pause", "pause"}},
 			About:  "3 ZooKeeper servers: the leader's JVM is stopped (SIGSTOP) while the holder is paused; a new leader expires the session and the late write overwrites the next holder's",
 			Expect: Expect{Verdicts: verdicts(violated, anyVerdict, held, anyVerdict), MinStaleAccepted: 1},
 		},
 		{
-			Spec:   Spec{Name: "zookeeper3-fenced-node-pause", Backend: "zookeeper", Members: 3, Resource: "fenced", Faults: []string{"node-pause"}},
+			Spec:   Spec{Name: "zookeeper3-fenced-node-pause", Backend: "zookeeper", Members: 3, Resource: "fenced", Faults: []string{"node-pause", "pause"}},
 			About:  "the same stopped leader against a fenced register: czxids carry the new leader's epoch, so the old holder's token is refused",
 			Expect: safe,
 		},
 		{
-			Spec:   Spec{Name: "zookeeper3-fenced-crash", Backend: "zookeeper", Members: 3, Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   Spec{Name: "zookeeper3-fenced-crash", Backend: "zookeeper", Members: 3, Resource: "fenced", Faults: []string{"crash", "pause"}},
 			About:  "3 ZooKeeper servers: the leader is killed (SIGKILL) while the holder is paused and restarts with its data when the pause heals; tokens keep increasing",
 			Expect: safe,
 		},
 		{
-			Spec:   Spec{Name: "zookeeper3-fenced-leader-isolation", Backend: "zookeeper", Members: 3, Resource: "fenced", Faults: []string{"leader-isolation"}},
+			Spec:   Spec{Name: "zookeeper3-fenced-leader-isolation", Backend: "zookeeper", Members: 3, Resource: "fenced", Faults: []string{"leader-isolation", "pause"}},
 			About:  "3 ZooKeeper servers: the leader is cut off from its peers while the holder is paused; a new leader grants the lock, and the fence refuses the old holder",
 			Expect: safe,
 		},

@@ -283,14 +283,14 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 // fences on them: it cannot be made safe by fencing (a usage error, exit 2).
 var ErrNoToken = errors.New("no fencing token: cannot be made safe by fencing")
 
-// defaultBackend is the backend an option implies (--etcd-endpoints: etcd), else the
-// first registered.
+// defaultBackend is the backend an option implies (--etcd-endpoints: etcd; an option
+// of a family, like --zookeeper-servers, the family's first), else the first registered.
 func defaultBackend(reg *registry.Registry, opts map[string]string) string {
 	for name, v := range opts {
 		if v == "" {
 			continue
 		}
-		if owners, _ := reg.OptionOwners(name); len(owners) == 1 {
+		if owners, _ := reg.OptionOwners(name); len(owners) > 0 {
 			return owners[0]
 		}
 	}

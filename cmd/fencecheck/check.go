@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
@@ -19,9 +20,53 @@ import (
 type checkJSON struct {
 	File        string                             `json:"file"`
 	Verdicts    map[models.Property]models.Verdict `json:"verdicts"`
+	Results     []checkResultJSON                  `json:"results"`
 	StaleWrites []models.StaleWrite                `json:"stale_writes"`
 	LostUpdates []models.LostUpdate                `json:"lost_updates"`
 	Evidence    models.Evidence                    `json:"evidence"`
+	// Trouble is set when the checkers disagree or a witness was not confirmed (exit 3).
+	Trouble string `json:"trouble,omitempty"`
+}
+
+// checkResultJSON is one property's verdict, its certificate and porcupine's opinion.
+type checkResultJSON struct {
+	Property      models.Property `json:"property"`
+	Verdict       models.Verdict  `json:"verdict"`
+	Certified     bool            `json:"certified"`
+	Witness       []int           `json:"witness,omitempty"`
+	Porcupine     models.Opinion  `json:"porcupine,omitempty"`
+	PorcupineNote string          `json:"porcupine_note,omitempty"`
+	Explanation   string          `json:"explanation"`
+}
+
+// budgetFlag is --porcupine-budget: a duration, 0 (skip porcupine) or -1 (wait for it).
+type budgetFlag struct{ d time.Duration }
+
+func (b *budgetFlag) String() string {
+	switch b.d {
+	case models.NoPorcupine:
+		return "0"
+	case models.WaitForPorcupine:
+		return "-1"
+	}
+	return b.d.String()
+}
+
+func (b *budgetFlag) Set(s string) error {
+	switch s {
+	case "0":
+		b.d = models.NoPorcupine
+		return nil
+	case "-1":
+		b.d = models.WaitForPorcupine
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("want a positive duration such as 1s, 0 (skip porcupine) or -1 (wait for it), got %q", s)
+	}
+	b.d = d
+	return nil
 }
 
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -31,8 +76,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		asJSON  = fs.Bool("json", false, "print one JSON document per file per line")
 		htmlDir = fs.String("html", "", "write verdict.json and the porcupine visualizations of each file into DIR/<file name>/")
 		failOn  = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
-		timeout = fs.Duration("timeout", 0, "per-property checker timeout (default 30s)")
+		timeout = fs.Duration("timeout", 0, "hard ceiling on porcupine's second opinion (default: none beyond the budget)")
+		budget  = budgetFlag{models.DefaultPorcupineBudget}
 	)
+	fs.Var(&budget, "porcupine-budget", "how long porcupine's second opinion may take beyond the direct analysis's answer; 0 skips it, -1 waits for it")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -58,13 +105,18 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	code := exitSafe
 	enc := json.NewEncoder(stdout)
 	for i, path := range fs.Args() {
-		rep, err := models.Check(ctx, hs[i], models.Options{Timeout: *timeout})
+		rep, err := models.Check(ctx, hs[i], models.Options{Timeout: *timeout, PorcupineBudget: budget.d})
 		if err != nil {
 			fmt.Fprintf(stderr, "fencecheck check: %s: %v\n", path, err)
 			return exitInternal
 		}
 		if *asJSON {
-			if err := enc.Encode(checkJSON{File: path, Verdicts: rep.Verdicts, StaleWrites: rep.StaleWrites, LostUpdates: rep.LostUpdates, Evidence: rep.Evidence}); err != nil {
+			doc := checkJSON{File: path, Verdicts: rep.Verdicts, StaleWrites: rep.StaleWrites, LostUpdates: rep.LostUpdates, Evidence: rep.Evidence, Trouble: rep.Trouble()}
+			for _, r := range rep.Results {
+				doc.Results = append(doc.Results, checkResultJSON{Property: r.Property, Verdict: r.Verdict, Certified: r.Certified, Witness: r.Witness,
+					Porcupine: r.Porcupine, PorcupineNote: r.PorcupineNote, Explanation: r.Explanation})
+			}
+			if err := enc.Encode(doc); err != nil {
 				fmt.Fprintln(stderr, "fencecheck check:", err)
 				return exitInternal
 			}
@@ -85,6 +137,9 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				fmt.Fprintf(stderr, "fencecheck check: %s: write report: %v\n", path, err)
 				return exitInternal
 			}
+		}
+		if tr := rep.Trouble(); tr != "" {
+			fmt.Fprintf(stderr, "fencecheck check: %s: internal error, please report this history: %s\n", path, tr)
 		}
 		if c := exitFor(rep, props); c > code {
 			code = c

@@ -29,9 +29,13 @@ func parseFailOn(s string) ([]models.Property, error) {
 	return out, nil
 }
 
-// exitFor maps a report to the exit code under --fail-on: 1 when a chosen property is
-// violated, 3 when the checker timed out on one (nothing was proven), else 0.
+// exitFor maps a report to the exit code under --fail-on: 3 when the checkers disagree
+// or a violation's witness was not confirmed (models.Report.Trouble: a checker bug), 1
+// when a chosen property is violated, 3 when no checker decided one, else 0.
 func exitFor(rep *models.Report, failOn []models.Property) int {
+	if rep.Trouble() != "" {
+		return exitInternal
+	}
 	code := exitSafe
 	for _, p := range failOn {
 		switch rep.Verdicts[p] {

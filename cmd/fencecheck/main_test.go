@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an
@@ -86,6 +87,30 @@ func TestCheckHandWritten(t *testing.T) {
 	require.Equal(t, 5, stale.StaleWrites[0].Newer)
 	require.Equal(t, "held", legal.Verdicts["register"])
 
+	// The violation is certified, and porcupine's second opinion is reported as the
+	// budget says.
+	for _, tc := range []struct{ budget, opinion string }{{"1s", "agreed"}, {"-1", "agreed"}, {"0", "skipped"}} {
+		code, stdout, _ = run(t, "check", "--json", "--porcupine-budget", tc.budget, "testdata/stale-accepted.json")
+		require.Equal(t, exitViolated, code, tc.budget)
+		var doc struct {
+			Results []struct {
+				Property, Verdict, Porcupine string
+				Certified                    bool
+				Witness                      []int
+			} `json:"results"`
+			Trouble string `json:"trouble"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+		require.Empty(t, doc.Trouble)
+		require.Equal(t, "register", doc.Results[0].Property)
+		require.Equal(t, "violated", doc.Results[0].Verdict)
+		require.True(t, doc.Results[0].Certified)
+		require.Subset(t, doc.Results[0].Witness, []int{5, 6})
+		for _, r := range doc.Results {
+			require.Equal(t, tc.opinion, r.Porcupine, "%s with budget %s", r.Property, tc.budget)
+		}
+	}
+
 	// --fail-on chooses which violations fail the run.
 	code, _, _ = run(t, "check", "--fail-on", "tokens", "testdata/stale-accepted.json")
 	require.Equal(t, exitSafe, code)
@@ -113,6 +138,8 @@ func TestBadInput(t *testing.T) {
 		{"missing file", []string{"check", "testdata/nope.json"}, "testdata/nope.json"},
 		{"no files", []string{"check"}, "no history files"},
 		{"unknown backend", []string{"run", "--backend", "chubby"}, `unknown backend "chubby"`},
+		{"zookeeper ensemble down", []string{"run", "--zookeeper-servers", "127.0.0.1:1"}, "zookeeper: no server answers at [127.0.0.1:1]"},
+		{"zookeeper node fault on one server", []string{"run", "--backend", "zookeeper", "--fault", "node-pause"}, "needs a cluster of at least 3 zookeeper servers"},
 		{"unknown resource", []string{"run", "--resource", "s3"}, `unknown resource "s3"`},
 		{"unknown fault", []string{"run", "--fault", "meteor"}, `unknown fault "meteor"`},
 		{"negative ttl", []string{"run", "--ttl", "-1s"}, "must not be negative"},
@@ -120,6 +147,7 @@ func TestBadInput(t *testing.T) {
 		{"bad flag", []string{"run", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
 		{"bad duration", []string{"run", "--ttl", "soon"}, `invalid value "soon"`},
 		{"bad fail-on", []string{"check", "--fail-on", "speed", "testdata/concurrent-legal.json"}, `unknown property "speed"`},
+		{"bad porcupine budget", []string{"check", "--porcupine-budget", "-5s", "testdata/concurrent-legal.json"}, `0 (skip porcupine) or -1 (wait for it)`},
 		{"list args", []string{"list", "x"}, "takes no arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,5 +164,27 @@ func TestList(t *testing.T) {
 	require.Equal(t, exitSafe, code)
 	for _, w := range []string{"naive", "fenced", "unfenced", "toctou", "pause", "delay", "naive-fenced-pause", "register"} {
 		require.Contains(t, stdout, w)
+	}
+}
+
+// A disagreement between the checkers, or a witness porcupine did not confirm, is a
+// checker bug: exit 3 whatever --fail-on says.
+func TestExitForTrouble(t *testing.T) {
+	held := models.Result{Property: models.Register, Verdict: models.Held, Porcupine: models.OpinionAgreed}
+	for _, tc := range []struct {
+		name string
+		res  models.Result
+		want int
+	}{
+		{"agreed", held, exitSafe},
+		{"disagreed", models.Result{Property: models.Register, Verdict: models.Held, Porcupine: models.OpinionDisagreed}, exitInternal},
+		{"certified", models.Result{Property: models.Register, Verdict: models.Violated, Certified: true}, exitViolated},
+		{"not certified", models.Result{Property: models.Register, Verdict: models.Violated}, exitInternal},
+		{"not certified, not failed on", models.Result{Property: models.Mutex, Verdict: models.Violated}, exitInternal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := &models.Report{Verdicts: map[models.Property]models.Verdict{tc.res.Property: tc.res.Verdict}, Results: []models.Result{tc.res}}
+			require.Equal(t, tc.want, exitFor(rep, []models.Property{models.Register, models.Updates}))
+		})
 	}
 }

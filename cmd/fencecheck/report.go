@@ -20,7 +20,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fset.SetOutput(stderr)
 	var (
 		out     = fset.String("out", "", "write the report of a single history file into DIR instead of beside it")
-		timeout = fset.Duration("timeout", 0, "per-property checker timeout (default 30s)")
+		timeout = fset.Duration("timeout", 0, "hard ceiling on porcupine's second opinion (default: none beyond its 1s budget)")
 	)
 	fset.Usage = func() {
 		fmt.Fprintln(stderr, "usage: fencecheck report [flags] DIR_OR_HISTORY...\n\n(Re)builds reports offline from saved histories: for a history file, its verdict.json,\nporcupine-<property>.html and report.html beside it (or in --out); for a folder, that for every\nhistory.json under it, every matrix and scorecard page, and the store's index.html.\n\nflags:")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,15 +21,12 @@ func TestRunInterruptedStopsZookeeper(t *testing.T) {
 	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
 		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
 	}
-	// Another test's server may be running already (an external etcd started before
-	// t.Parallel): only the processes this run starts count (newProcesses, services_test.go).
-	before := proc.Descendants(os.Getpid())
 	for _, tc := range []struct {
 		name string
 		// ready says when to interrupt, given the run's results folder.
 		ready func(out string) bool
 	}{
-		{"while the servers start", func(string) bool { return len(newProcesses(before)) >= 3 }},
+		{"while the servers start", func(string) bool { return len(zookeeperJVMs()) >= 3 }},
 		{"during the workload", func(out string) bool {
 			// The probe session Start opens and closes is the last thing before the workload.
 			logs, _ := filepath.Glob(filepath.Join(out, "*", "2*", "zookeeper.log"))
@@ -58,7 +56,20 @@ func TestRunInterruptedStopsZookeeper(t *testing.T) {
 			case <-time.After(90 * time.Second):
 				t.Fatal("run did not return after the interrupt")
 			}
-			require.Empty(t, newProcesses(before), "a server outlived the interrupted run")
+			require.Empty(t, zookeeperJVMs(), "a server outlived the interrupted run")
 		})
 	}
+}
+
+// zookeeperJVMs lists this test process's descendants that are ZooKeeper servers (other
+// tests of the package, run in parallel, start processes of their own).
+func zookeeperJVMs() []int {
+	var out []int
+	for _, pid := range proc.Descendants(os.Getpid()) {
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && bytes.Contains(cmd, []byte("QuorumPeerMain")) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -66,6 +66,7 @@ func Descriptor(t *testing.T, d registry.Backend) {
 func envFor(t *testing.T, ttl time.Duration) registry.Env {
 	return registry.Env{
 		Settings:    registry.Settings{TTL: ttl, Members: 1, Clients: 2},
+		RunID:       "run-harnesstest",
 		ClientClock: func(int) func() time.Time { return time.Now },
 		TempDir:     func() (string, error) { return t.TempDir(), nil },
 		LogFile:     func(string) (io.Writer, string, error) { return io.Discard, "", nil },

@@ -71,6 +71,18 @@ func Decode(r io.Reader, name string) (*History, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	return decodeBytes(data, name)
+}
+
+// decodeBytes decodes and validates one history held in memory: the fast parser for
+// the usual shape, encoding/json (and its error messages) for everything else.
+func decodeBytes(data []byte, name string) (*History, error) {
+	if h, ok := decodeFast(data); ok {
+		if err := h.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return h, nil
+	}
 	var h History
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&h); err != nil {
@@ -87,12 +99,12 @@ func Decode(r io.Reader, name string) (*History, error) {
 
 // ReadFile decodes and validates the history file at path.
 func ReadFile(path string) (*History, error) {
-	f, err := os.Open(path)
+	// One allocation of the file's size, rather than io.ReadAll's doubling.
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return Decode(f, path)
+	return decodeBytes(data, path)
 }
 
 // WriteFile writes h to path.

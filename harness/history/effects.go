@@ -49,8 +49,8 @@ func (e *EffectError) Error() string {
 	return fmt.Sprintf("effects[%d] (id %d): field %q: %s", e.Index, e.ID, e.Field, e.Msg)
 }
 
-// validateEffects checks the effects against the ops (ids: op id -> index in h.Ops).
-func (h *History) validateEffects(ids map[int]int) error {
+// validateEffects checks the effects against the ops (ids finds an op by id).
+func (h *History) validateEffects(ids opIndex) error {
 	seen := make(map[int]bool, len(h.Effects))
 	for i, e := range h.Effects {
 		if e.ID <= 0 {
@@ -69,7 +69,7 @@ func (h *History) validateEffects(ids map[int]int) error {
 		if e.WriteID == nil {
 			continue
 		}
-		j, ok := ids[*e.WriteID]
+		j, ok := ids.find(*e.WriteID)
 		if !ok {
 			return &EffectError{i, e.ID, "write_id", fmt.Sprintf("names op %d, which does not exist", *e.WriteID)}
 		}

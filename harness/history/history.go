@@ -5,7 +5,9 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 )
 
 // Format is the value of the "format" field of every v1 history file.
@@ -171,13 +173,12 @@ func (h *History) Validate() error {
 	default:
 		return fmt.Errorf("field \"run.fence\": got %q, want %q, %q or %q", h.Run.Fence, FenceStrict, FenceMonotonic, FenceOwner)
 	}
-	ids := make(map[int]int, len(h.Ops)) // id -> index
-	values := make(map[string]int)       // write value -> op id
-	for i, o := range h.Ops {
-		if _, dup := ids[o.ID]; dup {
-			return &OpError{o.ID, "id", "duplicate id"}
-		}
-		ids[o.ID] = i
+	ids, err := newOpIndex(h.Ops)
+	if err != nil {
+		return err
+	}
+	values := make(map[string]int) // write value -> op id
+	for _, o := range h.Ops {
 		switch o.Kind {
 		case Acquire, Release, Write, Read:
 		default:
@@ -230,7 +231,7 @@ func (h *History) Validate() error {
 		if o.Kind != Write {
 			return &OpError{o.ID, "read_id", "only writes carry read_id"}
 		}
-		j, ok := ids[*o.ReadID]
+		j, ok := ids.find(*o.ReadID)
 		if !ok {
 			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which does not exist", *o.ReadID)}
 		}
@@ -259,6 +260,41 @@ func (h *History) Validate() error {
 	return nil
 }
 
+// opIndex finds an op's index by id: by binary search when the ids increase (as every
+// recorded history's do), so validating a million ops builds no map; by map otherwise.
+type opIndex struct {
+	ops  []Op
+	byID map[int]int // nil while the ids increase
+}
+
+// newOpIndex indexes ops, or names the first duplicate id.
+func newOpIndex(ops []Op) (opIndex, error) {
+	x := opIndex{ops: ops}
+	for i := 1; i < len(ops); i++ {
+		if ops[i].ID <= ops[i-1].ID {
+			x.byID = make(map[int]int, len(ops))
+			break
+		}
+	}
+	if x.byID != nil {
+		for i, o := range ops {
+			if _, dup := x.byID[o.ID]; dup {
+				return x, &OpError{o.ID, "id", "duplicate id"}
+			}
+			x.byID[o.ID] = i
+		}
+	}
+	return x, nil
+}
+
+func (x opIndex) find(id int) (int, bool) {
+	if x.byID != nil {
+		i, ok := x.byID[id]
+		return i, ok
+	}
+	return slices.BinarySearchFunc(x.ops, id, func(o Op, id int) int { return cmp.Compare(o.ID, id) })
+}
+
 // LastTime is the latest time the history records (an op's call or return, a fault's
 // start or end): the end of the run as far as it shows.
 func (h *History) LastTime() int64 {
@@ -276,6 +312,37 @@ func (h *History) LastTime() int64 {
 		}
 	}
 	return t
+}
+
+// Finder returns a function that finds an op by id (nil if none has it). It builds no
+// map when the ids increase, as every recorded history's do: a million-op history is
+// searched in place.
+func (h *History) Finder() func(id int) *Op {
+	index := h.Indexer()
+	return func(id int) *Op {
+		if i := index(id); i >= 0 {
+			return &h.Ops[i]
+		}
+		return nil
+	}
+}
+
+// Indexer is Finder for the op's index in h.Ops, -1 if none has the id.
+func (h *History) Indexer() func(id int) int {
+	x, err := newOpIndex(h.Ops)
+	if err != nil { // duplicate ids (an invalid history): the last one's index
+		m := make(map[int]int, len(h.Ops))
+		for i, o := range h.Ops {
+			m[o.ID] = i
+		}
+		x = opIndex{ops: h.Ops, byID: m}
+	}
+	return func(id int) int {
+		if i, ok := x.find(id); ok {
+			return i
+		}
+		return -1
+	}
 }
 
 // ByID returns a map from op id to op.

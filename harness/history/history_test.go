@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -111,7 +112,14 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(example))
 	f.Add([]byte(`{"format":"fencecheck.history/v1","run":{},"ops":[{"id":1,"client":0,"kind":"write","call":1,"status":"unknown","value":"v","read_id":1}]}`))
 	f.Add([]byte(`{"format":"fencecheck.history/v1"`))
+	f.Add([]byte(`{"format":"fencecheck.history/v1","run":{"seed":1,"x":[1,{"y":"}"}]},"ops":[{"id":1,"client":0,"kind":"read","call":1,"return":2,"status":"ok","value":"caf\u00e9"},{"id":2,"client":0,"kind":"write","call":3,"return":null,"status":"unknown","token":1,"value":"é","read_id":1,"key":"k"}],"faults":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// Where the fast parser accepts, it must agree with encoding/json exactly.
+		if fast, ok := decodeFast(b); ok {
+			var slow History
+			require.NoError(t, json.Unmarshal(b, &slow), "the fast parser accepted what encoding/json refuses")
+			require.Equal(t, &slow, fast)
+		}
 		h, err := Decode(bytes.NewReader(b), "fuzz")
 		if err != nil {
 			return
@@ -154,4 +162,33 @@ func TestKeyField(t *testing.T) {
 			require.Equal(t, h, h2)
 		})
 	}
+}
+
+// What Encode writes takes the fast path (so a large history does not silently fall
+// back to encoding/json), and the fast path gives what encoding/json gives.
+func TestFastPathTakesEncodeOutput(t *testing.T) {
+	h, err := Decode(strings.NewReader(example), "example.json")
+	require.NoError(t, err)
+	rid := 2
+	h.Ops = append(h.Ops,
+		Op{ID: 5, Client: 1, Kind: Write, Call: 9000, Status: Unknown, Token: 43, Value: "ünïcode", ReadID: &rid, Error: "timeout", Key: "k1"},
+		Op{ID: 6, Client: 2, Kind: Read, Call: 9100, Return: new(int64(9200)), Status: OK, Value: `quote " and \ slash`})
+	h.Effects = []Effect{{ID: 1, Value: "c0-1", Token: 42, At: 5000, Via: ViaOutbox}}
+	var buf bytes.Buffer
+	require.NoError(t, Encode(&buf, h))
+	fast, ok := decodeFast(buf.Bytes())
+	var slow History
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &slow))
+	if ok {
+		require.Equal(t, &slow, fast)
+	}
+	// The escaped string makes op 6 go the slow way; without it, the fast way is taken.
+	h.Ops[len(h.Ops)-1].Value = "plain"
+	buf.Reset()
+	require.NoError(t, Encode(&buf, h))
+	fast, ok = decodeFast(buf.Bytes())
+	require.True(t, ok, "the fast parser refused Encode's output")
+	slow = History{}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &slow))
+	require.Equal(t, &slow, fast)
 }

@@ -180,6 +180,9 @@ func needCluster(name string, t Target) error {
 	if err := ownService(name, t); err != nil {
 		return err
 	}
+	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes && !t.Caps.StopExpiring { // independent servers have no --members 3 to offer
+		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)
+	}
 	if !t.Caps.Cluster || t.Caps.Nodes < 3 {
 		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (etcd or raft with --members 3)", name)
 	}
@@ -190,7 +193,7 @@ type leaderIsolation struct{}
 
 func (leaderIsolation) Name() string { return "leader-isolation" }
 func (leaderIsolation) Meaning() string {
-	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (etcd/raft clusters)"
+	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (clusters of 3 or more)"
 }
 func (f leaderIsolation) Applies(t Target) error { return needCluster(f.Name(), t) }
 func (f leaderIsolation) Action(b harness.Backend) nemesis.Action {
@@ -215,7 +218,7 @@ type nodePause struct{}
 
 func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
-	return "the lock service's leader stops: all its links, to peers and clients, stall while the holder is paused (etcd/raft clusters); independent servers (redis, nats: the server; redlock: a majority) stop with SIGSTOP for 2×TTL, then SIGCONT"
+	return "the lock service's leader stops: all its links, to peers and clients, stall (a server process: SIGSTOP) while the holder is paused (clusters of 3 or more; independent servers whose leases expire by their clock: SIGSTOP for 2×TTL, a majority of them, then SIGCONT)"
 }
 func (f nodePause) Applies(t Target) error {
 	if t.Caps.StopExpiring && !t.Caps.Cluster {
@@ -383,7 +386,7 @@ type crashFault struct{}
 
 func (crashFault) Name() string { return "crash" }
 func (crashFault) Meaning() string {
-	return "the lock service (naive: the server; etcd/raft: the leader) crashes while the holder is paused, and restarts with its data (naive: at once; etcd/raft: when the pause heals; independent servers such as Redlock's: a majority, restarted at once)"
+	return "the lock service (a single server, or a cluster's leader; a server process: SIGKILL) crashes while the holder is paused, and restarts with its data (a single server: at once; a leader: when the pause heals; independent servers: a majority, at once)"
 }
 func (f crashFault) Applies(t Target) error {
 	if err := ownService(f.Name(), t); err != nil {
@@ -526,6 +529,9 @@ func (f clusterCrash) Action(b harness.Backend) nemesis.Action {
 const SkewRate = 20.0
 
 func clocksNotOwned(name string, t Target) error {
+	if t.Caps.FastClock {
+		return fmt.Errorf("fault %q: %s's clock is its server process's, which fencecheck can only run fast from the start (skew), not step while it runs", name, t.Backend)
+	}
 	return fmt.Errorf("fault %q: %s's clocks cannot be skewed in-process (its server and client read time.Now directly); it applies to clocks fencecheck owns: the naive server's and the raft lock FSM's", name, t.Backend)
 }
 

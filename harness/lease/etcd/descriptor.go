@@ -91,7 +91,7 @@ func (external) External() string { return externalWords }
 
 func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
 	if eps := env.List(OptionEndpoints); len(eps) > 0 {
-		b, err := New(ctx, Config{Endpoints: eps, TTL: env.TTL, Prefix: RunPrefix(env.RunID)})
+		b, err := New(ctx, Config{Endpoints: eps, TTL: env.TTL, Prefix: runPrefix(env.RunID)})
 		if err != nil {
 			// A bad or unreachable endpoint is the user's input.
 			return nil, registry.Input(err)
@@ -108,5 +108,13 @@ func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return StartBackend(cctx, ClusterConfig{Members: env.Members, Dir: dir, LogPath: logPath}, Config{TTL: env.TTL, Prefix: RunPrefix(env.RunID)})
+	return StartBackend(cctx, ClusterConfig{Members: env.Members, Dir: dir, LogPath: logPath}, Config{TTL: env.TTL, Prefix: runPrefix(env.RunID)})
+}
+
+// runPrefix is the run's key prefix, or none for a caller that names no run.
+func runPrefix(runID string) string {
+	if runID == "" {
+		return ""
+	}
+	return RunPrefix(runID)
 }

@@ -1,0 +1,271 @@
+// Package histgen generates large fenced-register histories for measuring the checker:
+// lock clients looping acquire → read → write (read-modify-write) → release against a
+// lease lock and a fenced register, observers reading concurrently without the lock,
+// pauses past the lease (so stale writes are attempted and the fence rejects them) and
+// writes of unknown outcome. Every op takes effect at one instant inside its interval of
+// a sequential execution, so without Config.StaleAt the register, updates and tokens
+// properties hold by construction; the pauses make mutex violated, as in a real run.
+//
+// It is internal: the benchmarks and the `genhistory` tool use it; histories are never
+// committed.
+package histgen
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+)
+
+// Config shapes a generated history.
+type Config struct {
+	// Ops is about how many ops to generate.
+	Ops int
+	// Clients take the lock; Observers only read. Defaults 5 and 1.
+	Clients, Observers int
+	// Keys > 1 spreads critical sections over independent locks and registers.
+	Keys int
+	// Seed makes the history reproducible.
+	Seed uint64
+	// Fence is the register's rule (history.FenceStrict when empty).
+	Fence string
+	// Unknown is the probability a write's outcome is unknown (it takes effect or not,
+	// with even odds, and never returns). Pause is the probability a critical section
+	// pauses past the lease between its read and its write.
+	Unknown, Pause float64
+	// StaleAt > 0 makes the register accept exactly one stale write: that of the first
+	// critical section, started after StaleAt×Ops ops, which is forced to pause.
+	StaleAt float64
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.Clients <= 0 {
+		c.Clients = 5
+	}
+	if c.Observers < 0 {
+		c.Observers = 0
+	} else if c.Observers == 0 {
+		c.Observers = 1
+	}
+	if c.Keys <= 0 {
+		c.Keys = 1
+	}
+	if c.Fence == "" {
+		c.Fence = history.FenceStrict
+	}
+	return c
+}
+
+// Timing, in ns.
+const (
+	ttl     = 50_000_000
+	maxDur  = 2_000_000
+	think   = 500_000
+	backoff = 5_000_000
+	pauseNs = 4 * ttl
+)
+
+type keyState struct {
+	holder  int
+	token   int64
+	expiry  int64
+	counter int64
+	value   string
+	stored  int64
+}
+
+type client struct {
+	id       int
+	observer bool
+	step     int // lock clients: 0 acquire, 1 read, 2 write, 3 release
+	key      int
+	token    int64
+	readID   int
+	pause    bool
+	stale    bool // this section's write is the one stale write to accept
+	writes   int
+}
+
+type event struct {
+	at   int64
+	seq  int
+	kind int // 0 call, 1 effect, 2 return
+	cl   int
+	op   int // index into ops
+}
+
+type queue []event
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// Generate returns a history of about c.Ops ops.
+func Generate(c Config) *history.History {
+	c = c.withDefaults()
+	r := rand.New(rand.NewPCG(c.Seed, 0x5eed))
+	keys := make([]keyState, c.Keys)
+	for i := range keys {
+		keys[i].holder = -1
+	}
+	keyName := func(k int) string {
+		if c.Keys == 1 {
+			return ""
+		}
+		return fmt.Sprintf("k%d", k)
+	}
+	var clients []*client
+	for i := range c.Clients + c.Observers {
+		clients = append(clients, &client{id: i, observer: i >= c.Clients})
+	}
+	h := &history.History{
+		Format: history.Format,
+		Run:    history.Run{Scenario: "generated", Backend: "histgen", Resource: "fenced", Fence: c.Fence, Seed: int64(c.Seed), TTLms: ttl / 1_000_000},
+		Ops:    make([]history.Op, 0, c.Ops+len(clients)),
+		Faults: []history.Fault{},
+	}
+	ops := h.Ops
+	keyOf := make([]int, 0, cap(ops)) // ops[i]'s key index
+	var q queue
+	seq := 0
+	push := func(e event) { seq++; e.seq = seq; heap.Push(&q, e) }
+	for _, cl := range clients {
+		push(event{at: r.Int64N(think) + 1, kind: 0, cl: cl.id})
+	}
+	staleDone := c.StaleAt <= 0
+	staleFrom := int(c.StaleAt * float64(c.Ops))
+	// Until the stale write has returned, everyone goes on past c.Ops, so that newer
+	// writes overtake it during its pause.
+	staleWaiting := false
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(event)
+		cl := clients[e.cl]
+		switch e.kind {
+		case 0: // call
+			if len(ops) >= c.Ops && !staleWaiting {
+				continue // the client stops
+			}
+			o := history.Op{ID: len(ops) + 1, Client: cl.id, Call: e.at}
+			if cl.observer {
+				cl.key = r.IntN(c.Keys)
+				o.Kind = history.Read
+			} else {
+				switch cl.step {
+				case 0:
+					cl.key = r.IntN(c.Keys)
+					o.Kind = history.Acquire
+				case 1:
+					o.Kind = history.Read
+				case 2:
+					o.Kind, o.Token = history.Write, cl.token
+					cl.writes++
+					o.Value = fmt.Sprintf("c%d-%d", cl.id, cl.writes)
+					rid := cl.readID
+					o.ReadID = &rid
+				case 3:
+					o.Kind, o.Token = history.Release, cl.token
+				}
+			}
+			o.Key = keyName(cl.key)
+			unknown := o.Kind == history.Write && !cl.stale && r.Float64() < c.Unknown
+			d := r.Int64N(maxDur) + 1
+			at := e.at + r.Int64N(d+1)
+			idx := len(ops)
+			ops = append(ops, o)
+			keyOf = append(keyOf, cl.key)
+			if unknown {
+				ops[idx].Status = history.Unknown
+				if r.IntN(2) == 0 {
+					push(event{at: at, kind: 1, cl: cl.id, op: idx})
+				}
+				// The client gives up waiting and goes on; no return is recorded.
+				ops[idx].Error = "timeout"
+				cl.step = 3
+				push(event{at: e.at + d + r.Int64N(think) + 1, kind: 0, cl: cl.id})
+				continue
+			}
+			push(event{at: at, kind: 1, cl: cl.id, op: idx})
+			push(event{at: e.at + d, kind: 2, cl: cl.id, op: idx})
+		case 1: // effect
+			o := &ops[e.op]
+			k := &keys[keyOf[e.op]]
+			switch o.Kind {
+			case history.Acquire:
+				if k.holder < 0 || k.expiry <= e.at {
+					k.counter++
+					k.holder, k.token, k.expiry = o.Client, k.counter, e.at+ttl
+					o.Status, o.Token = history.OK, k.counter
+				} else {
+					o.Status, o.Error = history.Fail, "held"
+				}
+			case history.Read:
+				o.Status, o.Value, o.Token = history.OK, k.value, k.stored
+			case history.Write:
+				pass := history.Passes(c.Fence, o.Token, k.stored)
+				if pass || clients[o.Client].stale && o.Status != history.Unknown {
+					k.value, k.stored = o.Value, o.Token
+					if o.Status != history.Unknown {
+						o.Status = history.OK
+					}
+				} else if o.Status != history.Unknown {
+					o.Status = history.Rejected
+				}
+			case history.Release:
+				if k.holder == o.Client && k.token == o.Token {
+					k.holder = -1
+					o.Status = history.OK
+				} else {
+					o.Status, o.Error = history.Fail, "not the holder"
+				}
+			}
+		case 2: // return
+			o := &ops[e.op]
+			ret := e.at
+			o.Return = &ret
+			next := e.at + r.Int64N(think) + 1
+			if !cl.observer {
+				switch o.Kind {
+				case history.Acquire:
+					if o.Status == history.OK {
+						cl.token, cl.step = o.Token, 1
+					} else {
+						next += backoff
+					}
+				case history.Read:
+					cl.readID, cl.step = o.ID, 2
+					cl.pause = r.Float64() < c.Pause
+					if !staleDone && len(ops) >= staleFrom {
+						cl.pause, cl.stale, staleDone, staleWaiting = true, true, true, true
+					}
+					if cl.pause {
+						next += pauseNs
+					}
+				case history.Write:
+					if cl.stale {
+						staleWaiting = false // the others may stop once it is written
+					}
+					cl.step, cl.stale = 3, false
+				case history.Release:
+					cl.step = 0
+				}
+			}
+			push(event{at: next, kind: 0, cl: cl.id})
+		}
+	}
+	h.Ops = ops
+	return h
+}
