@@ -69,3 +69,22 @@ type StopExpiring interface {
 	// StopFor is how long node-pause stops the servers (longer than the TTL).
 	StopFor() time.Duration
 }
+
+// ServiceWrapper is implemented by backends that run their clients against another
+// started backend (the exec backend: a user's lock clients against a service fencecheck
+// started): faults that act on the lock service act on Unwrap's, and the service's
+// capabilities (Cluster, Crasher, clocks) are its. Unwrap returns nil when there is no
+// started service (an existing one given by address).
+type ServiceWrapper interface {
+	Backend
+	Unwrap() Backend
+}
+
+// ProcessClients is implemented by backends whose Lockers are real processes of their
+// own (PausableProcess and CrashableProcess): a pause stops the process with SIGSTOP,
+// and the client-crash fault applies.
+type ProcessClients interface {
+	Backend
+	// ClientsAreProcesses marks the capability; it does nothing.
+	ClientsAreProcesses()
+}

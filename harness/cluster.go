@@ -46,3 +46,32 @@ type ProcessNodes interface {
 	// ResumeNode sends SIGCONT to node i's process group.
 	ResumeNode(ctx context.Context, i int) error
 }
+
+// PausableProcess is implemented by Lockers whose client is a real process of its own
+// (the exec backend: a user's lock client in any language). The nemesis finds it by type
+// assertion: a pause then stops the client's process group with SIGSTOP, as well as its
+// worker and links, and continues it with SIGCONT when the pause heals, so the client's
+// own heartbeats and keep-alives stop as in a real GC pause.
+type PausableProcess interface {
+	// PauseProcess sends SIGSTOP to the client's process group and returns its id.
+	PauseProcess() (pid int, err error)
+	// ResumeProcess sends SIGCONT to the group PauseProcess stopped.
+	ResumeProcess() error
+}
+
+// CrashableProcess is implemented by Lockers whose client is a real process that can be
+// replaced (the exec backend). The nemesis's client-crash fault finds it by type
+// assertion: it kills the client's process group with SIGKILL — the lease it held dies
+// with it — and starts a fresh process of the same command in its place.
+type CrashableProcess interface {
+	CrashProcess(ctx context.Context) (oldPID, newPID int, err error)
+}
+
+// Failing is implemented by backends whose clients can break in a way that must end the
+// run at once (the exec backend: a user's lock client broke the protocol or died). The
+// runner stops the workload when Failed is closed and returns Err along with the
+// history recorded so far.
+type Failing interface {
+	Failed() <-chan struct{}
+	Err() error
+}

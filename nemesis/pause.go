@@ -59,6 +59,10 @@ type ClientFault struct {
 	// most ExclusiveCap): the late write lands right after the write that ended the
 	// fault, before any other request — the worst moment, on every run and every load.
 	Exclusive bool
+	// CrashProcess kills the struck client's own process (harness.CrashableProcess) with
+	// SIGKILL instead of stopping it, and starts a fresh one at once; the worker is
+	// stopped as in a pause and writes with its old token when the fault heals.
+	CrashProcess bool
 	// NoLinks leaves the struck client's links alone (a fault that only rides on the
 	// strike's timing, like a node fault in a random schedule).
 	NoLinks bool
@@ -97,9 +101,12 @@ type Nemesis struct {
 	rec    *history.Recorder
 	faults []ClientFault
 
-	mu     sync.Mutex
-	links  map[int][]Link // every link of a client
-	lock   map[int][]Link // its links to the lock service
+	mu    sync.Mutex
+	links map[int][]Link // every link of a client
+	lock  map[int][]Link // its links to the lock service
+	// procs are the clients whose lock client is a process of its own: a pause stops it.
+	procs  map[int]harness.PausableProcess
+	crash  map[int]harness.CrashableProcess
 	fired  []bool
 	active map[*strike]struct{}
 	// strikes are every strike still watching writes (active ones, and healed
@@ -152,7 +159,7 @@ func New(rec *history.Recorder, faults ...ClientFault) (*Nemesis, error) {
 			return nil, err
 		}
 	}
-	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}, strikes: map[*strike]struct{}{}}
+	n := &Nemesis{rec: rec, faults: faults, links: map[int][]Link{}, lock: map[int][]Link{}, procs: map[int]harness.PausableProcess{}, crash: map[int]harness.CrashableProcess{}, fired: make([]bool, len(faults)), active: map[*strike]struct{}{}, strikes: map[*strike]struct{}{}}
 	rec.Watch(n.observe)
 	return n, nil
 }
@@ -165,6 +172,19 @@ func (n *Nemesis) AddLinks(client int, toLock bool, links ...Link) {
 	n.links[client] = append(n.links[client], links...)
 	if toLock {
 		n.lock[client] = append(n.lock[client], links...)
+	}
+}
+
+// AddLocker registers client's lock client; one that is a process of its own
+// (harness.PausableProcess) is stopped with SIGSTOP while the client is paused.
+func (n *Nemesis) AddLocker(client int, l harness.Locker) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p, ok := l.(harness.PausableProcess); ok {
+		n.procs[client] = p
+	}
+	if c, ok := l.(harness.CrashableProcess); ok {
+		n.crash[client] = c
 	}
 }
 
@@ -264,9 +284,41 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	case f.Partition:
 		links = append([]Link(nil), n.lock[client]...)
 	}
+	// A GC-like pause stops the client's own process too (not a partition or a delayed
+	// write: there the process goes on and should notice on its own).
+	var pp harness.PausableProcess
+	var cp harness.CrashableProcess
+	switch {
+	case f.CrashProcess:
+		cp = n.crash[client]
+	case f.StopWorker && !f.Partition && !f.NoLinks:
+		pp = n.procs[client]
+	}
 	n.wg.Add(1)
 	n.mu.Unlock()
 
+	var resumed string // the process's own note at the heal
+	stoppedAt, pid := time.Time{}, 0
+	if pp != nil {
+		var err error
+		pid, err = pp.PauseProcess()
+		stoppedAt = time.Now()
+		if err != nil {
+			n.rec.FaultDetail(fi, fmt.Sprintf("SIGSTOP to its process group %d failed: %v", pid, err))
+			pp = nil
+		} else {
+			n.rec.FaultDetail(fi, fmt.Sprintf("its process group %d stopped with SIGSTOP", pid))
+		}
+	}
+	if f.CrashProcess {
+		if cp == nil {
+			n.rec.FaultDetail(fi, "it has no process of its own to crash")
+		} else if oldPID, newPID, err := cp.CrashProcess(ctx); err != nil {
+			n.rec.FaultDetail(fi, fmt.Sprintf("crashing its process %d failed: %v", oldPID, err))
+		} else {
+			n.rec.FaultDetail(fi, fmt.Sprintf("its process group %d killed with SIGKILL (the lease it held died with it) and a fresh process %d started", oldPID, newPID))
+		}
+	}
 	for _, l := range links {
 		if f.Partition {
 			l.Blackhole()
@@ -292,10 +344,17 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		}
 		s.healed = true
 		n.mu.Unlock()
+		if pp != nil {
+			if err := pp.ResumeProcess(); err != nil {
+				resumed = fmt.Sprintf("; SIGCONT to process group %d failed: %v", pid, err)
+			} else {
+				resumed = fmt.Sprintf("; process group %d continued with SIGCONT after %.2f s stopped", pid, time.Since(stoppedAt).Seconds())
+			}
+		}
 		// The fault ends before its links pass, so nothing the heal lets through falls
 		// inside it, and its note is written from the ops recorded by then.
 		n.rec.FaultEndNote(fi, func(rf history.Fault, ops []history.Op) string {
-			return why + "; " + acceptedNote(rf, client, ops)
+			return why + resumed + "; " + acceptedNote(rf, client, ops)
 		})
 		for _, l := range links {
 			l.Pass()

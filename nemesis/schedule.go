@@ -89,6 +89,8 @@ func (s Schedule) ClientFaults(node func(kind string) (Action, bool)) []ClientFa
 			f.Point, f.AnyPoint = harness.PauseInWrite, false
 		case "partition":
 			f.Partition = true
+		case "client-crash":
+			f.StopWorker, f.CrashProcess = true, true
 		default:
 			a, ok := node(it.Kind)
 			if !ok {

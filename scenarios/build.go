@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -45,8 +46,8 @@ func input(err error) error {
 }
 
 // build starts the spec's backend and resource from their descriptors. Lock-service logs
-// go to outDir (if set); runID names the run's own keys in a store that may outlive it.
-func build(ctx context.Context, r resolved, outDir, runID string) (_ *env, err error) {
+// go to outDir (if set) and what its clients say to log; runID names the run's own keys in a store that may outlive it.
+func build(ctx context.Context, r resolved, outDir, runID string, log *slog.Logger) (_ *env, err error) {
 	e := &env{}
 	for range r.Clients {
 		e.clientClock = append(e.clientClock, nemesis.NewClock())
@@ -82,6 +83,7 @@ func build(ctx context.Context, r resolved, outDir, runID string) (_ *env, err e
 		ClientClock: func(i int) func() time.Time { return e.clientClock[i].Monotonic },
 		TempDir:     tempDir,
 		LogFile:     logFile,
+		Logger:      log,
 	})
 	if err != nil {
 		return nil, input(err)

@@ -249,7 +249,8 @@ func Catalogue() []Scenario {
 		},
 	}, append(databaseScenarios(), // sqlite and postgres: catalogue_db.go
 		append(zookeeperScenarios(), // catalogue_zookeeper.go
-			serviceScenarios()...)...)...) // redis, redlock, nats: catalogue_services.go
+			append(serviceScenarios(), // redis, redlock, nats: catalogue_services.go
+				execScenarios()...)...)...)...) // your own lock client: catalogue_exec.go
 }
 
 // Lookup finds a scenario by name.

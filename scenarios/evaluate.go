@@ -98,6 +98,11 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 		}
 	}
 	if len(chosen) == 0 {
+		// Settings the backend refuses whatever the fault (exec without --client-cmd)
+		// are the reason, not the faults.
+		if _, err := normalize(reg, cellSpec(reg, be.Name, probe, nil, cfg.Options)); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: no fault applies to backend %s", ErrSpec, be.Name)
 	}
 	resources := append([]string{unfenced, "fenced"}, be.Native...)

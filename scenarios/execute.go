@@ -45,6 +45,33 @@ type Outcome struct {
 	CloseErr error
 }
 
+// runError keeps the history recorded before a run failed (a client that broke, an
+// interrupt) and says where it is, in one line. A failure that is the user's input (a
+// client of theirs that broke the protocol: registry.Input) is a usage error; the
+// failure a backend's clients reported (harness.Failing) is shown as it is.
+func runError(err error, h *history.History, outDir string, be harness.Backend) error {
+	where := ""
+	if h != nil && outDir != "" {
+		path := filepath.Join(outDir, "history.json")
+		if werr := history.WriteFile(path, h); werr == nil {
+			where = fmt.Sprintf(" (the history so far, %d ops: %s)", len(h.Ops), path)
+		}
+	}
+	if errors.Is(err, registry.ErrInput) {
+		return specError{fmt.Errorf("%w%s", err, where)}
+	}
+	if f, ok := be.(harness.Failing); ok && f.Err() != nil && errors.Is(err, f.Err()) {
+		return fmt.Errorf("%w%s", err, where)
+	}
+	return fmt.Errorf("run: %w%s", err, where)
+}
+
+// specError is a usage error whose message is only its cause's.
+type specError struct{ err error }
+
+func (e specError) Error() string   { return e.err.Error() }
+func (e specError) Unwrap() []error { return []error{ErrSpec, e.err} }
+
 // ErrSpec marks a spec that cannot run (bad name, bad value): a usage error.
 var ErrSpec = errors.New("invalid scenario")
 
@@ -76,7 +103,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err err
 			return nil, err
 		}
 	}
-	e, err := build(ctx, r, opt.OutDir, runID)
+	e, err := build(ctx, r, opt.OutDir, runID, log)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +155,7 @@ func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err err
 		ValueTag:       valueTag(be, runID),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, runError(err, h, opt.OutDir, be)
 	}
 	out = &Outcome{Spec: spec, History: h, Workload: time.Since(start)}
 	// Evidence first: the history is on disk before any check can fail or hang.

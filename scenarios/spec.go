@@ -391,7 +391,8 @@ func (r resolved) clientFaults(be harness.Backend) []nemesis.ClientFault {
 		if !ok {
 			return nemesis.Action{}, false
 		}
-		return sf.Action(be), true
+		// A service fault acts on the lock service, which a backend may wrap.
+		return sf.Action(registry.Service(be)), true
 	}
 	if sched, ok := r.schedule(); ok {
 		return sched.ClientFaults(action)

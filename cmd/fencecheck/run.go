@@ -166,7 +166,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitInternal
 	}
 	if o.CloseErr != nil {
-		fmt.Fprintln(stderr, "fencecheck run: warning:", o.CloseErr)
+		for _, w := range strings.Split(o.CloseErr.Error(), "\n") { // one line per problem
+			fmt.Fprintln(stderr, "fencecheck run: warning:", w)
+		}
 	}
 	reports.Summary(stdout, o.History, o.Report)
 	fmt.Fprintf(stdout, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
@@ -28,6 +29,7 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(raftlock.Descriptor()))
 	must(r.AddBackend(zookeeper.Descriptors()...))
 	must(r.AddBackend(append(redislock.Descriptors(), redlock.Descriptor(), natslock.Descriptor())...)) // redis, redis-volatile, redis-notoken, redlock, nats
+	must(r.AddBackend(execlock.Descriptor(r)))
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))

@@ -100,6 +100,18 @@ func (r *Recorder) FaultStart(kind, target, detail string) int {
 	return len(r.faults) - 1
 }
 
+// FaultDetail appends extra to fault i's detail: what its action found out once it ran
+// (the process it stopped, say), after the fault's start was recorded.
+func (r *Recorder) FaultDetail(i int, extra string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := &r.faults[i]
+	if f.Detail != "" {
+		f.Detail += "; "
+	}
+	f.Detail += extra
+}
+
 // FaultEnd records that fault i healed, appending to its detail if extra is not empty.
 // Called again, it only appends (the fault keeps its first end).
 func (r *Recorder) FaultEnd(i int, extra string) {

@@ -61,6 +61,7 @@ type Process struct {
 	mu      sync.Mutex
 	stopped bool // SIGSTOPped and not yet continued
 	closed  bool
+	killed  bool // Close had to escalate to SIGKILL
 }
 
 // Start starts the process and waits until Ready succeeds, the process exits, or the
@@ -217,12 +218,23 @@ func (p *Process) Close() error {
 		case <-time.After(p.cfg.StopGrace):
 			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
 			<-p.done
+			p.mu.Lock()
+			p.killed = true
+			p.mu.Unlock()
 		}
 	}
 	// Children that left the group's leader behind (a daemonizing script) still share
 	// the group id: make sure none of them survives.
 	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
 	return nil
+}
+
+// Killed reports whether Close had to end the process with SIGKILL because it was still
+// running StopGrace after SIGTERM (a client that ignores SIGTERM says so in the run).
+func (p *Process) Killed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.killed
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -1,12 +1,14 @@
 package proc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +55,7 @@ func TestPauseResumeClose(t *testing.T) {
 	require.NoError(t, p.Pause()) // Close must end a stopped group too
 	require.NoError(t, p.Close())
 	require.NoError(t, p.Close())
+	require.False(t, p.Killed(), "sh dies of SIGTERM: no escalation")
 	require.Empty(t, Descendants(os.Getpid()))
 }
 
@@ -84,10 +87,36 @@ func TestStartFailures(t *testing.T) {
 }
 
 func TestCloseEscalatesToKill(t *testing.T) {
+	// Ready only once the trap is set, or SIGTERM could still end the shell.
+	var out syncBuffer
 	p, err := Start(context.Background(), Config{Path: "sh", Args: []string{"-c", "trap '' TERM; echo ready; while :; do sleep 1; done"},
-		StopGrace: 100 * time.Millisecond,
-		Ready:     func(context.Context) error { return nil }})
+		StopGrace: 100 * time.Millisecond, Log: &out,
+		Ready: func(context.Context) error {
+			if !strings.Contains(out.String(), "ready") {
+				return errors.New("no trap yet")
+			}
+			return nil
+		}})
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
+	require.True(t, p.Killed(), "it ignored SIGTERM: Close escalated")
 	require.Empty(t, Descendants(os.Getpid()))
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's output goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

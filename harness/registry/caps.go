@@ -64,18 +64,43 @@ type Caps struct {
 	External string
 	// NoToken is harness.Tokenless's reason ("" for a backend with fencing tokens).
 	NoToken string
+	// ClientProcesses: harness.ProcessClients (each client is a process of its own).
+	ClientProcesses bool
 }
 
-// CapsOf reads a started backend's capabilities.
+// Service is the backend that serves the locks: b, or the service b wraps
+// (harness.ServiceWrapper). Service faults act on it.
+func Service(b harness.Backend) harness.Backend {
+	if w, ok := b.(harness.ServiceWrapper); ok && w.Unwrap() != nil {
+		return w.Unwrap()
+	}
+	return b
+}
+
+// CapsOf reads a started backend's capabilities: the lock service's (Cluster, Crasher,
+// clocks) from Service(b), the clients' and leases' from b itself.
 func CapsOf(b harness.Backend) Caps {
+	c := serviceCaps(Service(b))
+	_, c.Keyed = b.(harness.KeyedBackend)
+	_, c.ClientExpiry = b.(harness.ExpiringBackend)
+	if e, ok := b.(harness.External); ok {
+		c.External = e.External()
+	}
+	if t, ok := b.(harness.Tokenless); ok {
+		c.NoToken = t.NoFencingToken()
+	}
+	_, c.ClientProcesses = b.(harness.ProcessClients)
+	return c
+}
+
+// serviceCaps reads what a lock service can undergo.
+func serviceCaps(b harness.Backend) Caps {
 	var c Caps
 	if cl, ok := b.(harness.Cluster); ok {
 		c.Cluster, c.Nodes = true, cl.Nodes()
 	}
 	_, c.Crasher = b.(harness.Crasher)
 	_, c.ClusterCrash = b.(harness.ClusterCrasher)
-	_, c.Keyed = b.(harness.KeyedBackend)
-	_, c.ClientExpiry = b.(harness.ExpiringBackend)
 	_, c.ServiceClock = b.(ServiceClocked)
 	_, c.WallClock = b.(WallClocked)
 	if fc, ok := b.(FastClocked); ok {
@@ -86,9 +111,6 @@ func CapsOf(b harness.Backend) Caps {
 	_, c.StopExpiring = b.(harness.StopExpiring)
 	if e, ok := b.(harness.External); ok {
 		c.External = e.External()
-	}
-	if t, ok := b.(harness.Tokenless); ok {
-		c.NoToken = t.NoFencingToken()
 	}
 	return c
 }

@@ -51,7 +51,8 @@ type ClientFault interface {
 // rides on a pause.
 type ServiceFault interface {
 	Fault
-	// Action is the nemesis action against the started backend.
+	// Action is the nemesis action against the started lock service (Service of the
+	// started backend).
 	Action(b harness.Backend) nemesis.Action
 }
 
@@ -66,6 +67,7 @@ func Faults() []Fault {
 	return []Fault{
 		pauseFault{}, pauseBeforeRead{}, delayFault{}, partitionFault{},
 		leaderIsolation{}, nodePause{}, crashFault{}, clusterCrash{}, skewFault{}, clockJump{},
+		clientCrash{},
 	}
 }
 
@@ -149,6 +151,27 @@ func (partitionFault) Applies(Target) error { return nil }
 func (f partitionFault) Strike(t Target, _ []ServiceFault) nemesis.ClientFault {
 	s := strike(f.Name(), t)
 	s.Point, s.StopWorker, s.Partition = harness.PauseAfterRead, true, true
+	return s
+}
+
+// clientCrash kills the holder's own lock-client process (harness.ProcessClients: its
+// Locker is a harness.CrashableProcess) and starts a fresh one; the worker, stopped as
+// in a pause, writes later with the token the dead process held.
+type clientCrash struct{}
+
+func (clientCrash) Name() string { return "client-crash" }
+func (clientCrash) Meaning() string {
+	return "the holder's lock client process is killed with SIGKILL inside its critical section and a fresh one started; the application (the worker) writes with the old token after 2x TTL (exec backend)"
+}
+func (f clientCrash) Applies(t Target) error {
+	if !t.Caps.ClientProcesses {
+		return fmt.Errorf("fault %q kills a lock client that is a process of its own (a harness.ProcessClients backend: exec); %s's clients run inside fencecheck", f.Name(), t.Backend)
+	}
+	return nil
+}
+func (f clientCrash) Strike(t Target, _ []ServiceFault) nemesis.ClientFault {
+	s := strike(f.Name(), t)
+	s.Point, s.StopWorker, s.CrashProcess = harness.PauseAfterRead, true, true
 	return s
 }
 

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -103,6 +104,9 @@ type Env struct {
 	// LogFile creates name in the run's evidence folder for the service's logs; without
 	// a folder it returns io.Discard and an empty path.
 	LogFile func(name string) (io.Writer, string, error)
+	// Logger is the run's log (run.log; -v copies it to stderr), for what a backend's
+	// clients say as they go (an exec client's stderr); nil: discard.
+	Logger *slog.Logger
 }
 
 // Backend describes a lock backend.

@@ -29,6 +29,22 @@ type tokenless struct{ plain }
 
 func (tokenless) NoFencingToken() string { return "no order" }
 
+// crasher is a single server fencecheck can crash.
+type crasher struct{ plain }
+
+func (crasher) Crash(context.Context, int) error         { return nil }
+func (crasher) Restart(context.Context, int, bool) error { return nil }
+
+// wrapper runs process clients against a service: the service's capabilities are its
+// service's, the clients' its own.
+type wrapper struct {
+	plain
+	service harness.Backend
+}
+
+func (w wrapper) Unwrap() harness.Backend { return w.service }
+func (wrapper) ClientsAreProcesses()      {}
+
 func TestCapsOf(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -38,6 +54,9 @@ func TestCapsOf(t *testing.T) {
 		{"plain", plain{}, Caps{}},
 		{"external", external{}, Caps{External: "servers named by --x"}},
 		{"tokenless", tokenless{}, Caps{NoToken: "no order"}},
+		{"wrapper of a crasher", wrapper{service: crasher{}}, Caps{Crasher: true, ClientProcesses: true}},
+		{"wrapper of a tokenless service", wrapper{service: tokenless{}}, Caps{ClientProcesses: true}},
+		{"wrapper of nothing", wrapper{}, Caps{ClientProcesses: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, CapsOf(tc.b)) })
 	}

@@ -83,6 +83,19 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	// A backend whose clients can break (harness.Failing) ends the run at once.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failing, _ := cfg.Backend.(harness.Failing)
+	if failing != nil {
+		go func() {
+			select {
+			case <-failing.Failed():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	rec := history.NewRecorder()
 	if r, ok := cfg.Resource.(interface{ RecordEffects(*history.Recorder) }); ok {
 		r.RecordEffects(rec) // side effects (outbox/direct resources) go into the history
@@ -150,6 +163,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		if w.Locker, err = cfg.Backend.NewLocker(ctx, i, lockAddrs); err != nil {
 			return nil, fmt.Errorf("client %d: lock client: %w", i, err)
 		}
+		nem.AddLocker(i, w.Locker)
 		if w.Resource, err = cfg.Resource.NewClient(ctx, i, resAddrs, w.Gate); err != nil {
 			return nil, fmt.Errorf("client %d: resource client: %w", i, err)
 		}
@@ -180,6 +194,9 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 	}
 	h := rec.History(cfg.Run)
 	cfg.Logger.Info("run finished", "ops", len(h.Ops), "faults", len(h.Faults), "elapsed", time.Duration(rec.Now()))
+	if failing != nil && failing.Err() != nil {
+		return h, failing.Err()
+	}
 	return h, ctx.Err()
 }
 

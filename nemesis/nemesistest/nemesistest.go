@@ -34,6 +34,12 @@ var (
 	heldGaveUp     = regexp.MustCompile(`^the other clients were held until client (\d+)'s write #(\d+) gave up, its outcome unknown$`)
 	heldCap        = regexp.MustCompile(`^the other clients were held for ` + secs + `, the cap, waiting for client (\d+)'s next write$`)
 	heldEnd        = regexp.MustCompile(`^the other clients were held until the run ended$`)
+	// A client that is a process of its own (harness.PausableProcess, CrashableProcess):
+	// what was done to the process. PIDs are not in the ops; the stop and the continue
+	// must name the same group, and the time stopped must fit in the fault.
+	procStopped = regexp.MustCompile(`^its process group (\d+) stopped with SIGSTOP$`)
+	procCont    = regexp.MustCompile(`^process group (\d+) continued with SIGCONT after ` + secs + ` stopped$`)
+	procKilled  = regexp.MustCompile(`^its process group (\d+) killed with SIGKILL \(the lease it held died with it\) and a fresh process (\d+) started$`)
 )
 
 // Check compares the detail of every fault on a client ("client-N") with the ops of h
@@ -72,6 +78,8 @@ type faultCheck struct {
 	client   int
 	clauses  int
 	problems []string
+	// stoppedPID is the process group a pause stopped ("" if none).
+	stoppedPID string
 }
 
 func (c *faultCheck) fail(format string, args ...any) {
@@ -98,6 +106,9 @@ func (c *faultCheck) check() {
 		if counts[k] != 1 {
 			c.fail("%d %s clauses in %q, want 1", counts[k], k, c.f.Detail)
 		}
+	}
+	if c.stoppedPID != "" && !strings.Contains(c.f.Detail, "continued with SIGCONT") {
+		c.fail("process group %s was stopped and never continued: %q", c.stoppedPID, c.f.Detail)
 	}
 	if counts["held"] > 1 {
 		c.fail("%d held clauses in %q, want at most 1", counts["held"], c.f.Detail)
@@ -173,6 +184,34 @@ func (c *faultCheck) clause(p string, first bool) string {
 	}
 	if heldEnd.MatchString(p) {
 		return "held"
+	}
+	return c.process(p)
+}
+
+// process checks a clause about the struck client's own process.
+func (c *faultCheck) process(p string) string {
+	if m := procStopped.FindStringSubmatch(p); m != nil {
+		if c.stoppedPID != "" {
+			c.fail("%q: the process was stopped twice", p)
+		}
+		c.stoppedPID = m[1]
+		return "process"
+	}
+	if m := procCont.FindStringSubmatch(p); m != nil {
+		if m[1] != c.stoppedPID {
+			c.fail("%q, but the group stopped was %q", p, c.stoppedPID)
+		}
+		// Stopped after the fault's start and continued before its end (rounded to 10 ms).
+		if d := parseSeconds(m[2]); d > *c.f.End-c.f.Start+5e6 {
+			c.fail("%q, but the fault lasted %s", p, history.Seconds(*c.f.End-c.f.Start))
+		}
+		return "process"
+	}
+	if m := procKilled.FindStringSubmatch(p); m != nil {
+		if m[1] == m[2] {
+			c.fail("%q: the fresh process has the dead one's PID", p)
+		}
+		return "process"
 	}
 	return ""
 }

@@ -59,6 +59,11 @@ func TestCheck(t *testing.T) {
 		{"stopped but busy", start + "; " + hold + "; " + accepted, []history.Op{op(7, 0, history.Read, 1000, 1001, history.OK, "")}, "called op 7"},
 		{"other client named", "client 1 stopped at after-acquire, all its links stalled; " + hold + "; " + accepted, nil, "names client 1"},
 		{"no heal clause", start + "; " + accepted, nil, "0 heal clauses"},
+		{"process stopped and continued", start + "; its process group 42 stopped with SIGSTOP; " + hold + "; process group 42 continued with SIGCONT after 2.05 s stopped; " + accepted, nil, ""},
+		{"process killed", start + "; its process group 42 killed with SIGKILL (the lease it held died with it) and a fresh process 43 started; " + hold + "; " + accepted, nil, ""},
+		{"process never continued", start + "; its process group 42 stopped with SIGSTOP; " + hold + "; " + accepted, nil, "never continued"},
+		{"another group continued", start + "; its process group 42 stopped with SIGSTOP; " + hold + "; process group 41 continued with SIGCONT after 1.00 s stopped; " + accepted, nil, "the group stopped was"},
+		{"stopped longer than the fault", start + "; its process group 42 stopped with SIGSTOP; " + hold + "; process group 42 continued with SIGCONT after 3.00 s stopped; " + accepted, nil, "the fault lasted 2.10 s"},
 		{"held by another's write", start + "; " + hold + "; " + accepted + "; the other clients were held until client 1's write #6 returned at 2.81 s", nil, "another client's write"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,279 @@
+// Package execlock is the exec backend: every harness client's lock client is a process
+// of the user's (any language, any library) that fencecheck starts in its own process
+// group and drives over a JSON-lines protocol on its stdin and stdout
+// (docs/exec-protocol.md). The lock service is either a backend fencecheck started (its
+// Endpoints are the service, so node faults still apply) or an existing service given
+// by address (client-side faults only). Reads and fenced writes stay in the harness, so
+// every resource works unchanged; a pause stops the client process with SIGSTOP.
+package execlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// Defaults.
+const (
+	// DefaultReplyTimeout is how long a client may take to answer a request, not
+	// counting time it spent stopped by a pause. An acquire waits for the lock, so it is
+	// generous.
+	DefaultReplyTimeout = 30 * time.Second
+	// DefaultStopGrace is how long a client has to exit after its stdin closes, and
+	// again after SIGTERM, before it is killed.
+	DefaultStopGrace = 2 * time.Second
+)
+
+// Config configures the exec backend.
+type Config struct {
+	// Command is the user's lock client, run by /bin/sh -c once per harness client.
+	Command string
+	// Dir is the command's working directory (default: fencecheck's).
+	Dir string
+	// Inner is a started lock service: its Endpoints are the service the clients reach
+	// (through their proxies). The backend owns it: Close closes it.
+	Inner harness.Backend
+	// Endpoints is an existing lock service (host:port, ...) used when Inner is nil:
+	// nothing is started for it, and only client-side faults apply.
+	Endpoints []string
+	// TTL is the lease TTL the run asks for (FENCECHECK_TTL_MS).
+	TTL time.Duration
+	// LogWriter receives every client's stderr, each line prefixed with the client
+	// (nil: discarded).
+	LogWriter io.Writer
+	// ReplyTimeout bounds the wait for each answer (default DefaultReplyTimeout).
+	ReplyTimeout time.Duration
+	// StopGrace (default DefaultStopGrace): see DefaultStopGrace.
+	StopGrace time.Duration
+	// Env is more environment for the command (NAME=value), after fencecheck's own.
+	Env []string
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case strings.TrimSpace(c.Command) == "":
+		return errors.New("exec: a client command is required (--client-cmd)")
+	case c.Inner == nil && len(c.Endpoints) == 0:
+		return errors.New("exec: a lock service is required: a started backend or the endpoints of an existing one (--lock-endpoints)")
+	case c.Inner != nil && len(c.Endpoints) > 0:
+		return errors.New("exec: give either a lock service to start or the endpoints of an existing one, not both")
+	case c.TTL <= 0:
+		return fmt.Errorf("exec: TTL must be positive, got %v", c.TTL)
+	case c.ReplyTimeout < 0 || c.StopGrace < 0:
+		return errors.New("exec: timeouts must not be negative")
+	}
+	for _, e := range c.Endpoints {
+		if _, _, err := net.SplitHostPort(e); err != nil {
+			return fmt.Errorf("exec: lock endpoint %q is not host:port: %w", e, err)
+		}
+	}
+	return nil
+}
+
+// Backend is the exec backend (harness.Backend, harness.Failing).
+type Backend struct {
+	cfg       Config
+	endpoints []string
+
+	mu      sync.Mutex
+	lockers []*Locker
+	// killedClients are the clients Close had to SIGKILL ("1 (pid 42)").
+	killedClients []string
+	closed        bool
+
+	failOnce sync.Once
+	failed   chan struct{}
+	err      error // set before failed closes
+}
+
+// Start checks the configuration and the lock service (an existing service must accept
+// a TCP connection on every endpoint within 2 s) and returns the backend. Client
+// processes start in NewLocker. On error Inner is closed.
+func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
+	defer func() {
+		if err != nil && cfg.Inner != nil {
+			_ = cfg.Inner.Close()
+		}
+	}()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ReplyTimeout == 0 {
+		cfg.ReplyTimeout = DefaultReplyTimeout
+	}
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = DefaultStopGrace
+	}
+	b := &Backend{cfg: cfg, failed: make(chan struct{})}
+	if cfg.Inner != nil {
+		b.endpoints = cfg.Inner.Endpoints()
+		return b, nil
+	}
+	for _, e := range cfg.Endpoints {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		c, err := d.DialContext(ctx, "tcp", e)
+		if err != nil {
+			return nil, fmt.Errorf("exec: lock endpoint %s does not answer: %w", e, err)
+		}
+		_ = c.Close()
+	}
+	b.endpoints = append([]string(nil), cfg.Endpoints...)
+	return b, nil
+}
+
+// Name implements harness.Backend.
+func (b *Backend) Name() string { return "exec" }
+
+// Endpoints are the lock service's addresses.
+func (b *Backend) Endpoints() []string { return append([]string(nil), b.endpoints...) }
+
+// Unwrap returns the started lock service (nil for an existing one): node faults act on it.
+func (b *Backend) Unwrap() harness.Backend { return b.cfg.Inner }
+
+// Failed is closed when a client broke the protocol or died (harness.Failing).
+func (b *Backend) Failed() <-chan struct{} { return b.failed }
+
+// Err is the first client failure, a *ClientError (nil before Failed is closed).
+func (b *Backend) Err() error {
+	select {
+	case <-b.failed:
+		return b.err
+	default:
+		return nil
+	}
+}
+
+func (b *Backend) fail(err error) {
+	b.failOnce.Do(func() {
+		b.err = err
+		close(b.failed)
+	})
+}
+
+func (b *Backend) killed(client string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.killedClients = append(b.killedClients, client)
+}
+
+// NewLocker starts client id's process, dialling only addrs (its proxies, one per
+// endpoint, in order).
+func (b *Backend) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errors.New("exec: backend closed")
+	}
+	b.mu.Unlock()
+	if len(addrs) != len(b.endpoints) {
+		return nil, fmt.Errorf("exec: client %d got %d addresses for %d endpoints", id, len(addrs), len(b.endpoints))
+	}
+	l, err := startLocker(ctx, b, id, addrs)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		_ = l.Close()
+		return nil, errors.New("exec: backend closed")
+	}
+	b.lockers = append(b.lockers, l)
+	return l, nil
+}
+
+// Close ends every client process, then the lock service it started. Its error lists
+// clients that had to be killed (they ignored their closed stdin and SIGTERM). Safe to
+// call twice.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	lockers := b.lockers
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		wg.Go(func() { _ = l.Close() })
+	}
+	wg.Wait()
+	var errs []error
+	if b.cfg.Inner != nil {
+		if err := b.cfg.Inner.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.mu.Lock()
+	if k := b.killedClients; len(k) > 0 {
+		slices.Sort(k)
+		noun := "client"
+		if len(k) > 1 {
+			noun = "clients"
+		}
+		errs = append(errs, fmt.Errorf("exec %s %s did not exit when stdin closed, nor within %v of SIGTERM: killed with SIGKILL", noun, strings.Join(k, ", "), b.cfg.StopGrace))
+	}
+	b.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// ErrProtocol marks a client that broke the protocol or whose command cannot run (a
+// usage error: exit 2); ErrCrashed a client process that died during the run (exit 3).
+var (
+	ErrProtocol = errors.New("exec client broke the protocol")
+	ErrCrashed  = errors.New("exec client died")
+)
+
+// ClientError is what went wrong with one client, in one line.
+type ClientError struct {
+	Client int
+	PID    int
+	// Line is what the client sent (or, for a crash or a timeout, the last line it
+	// sent; "" if none).
+	Line    string
+	Problem string
+	Crash   bool
+}
+
+func (e *ClientError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exec client %d (pid %d): ", e.Client, e.PID)
+	if e.Crash {
+		b.WriteString(e.Problem)
+		if e.Line != "" {
+			fmt.Fprintf(&b, "; the last line it sent: %s", quote(e.Line))
+		}
+		return b.String()
+	}
+	if e.Line != "" {
+		fmt.Fprintf(&b, "it sent %s: ", quote(e.Line))
+	}
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrProtocol) and errors.Is(err, ErrCrashed) work; a protocol
+// error is also the user's input (registry.ErrInput: exit 2).
+func (e *ClientError) Is(target error) bool {
+	return ((target == ErrProtocol || target == registry.ErrInput) && !e.Crash) || (target == ErrCrashed && e.Crash)
+}
+
+// quote shows a client's line on one line, cut if long.
+func quote(s string) string {
+	const maxLen = 200
+	if len(s) > maxLen {
+		s = s[:maxLen] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,113 @@
+package execlock_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// env is what a run gives the descriptor's Start.
+func env(t *testing.T, opts map[string]string) (registry.Env, registry.Backend) {
+	t.Helper()
+	d, ok := builtin.Registry().Backend(execlock.Name)
+	require.True(t, ok)
+	return registry.Env{
+		Settings:    registry.Settings{TTL: registry.DefaultTTL, Members: 1, Clients: 2, Options: opts}.WithOptions(d.Options),
+		RunID:       "run-test",
+		ClientClock: func(int) func() time.Time { return time.Now },
+		TempDir:     func() (string, error) { return t.TempDir(), nil },
+		LogFile:     func(string) (io.Writer, string, error) { return io.Discard, "", nil },
+	}, d
+}
+
+func requirePython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+}
+
+// The contract every backend meets, with the Python template client (found through
+// $FENCECHECK_EXAMPLES, as the catalogue finds it) against the naive server.
+func TestDescriptorContract(t *testing.T) {
+	requirePython(t)
+	opts := map[string]string{execlock.OptionClientCmd: `python3 "$` + execlock.ExamplesEnv + `/naive_http.py"`}
+	harnesstest.Backend(t, harnesstest.Config{TTL: registry.DefaultTTL, Start: func(ctx context.Context, t *testing.T) (harness.Backend, error) {
+		e, d := env(t, opts)
+		if err := d.CheckSettings(e.Settings); err != nil {
+			return nil, err
+		}
+		b, err := d.Start(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.CheckStarted(e.Settings, b); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+		return b, nil
+	}})
+	requireNoProcesses(t)
+}
+
+// The capabilities the descriptor declares are the started backend's: the lock
+// service's (node faults act on it) and the clients' own (processes).
+func TestDescriptorCaps(t *testing.T) {
+	requirePython(t)
+	srv, err := naive.New(naive.Config{TTL: registry.DefaultTTL})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	cmd := template(t)
+	tests := []struct {
+		name string
+		opts map[string]string
+		want registry.Caps
+	}{
+		{"naive, the default", map[string]string{execlock.OptionClientCmd: cmd},
+			registry.Caps{Crasher: true, ServiceClock: true, WallClock: true, ClientProcesses: true}},
+		{"naive-persisted", map[string]string{execlock.OptionClientCmd: cmd, execlock.OptionLockService: "naive-persisted"},
+			registry.Caps{Crasher: true, ServiceClock: true, WallClock: true, ClientProcesses: true}},
+		{"an existing service", map[string]string{execlock.OptionClientCmd: cmd, execlock.OptionLockEndpoints: srv.Endpoints()[0]},
+			registry.Caps{External: "an existing lock service (--lock-endpoints)", ClientProcesses: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, d := env(t, tt.opts)
+			require.NoError(t, d.CheckSettings(e.Settings))
+			require.Equal(t, tt.want, d.DeclaredCaps(e.Settings))
+			b, err := d.Start(context.Background(), e)
+			require.NoError(t, err)
+			require.NoError(t, d.CheckStarted(e.Settings, b))
+			require.Equal(t, tt.want, registry.CapsOf(b))
+			_, isFailing := b.(harness.Failing)
+			require.True(t, isFailing, "a broken client ends the run")
+			require.NoError(t, b.Close())
+			require.NoError(t, b.Close())
+		})
+	}
+	requireNoProcesses(t)
+}
+
+// An existing service that does not answer is the user's input.
+func TestDescriptorUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	e, d := env(t, map[string]string{execlock.OptionClientCmd: "x", execlock.OptionLockEndpoints: addr})
+	_, err = d.Start(context.Background(), e)
+	require.ErrorIs(t, err, registry.ErrInput)
+	require.ErrorContains(t, err, "does not answer")
+}

@@ -1,0 +1,280 @@
+package execlock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/fencecheck/fencecheck/harness"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// ceiling bounds every wait for an event: generous, for a loaded 2-core machine.
+const ceiling = 30 * time.Second
+
+func script(name string) string {
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return "sh " + p
+}
+
+func template(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("examples", "naive_http.py"))
+	require.NoError(t, err)
+	return "python3 " + p
+}
+
+// startNaive starts the exec backend around a naive lock server.
+func startNaive(t *testing.T, cfg execlock.Config) *execlock.Backend {
+	t.Helper()
+	inner, err := naive.New(naive.Config{TTL: cfg.TTL})
+	require.NoError(t, err)
+	cfg.Inner = inner
+	b, err := execlock.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func requireNoProcesses(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(proc.Descendants(os.Getpid())) == 0 }, ceiling, 10*time.Millisecond,
+		"processes survive: %v", proc.Descendants(os.Getpid()))
+}
+
+// TestTemplateClient drives the Python template against the naive server: tokens grow,
+// the lock excludes, a SIGSTOPped holder loses its lease and says so after SIGCONT.
+func TestTemplateClient(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("python3 not installed: apt-get install python3")
+	}
+	ctx := context.Background()
+	ttl := time.Second // the renewals every TTL/3 must keep up on a loaded machine
+	b := startNaive(t, execlock.Config{Command: template(t), TTL: ttl})
+	l0, err := b.NewLocker(ctx, 0, b.Endpoints())
+	require.NoError(t, err)
+	l1, err := b.NewLocker(ctx, 1, b.Endpoints())
+	require.NoError(t, err)
+
+	le0, err := l0.Acquire(ctx)
+	require.NoError(t, err)
+	// Held and renewed: the other client does not get it in 2 TTLs.
+	short, cancel := context.WithTimeout(ctx, 2*ttl)
+	_, err = l1.Acquire(short)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, le0.Release(ctx))
+
+	// The abandoned acquire is answered (and given back) before the next one is sent.
+	le1, err := l1.Acquire(ctx)
+	require.NoError(t, err)
+	require.Greater(t, le1.Token(), le0.Token())
+
+	// A stopped holder cannot renew: the lock passes on, and after SIGCONT the client
+	// notices and reports it lost.
+	pp := l1.(harness.PausableProcess)
+	pid, err := pp.PauseProcess()
+	require.NoError(t, err)
+	require.Positive(t, pid)
+	le2, err := l0.Acquire(ctx)
+	require.NoError(t, err)
+	require.Greater(t, le2.Token(), le1.Token())
+	require.NoError(t, pp.ResumeProcess())
+	select {
+	case <-le1.Lost():
+	case <-time.After(ceiling):
+		t.Fatal("the resumed client never reported its lease lost")
+	}
+	err = le1.Release(ctx)
+	require.ErrorIs(t, err, harness.ErrNoEffect, "releasing a lost lease is a definite refusal")
+	require.NoError(t, le2.Release(ctx))
+
+	require.NoError(t, l0.Close())
+	require.NoError(t, l0.Close())
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Err())
+	requireNoProcesses(t)
+}
+
+// TestBadClients: each broken client fails the backend with one line naming the client,
+// what it sent and what was wrong, and leaves no process behind.
+func TestBadClients(t *testing.T) {
+	tests := []struct {
+		name     string
+		cmd      string
+		protocol bool // else a crash
+		want     []string
+	}{
+		{"command not found", "fencecheck-no-such-client --flag", true, []string{"exec client 0 (pid ", "its command cannot run (sh: exit status 127)", "not found"}},
+		{"exits early", script("exit_early.sh"), false, []string{"its process exited during the run (exit status 4)", "giving up"}},
+		{"not JSON", script("not_json.sh"), true, []string{`it sent "acquired the lock!": not a JSON object`}},
+		{"unknown id", script("unknown_id.sh"), true, []string{`it sent "{\"id\":99,\"ok\":true,\"token\":7}": answers id 99, which is not a request awaiting an answer (fencecheck has sent ids 1 to 1)`}},
+		{"string token", script("string_token.sh"), true, []string{`"token" must be a JSON integer`, `got "42"`}},
+		{"zero token", script("zero_token.sh"), true, []string{`it sent "{\"id\":1,\"ok\":true,\"token\":0}": "token" must not be 0`}},
+		{"never answers", script("silent.sh"), true, []string{`it did not answer {"id":1,"op":"acquire"} within 1s (the last line it sent: nothing)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := startNaive(t, execlock.Config{Command: tt.cmd, TTL: 500 * time.Millisecond, ReplyTimeout: time.Second, StopGrace: 500 * time.Millisecond})
+			l, err := b.NewLocker(context.Background(), 0, b.Endpoints())
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), ceiling)
+			defer cancel()
+			_, err = l.Acquire(ctx)
+			require.Error(t, err)
+			select {
+			case <-b.Failed():
+			case <-ctx.Done():
+				t.Fatal("the backend never failed")
+			}
+			ferr := b.Err()
+			require.Error(t, ferr)
+			if tt.protocol {
+				require.ErrorIs(t, ferr, execlock.ErrProtocol)
+			} else {
+				require.ErrorIs(t, ferr, execlock.ErrCrashed)
+			}
+			msg := ferr.Error()
+			require.NotContains(t, msg, "\n", "one line")
+			for _, w := range tt.want {
+				require.Contains(t, msg, w)
+			}
+			_, err = l.Acquire(ctx)
+			require.ErrorIs(t, err, harness.ErrNoEffect, "a broken client takes no more requests")
+			require.NoError(t, b.Close())
+			requireNoProcesses(t)
+		})
+	}
+}
+
+// TestIgnoresSIGTERM: Close kills a client that ignores its closed stdin and SIGTERM,
+// and says so.
+func TestIgnoresSIGTERM(t *testing.T) {
+	b := startNaive(t, execlock.Config{Command: script("ignore_term.sh"), TTL: 500 * time.Millisecond, StopGrace: 300 * time.Millisecond})
+	l, err := b.NewLocker(context.Background(), 0, b.Endpoints())
+	require.NoError(t, err)
+	le, err := l.Acquire(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(1), le.Token())
+	err = b.Close()
+	require.ErrorContains(t, err, "exec client 0 (pid ")
+	require.ErrorContains(t, err, "killed with SIGKILL")
+	requireNoProcesses(t)
+}
+
+// TestPauseDoesNotCountAsSilence: a client stopped by a pause with a request pending is
+// not timed out for the time it was stopped.
+func TestPauseDoesNotCountAsSilence(t *testing.T) {
+	b := startNaive(t, execlock.Config{Command: "SLOW=0.5 " + script("fake.sh"), TTL: 500 * time.Millisecond, ReplyTimeout: 2 * time.Second})
+	l, err := b.NewLocker(context.Background(), 0, b.Endpoints())
+	require.NoError(t, err)
+	pp := l.(harness.PausableProcess)
+	_, err = pp.PauseProcess()
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(context.Background())
+		got <- err
+	}()
+	// Stopped for longer than the reply timeout: still no failure.
+	select {
+	case <-b.Failed():
+		t.Fatalf("failed while stopped: %v", b.Err())
+	case <-time.After(3 * time.Second):
+	}
+	require.NoError(t, pp.ResumeProcess())
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(ceiling):
+		t.Fatal("no answer after SIGCONT")
+	}
+	require.NoError(t, b.Err())
+	require.NoError(t, b.Close())
+	requireNoProcesses(t)
+}
+
+func TestConfigErrors(t *testing.T) {
+	inner, err := naive.New(naive.Config{TTL: time.Second})
+	require.NoError(t, err)
+	defer inner.Close()
+	tests := []struct {
+		name string
+		cfg  execlock.Config
+		want string
+	}{
+		{"no command", execlock.Config{Endpoints: []string{"127.0.0.1:1"}, TTL: time.Second}, "a client command is required"},
+		{"no service", execlock.Config{Command: "true", TTL: time.Second}, "a lock service is required"},
+		{"both", execlock.Config{Command: "true", Inner: inner, Endpoints: []string{"127.0.0.1:1"}, TTL: time.Second}, "not both"},
+		{"no ttl", execlock.Config{Command: "true", Endpoints: []string{"127.0.0.1:1"}}, "TTL must be positive"},
+		{"bad endpoint", execlock.Config{Command: "true", Endpoints: []string{"localhost"}, TTL: time.Second}, `lock endpoint "localhost" is not host:port`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorContains(t, tt.cfg.Validate(), tt.want)
+		})
+	}
+
+	// An existing service that does not answer: one clear error at Start.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, err = execlock.Start(context.Background(), execlock.Config{Command: "true", Endpoints: []string{addr}, TTL: time.Second})
+	require.ErrorContains(t, err, "lock endpoint "+addr+" does not answer")
+	require.False(t, strings.Contains(err.Error(), "\n"))
+}
+
+// TestClientErrorIs keeps the two classes apart.
+func TestClientErrorIs(t *testing.T) {
+	p := &execlock.ClientError{Client: 2, PID: 7, Line: "x", Problem: "bad"}
+	c := &execlock.ClientError{Client: 2, PID: 7, Problem: "died", Crash: true}
+	require.True(t, errors.Is(p, execlock.ErrProtocol))
+	require.False(t, errors.Is(p, execlock.ErrCrashed))
+	require.True(t, errors.Is(c, execlock.ErrCrashed))
+	require.Equal(t, `exec client 2 (pid 7): it sent "x": bad`, p.Error())
+}
+
+// TestCrashProcess: a crash kills the client's process group, loses its lease, and a
+// fresh process serves the next requests; nothing fails and nothing survives.
+func TestCrashProcess(t *testing.T) {
+	b := startNaive(t, execlock.Config{Command: script("fake.sh"), TTL: 500 * time.Millisecond})
+	ctx := context.Background()
+	l, err := b.NewLocker(ctx, 0, b.Endpoints())
+	require.NoError(t, err)
+	le, err := l.Acquire(ctx)
+	require.NoError(t, err)
+	oldPID, newPID, err := l.(harness.CrashableProcess).CrashProcess(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, oldPID, newPID)
+	select {
+	case <-le.Lost():
+	case <-time.After(ceiling):
+		t.Fatal("the crashed process's lease is not lost")
+	}
+	require.NotContains(t, proc.Descendants(os.Getpid()), oldPID)
+	require.Contains(t, proc.Descendants(os.Getpid()), newPID)
+	le2, err := l.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), le2.Token(), "the fresh process starts its own count")
+	require.NoError(t, le2.Release(ctx))
+	require.NoError(t, b.Err(), "a crash fencecheck caused is no failure")
+	require.NoError(t, b.Close())
+	requireNoProcesses(t)
+}

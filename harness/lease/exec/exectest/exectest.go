@@ -1,0 +1,159 @@
+// Package exectest helps tests run the exec backend's examples: a real redis-server or
+// ZooKeeper on a loopback port, and the interpreters the examples need. Tests only.
+package exectest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// SystemPython is Debian's interpreter, the one Debian's python3-* libraries load under.
+const SystemPython = "/usr/bin/python3"
+
+// RequirePythonModule skips the test, in one line naming the Debian package, unless
+// SystemPython can import module.
+func RequirePythonModule(t testing.TB, module, debianPackage string) {
+	t.Helper()
+	if err := exec.Command(SystemPython, "-c", "import "+module).Run(); err != nil {
+		t.Skipf("%s cannot import %s: apt-get install %s", SystemPython, module, debianPackage)
+	}
+}
+
+// StartRedis starts redis-server on a free loopback port (no persistence, data in a
+// temp dir) and returns its address and process id; it is stopped when the test ends.
+// Skips the test when redis-server is not installed.
+func StartRedis(t testing.TB) (addr string, pid int) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed: apt-get install redis-server")
+	}
+	dir := t.TempDir()
+	var lastErr error
+	for range 5 { // the free port may be taken between probe and bind: try another
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		p, err := proc.Start(context.Background(), proc.Config{
+			Name: "redis-server on " + addr, Path: "redis-server",
+			Args:         []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
+			Ready:        func(ctx context.Context) error { return ping(ctx, addr) },
+			ReadyTimeout: 30 * time.Second,
+		})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return addr, p.PID()
+	}
+	t.Fatalf("redis-server did not start: %v", lastErr)
+	return "", 0
+}
+
+// ZooKeeperScript is Debian's ZooKeeper start script.
+const ZooKeeperScript = "/usr/share/zookeeper/bin/zkServer.sh"
+
+// StartZooKeeper starts a standalone ZooKeeper on a free loopback port, with a 100 ms
+// tick so sessions may be as short as 200 ms, and returns its address and process id
+// (the JVM's group); it is stopped when the test ends. Skips the test when ZooKeeper is
+// not installed.
+func StartZooKeeper(t testing.TB) (addr string, pid int) {
+	t.Helper()
+	if _, err := os.Stat(ZooKeeperScript); err != nil {
+		t.Skip("ZooKeeper not installed: apt-get install zookeeper")
+	}
+	dir := t.TempDir()
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		cfg := filepath.Join(dir, "zoo.cfg")
+		conf := fmt.Sprintf("tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr,stat\nmaxSessionTimeout=20000\n", dir, port)
+		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := proc.Start(context.Background(), proc.Config{
+			Name: "ZooKeeper on " + addr, Path: ZooKeeperScript, Args: []string{"start-foreground", cfg},
+			Env:          []string{"ZOO_LOG_DIR=" + dir, "ZOO_LOG4J_PROP=WARN,CONSOLE"},
+			Ready:        func(ctx context.Context) error { return ruok(ctx, addr) },
+			ReadyTimeout: 60 * time.Second, // a JVM on a loaded machine
+		})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return addr, p.PID()
+	}
+	t.Fatalf("ZooKeeper did not start: %v", lastErr)
+	return "", 0
+}
+
+// ruok asks ZooKeeper's four-letter command and wants "imok".
+func ruok(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("ruok")); err != nil {
+		return err
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return err
+	}
+	if string(b) != "imok" {
+		return fmt.Errorf("ZooKeeper answered %q to ruok", b)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ping sends PING in RESP and wants +PONG.
+func ping(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("redis answered %q to PING", line)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# A fake lock client that grants every acquire at once with a growing token (no real
+# lock: for tests of the protocol plumbing only). SLOW=seconds delays every answer;
+# BREAK_AFTER=N makes it misbehave at request N+1: BREAK_WITH=garbage prints a line that
+# is not JSON, BREAK_WITH=exit exits with status 5.
+n=0
+seen=0
+while read -r line; do
+  seen=$((seen + 1))
+  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  if [ -n "${BREAK_AFTER:-}" ] && [ "$seen" -gt "$BREAK_AFTER" ]; then
+    case "${BREAK_WITH:-garbage}" in
+    exit) echo "fake client: exiting on purpose" >&2; exit 5 ;;
+    *) echo "oops, not JSON" ;;
+    esac
+    cat >/dev/null
+    exit 0
+  fi
+  [ -n "${SLOW:-}" ] && sleep "$SLOW"
+  case "$line" in
+  *'"acquire"'*) n=$((n + 1)); printf '{"id":%s,"ok":true,"token":%s}\n' "$id" "$n" ;;
+  *) printf '{"id":%s,"ok":true}\n' "$id" ;;
+  esac
+done

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Reads requests and never answers.
+cat >/dev/null

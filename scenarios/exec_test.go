@@ -1,0 +1,238 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// execFile is a file of the exec backend's package, by absolute path.
+func execFile(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "harness", "lease", "exec", rel))
+	require.NoError(t, err)
+	return p
+}
+
+// skipWithoutPython skips a scenario whose exec client is a Python script when there is
+// no python3.
+func skipWithoutPython(t *testing.T, s Spec) {
+	t.Helper()
+	if strings.HasPrefix(s.Options["client-cmd"], "python3 ") {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("python3 not installed: the exec example client needs it")
+		}
+	}
+}
+
+// requireNoProcesses checks that no process but the test's own servers (keep) survives.
+func requireNoProcesses(t *testing.T, keep ...int) {
+	t.Helper()
+	others := func() []int {
+		var out []int
+		for _, p := range proc.Descendants(os.Getpid()) {
+			if !slices.Contains(keep, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(others()) == 0 }, 30*time.Second, 10*time.Millisecond, "processes survive: %v", others())
+}
+
+// requireSignalled checks that the pause stopped and continued a real process group.
+func requireSignalled(t *testing.T, h *history.History) {
+	t.Helper()
+	for _, f := range h.Faults {
+		if f.Kind == "pause" {
+			require.Contains(t, f.Detail, "stopped with SIGSTOP")
+			require.Contains(t, f.Detail, "continued with SIGCONT after")
+			return
+		}
+	}
+	t.Fatalf("no pause in %+v", h.Faults)
+}
+
+// TestExecExamples runs the shipped example clients: without fencing a paused client's
+// stale write gets through, with fencing it is refused. The runs are not parallel: the
+// leak check below counts processes.
+func TestExecExamples(t *testing.T) {
+	tests := []struct {
+		name string
+		ttl  time.Duration
+		spec func(t *testing.T) (opts map[string]string, keep []int)
+	}{
+		{"python template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
+			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
+		}},
+		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
+			if _, err := exec.LookPath("curl"); err != nil {
+				t.Skip("curl not installed: apt-get install curl")
+			}
+			return map[string]string{"client-cmd": "sh " + execFile(t, "examples/naive_http.sh")}, nil
+		}},
+		{"redis-py Lock, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
+			exectest.RequirePythonModule(t, "redis", "python3-redis")
+			addr, pid := exectest.StartRedis(t)
+			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), "lock-endpoints": addr}, []int{pid}
+		}},
+		// The session timeout is the TTL: 1 s, so kazoo's heartbeats (every third of it)
+		// keep up on a loaded machine; the pause stops the client for 2 s.
+		{"kazoo Lock, ZooKeeper", time.Second, func(t *testing.T) (map[string]string, []int) {
+			exectest.RequirePythonModule(t, "kazoo", "python3-kazoo")
+			addr, pid := exectest.StartZooKeeper(t)
+			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/kazoo_lock.py"), "lock-endpoints": addr}, []int{pid}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x, keep := tt.spec(t)
+			for _, resource := range []string{"unfenced", "fenced"} {
+				o, err := Execute(context.Background(), Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"pause"}, TTL: tt.ttl}, Options{OutDir: t.TempDir()})
+				require.NoError(t, err)
+				requireSignalled(t, o.History)
+				// The catalogue's expectations for the same fault on a Go client.
+				want := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+				if resource == "fenced" {
+					want = Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+				}
+				require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
+			}
+			requireNoProcesses(t, keep...)
+		})
+	}
+}
+
+// TestExecBrokenClient: a client that breaks mid-run ends it with one line, the history
+// so far is kept, and no process survives.
+func TestExecBrokenClient(t *testing.T) {
+	tests := []struct {
+		with     string
+		protocol bool
+		want     string
+	}{
+		{"garbage", true, `it sent "oops, not JSON": not a JSON object`},
+		{"exit", false, "its process exited during the run (exit status 5)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.with, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := "BREAK_AFTER=20 BREAK_WITH=" + tt.with + " sh " + execFile(t, "testdata/fake.sh")
+			_, err := Execute(context.Background(), Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}}, Options{OutDir: dir})
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "\n")
+			require.Contains(t, err.Error(), tt.want)
+			require.Contains(t, err.Error(), "the history so far")
+			require.Equal(t, tt.protocol, isSpec(err), "protocol errors are usage errors (exit 2), crashes are not (exit 3)")
+			if tt.protocol {
+				require.ErrorIs(t, err, execlock.ErrProtocol)
+			} else {
+				require.ErrorIs(t, err, execlock.ErrCrashed)
+			}
+			h, err := history.ReadFile(filepath.Join(dir, "history.json"))
+			require.NoError(t, err)
+			require.NotEmpty(t, h.Ops)
+			requireNoProcesses(t)
+		})
+	}
+}
+
+// TestExecInterrupted: a run cancelled mid-way (Ctrl-C) leaves no client process.
+func TestExecInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	go func() {
+		// Cancel once the run is under way: every client process has started.
+		deadline := time.Now().Add(30 * time.Second)
+		for len(proc.Descendants(os.Getpid())) < 3 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	_, err := Execute(ctx, Spec{Backend: "exec", Options: map[string]string{"client-cmd": "sh " + execFile(t, "testdata/fake.sh")}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, Options{OutDir: dir})
+	require.ErrorIs(t, err, context.Canceled)
+	require.FileExists(t, filepath.Join(dir, "history.json"))
+	requireNoProcesses(t)
+}
+
+func TestExecSpecErrors(t *testing.T) {
+	x := func(kv ...string) map[string]string {
+		m := map[string]string{"client-cmd": "x"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Backend: "exec"}, "backend exec needs --client-cmd"},
+		{Spec{Backend: "exec", Options: x("lock-service", "naive", "lock-endpoints", "127.0.0.1:1")}, "not both"},
+		{Spec{Backend: "exec", Options: x("lock-service", "exec")}, "the lock service must be a backend that holds locks itself"},
+		{Spec{Backend: "exec", Options: x("lock-service", "zoo")}, `unknown lock service "zoo"`},
+		{Spec{Backend: "exec", Options: x("lock-endpoints", "localhost")}, `"localhost" is not host:port`},
+		{Spec{Backend: "exec", Options: x("client-timeout", "soon")}, "--client-timeout must be a duration"},
+		{Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "an existing lock service (--lock-endpoints) only takes client-side faults"},
+		{Spec{Backend: "exec", Options: x(), Faults: []string{"leader-isolation"}}, "fault \"leader-isolation\" needs a lock-service cluster"},
+		{Spec{Backend: "exec", Options: x("lock-service", "etcd")}, "lock service etcd: etcd leases are whole seconds"},
+		{Spec{Backend: "exec", Options: x(), Policy: "careful"}, "the careful policy needs a lease that knows its end"},
+		{Spec{Backend: "exec", Options: x(), Resource: "etcd-txn"}, "resource etcd-txn needs the etcd backend"},
+		{Spec{Backend: "exec", Options: x(), Keys: 4}, "--keys"},
+		{Spec{Backend: "naive", Options: x()}, "--client-cmd is for the exec backend"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := Normalize(tt.spec)
+			require.ErrorIs(t, err, ErrSpec)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	// Any registered backend can be the lock service; its own settings are the run's.
+	n, err := Normalize(Spec{Backend: "exec", Options: x("lock-service", "raft"), Members: 3, Faults: []string{"leader-isolation"}})
+	require.NoError(t, err)
+	require.Equal(t, 3, n.Members)
+	_, err = Normalize(Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: time.Second, Faults: []string{"crash"}})
+	require.NoError(t, err)
+	// --client-cmd alone implies the exec backend.
+	n, err = Normalize(Spec{Options: x()})
+	require.NoError(t, err)
+	require.Equal(t, "exec", n.Backend)
+}
+
+func isSpec(err error) bool { return errors.Is(err, ErrSpec) }
+
+// TestExecClientCrash: the holder's lock client is killed with SIGKILL and replaced; the
+// application's late write with the old token gets through without a fence, not with one.
+func TestExecClientCrash(t *testing.T) {
+	x := map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py")}
+	for _, resource := range []string{"unfenced", "fenced"} {
+		o, err := Execute(context.Background(), Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"client-crash"}}, Options{})
+		require.NoError(t, err)
+		require.Len(t, o.History.Faults, 1)
+		require.Contains(t, o.History.Faults[0].Detail, "killed with SIGKILL (the lease it held died with it) and a fresh process")
+		want := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+		if resource == "fenced" {
+			want = Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+		}
+		require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
+	}
+	requireNoProcesses(t)
+	_, err := Normalize(Spec{Backend: "naive", Faults: []string{"client-crash"}})
+	require.ErrorContains(t, err, "kills a lock client that is a process of its own")
+}
