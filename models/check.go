@@ -59,10 +59,11 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	}
 	second.wait(ctx, opt.budget())
 	for i := range results {
-		second.apply(&results[i])
 		if declaredNoToken(results[i].Property, h) {
 			results[i].Porcupine, results[i].PorcupineNote = OpinionSkipped, noTokenNote
+			continue
 		}
+		second.apply(&results[i])
 	}
 
 	rep := &Report{
