@@ -202,3 +202,17 @@ func TestServiceExpectations(t *testing.T) {
 	require.False(t, cat)
 	require.Equal(t, "nats-external-fenced-pause", Label(s))
 }
+
+// evaluate of a backend without tokens plans its unfenced runs only (it used to stop at
+// the TTL probe, which tried the default fenced register).
+func TestEvaluateTokenlessPlan(t *testing.T) {
+	cfg, _, err := ResolveEvaluateTTL(context.Background(), EvaluateConfig{Backend: "redlock"})
+	require.NoError(t, err)
+	plan, err := PlanEvaluate(cfg)
+	require.NoError(t, err)
+	require.NotEmpty(t, plan.Scorecard.NoToken)
+	require.Len(t, plan.Jobs, 6, "pause, pause-before-read, delay, partition, node-pause, crash")
+	for _, j := range plan.Jobs {
+		require.Equal(t, "unfenced", j.Resource)
+	}
+}
