@@ -1,7 +1,5 @@
 package harness
 
-import "time"
-
 // Optional capabilities of a started Backend, found by type assertion (like Cluster and
 // Crasher): what a backend can undergo comes from the interfaces it implements, never
 // from its name. The registry (harness/registry) reads them to decide which faults,
@@ -49,27 +47,6 @@ type Tokenless interface {
 	NoFencingToken() string
 }
 
-// DurableLeases is implemented by backends whose server keeps its leases across a crash
-// and a restart with its data (ZooKeeper logs its sessions): a crash of a single server
-// frees no lock before the TTL has run out.
-type DurableLeases interface {
-	Backend
-	// LeasesSurviveRestart marks the capability; it does nothing.
-	LeasesSurviveRestart()
-}
-
-// StopExpiring is implemented by backends of independent server processes (no leader
-// among them: one redis-server, Redlock's servers, one nats-server) whose leases expire
-// by the servers' wall clock, which runs on while a process is stopped (PX, JetStream's
-// MaxAge). node-pause stops them with SIGSTOP for StopFor and continues them with SIGCONT
-// while the holder is still paused: by then they have forgotten its lease and grant the
-// lock to the next client.
-type StopExpiring interface {
-	ProcessNodes
-	// StopFor is how long node-pause stops the servers (longer than the TTL).
-	StopFor() time.Duration
-}
-
 // ServiceWrapper is implemented by backends that run their clients against another
 // started backend (the exec backend: a user's lock clients against a service fencecheck
 // started): faults that act on the lock service act on Unwrap's, and the service's
@@ -87,4 +64,13 @@ type ProcessClients interface {
 	Backend
 	// ClientsAreProcesses marks the capability; it does nothing.
 	ClientsAreProcesses()
+}
+
+// DurableLeases is implemented by backends whose server keeps its leases across a crash
+// and a restart with its data (ZooKeeper logs its sessions): a crash of a single server
+// frees no lock before the TTL has run out.
+type DurableLeases interface {
+	Backend
+	// LeasesSurviveRestart marks the capability; it does nothing.
+	LeasesSurviveRestart()
 }

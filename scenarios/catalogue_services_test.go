@@ -144,7 +144,7 @@ func TestServiceDeclaredCaps(t *testing.T) {
 			require.NoError(t, d.CheckStarted(s, b))
 			c := registry.CapsOf(b)
 			require.Equal(t, tc.opts != nil, c.External != "")
-			require.Equal(t, tc.opts == nil, c.ProcessNodes && c.StopExpiring && c.Crasher)
+			require.Equal(t, tc.opts == nil, c.ProcessNodes && c.SingleProcess && c.Crasher)
 			require.Equal(t, tc.backend == "redis-notoken" || tc.backend == "redlock", c.NoToken != "")
 		})
 	}

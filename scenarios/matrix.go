@@ -245,12 +245,20 @@ func applicableFaults(reg *registry.Registry, backend, resource string, opts map
 }
 
 // Unavailable says why a spec cannot run here (its resource needs a server none is
-// configured for), or "".
+// configured for, or its backend's program is not installed), or "".
 func Unavailable(s Spec) string { return unavailable(builtin.Registry(), s) }
 
 func unavailable(reg *registry.Registry, s Spec) string {
 	r, err := resolve(reg, s)
-	if err != nil || r.resource.Unavailable == nil {
+	if err != nil {
+		return ""
+	}
+	if r.backend.Unavailable != nil {
+		if why := r.backend.Unavailable(r.settings); why != "" {
+			return why
+		}
+	}
+	if r.resource.Unavailable == nil {
 		return ""
 	}
 	return r.resource.Unavailable(r.resSettings)

@@ -24,8 +24,8 @@ func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
 func TestCatalogue(t *testing.T) {
 	for _, sc := range Catalogue() {
 		t.Run(sc.Name, func(t *testing.T) {
-			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
 			skipWithoutZookeeper(t, sc.Spec) // zookeeper_test.go
+			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
 			skipWithoutService(t, sc.Spec)   // catalogue_services_test.go
 			skipWithoutPython(t, sc.Spec)    // exec_test.go
 			t.Parallel()

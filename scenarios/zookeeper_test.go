@@ -25,8 +25,8 @@ func skipWithoutZookeeper(t *testing.T, s Spec) {
 	if !strings.HasPrefix(s.Backend, zookeeper.Name) {
 		return
 	}
-	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
+	if why := Unavailable(s); why != "" {
+		t.Skip(why)
 	}
 }
 

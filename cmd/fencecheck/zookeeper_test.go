@@ -73,3 +73,13 @@ func zookeeperJVMs() []int {
 	}
 	return out
 }
+
+// --zookeeper-servers implies the zookeeper backend; an ensemble that does not answer is
+// bad input: one line, exit 2.
+func TestRunZookeeperServersDown(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--zookeeper-servers", "127.0.0.1:1", "--out", t.TempDir()}, &stdout, &stderr)
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Contains(t, stdout.String(), "zookeeper-external")
+	require.Contains(t, stderr.String(), "zookeeper: no server answers at [127.0.0.1:1]")
+}

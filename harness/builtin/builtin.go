@@ -7,8 +7,10 @@ import (
 
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
+	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/lease/redlock"
@@ -30,6 +32,8 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(zookeeper.Descriptors()...))
 	must(r.AddBackend(append(redislock.Descriptors(), redlock.Descriptor(), natslock.Descriptor())...)) // redis, redis-volatile, redis-notoken, redlock, nats
 	must(r.AddBackend(execlock.Descriptor(r)))
+	must(r.AddBackend(pgadvisory.Descriptors()...))
+	must(r.AddBackend(mariadblock.Descriptors()...))
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))

@@ -55,3 +55,22 @@ func Descendants(pid int) []int {
 	}
 	return out
 }
+
+// startTime is the process's start time (field 22 of /proc/PID/stat, in clock ticks
+// since boot).
+func startTime(pid int) (string, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 { // fields after the name start at 3 (state): 22 is f[19]
+		return "", false
+	}
+	return f[19], true
+}

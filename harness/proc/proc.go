@@ -48,6 +48,10 @@ type Config struct {
 	Stdout io.Writer
 	// StopGrace is how long Close waits after SIGTERM before SIGKILL (default 2 s).
 	StopGrace time.Duration
+	// TreeSignals sends every signal also to each descendant of the process, for
+	// servers whose children leave its process group (PostgreSQL's backends call
+	// setsid), so that a pause or a crash reaches them too.
+	TreeSignals bool
 }
 
 // Process is a started process and its group.
@@ -157,10 +161,42 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	if exited, _ := p.Exited(); exited {
 		return fmt.Errorf("%s (pid %d) has exited", p.cfg.Name, p.PID())
 	}
+	kids := p.tree()
 	if err := syscall.Kill(-p.PID(), sig); err != nil {
 		return fmt.Errorf("%s: signal %v to group %d: %w", p.cfg.Name, sig, p.PID(), err)
 	}
+	signalAll(kids, sig)
 	return nil
+}
+
+// tree lists the descendants to signal besides the group (TreeSignals), read before the
+// group is signalled: once the leader dies, its children are no longer below it.
+func (p *Process) tree() []member {
+	if !p.cfg.TreeSignals {
+		return nil
+	}
+	var out []member
+	for _, pid := range Descendants(p.PID()) {
+		if st, ok := startTime(pid); ok {
+			out = append(out, member{pid, st})
+		}
+	}
+	return out
+}
+
+// member is a process by id and start time: a signal sent later goes only to the same
+// process, never to an unrelated one that reused its id.
+type member struct {
+	pid   int
+	start string
+}
+
+func signalAll(ms []member, sig syscall.Signal) {
+	for _, m := range ms {
+		if st, ok := startTime(m.pid); ok && st == m.start {
+			_ = syscall.Kill(m.pid, sig)
+		}
+	}
 }
 
 // Pause stops the process group with SIGSTOP: a real stopped process, as in a long GC
@@ -191,7 +227,9 @@ func (p *Process) Resume() error {
 
 // Kill ends the process group with SIGKILL (a crash) and waits for the process to exit.
 func (p *Process) Kill() error {
+	kids := p.tree()
 	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	signalAll(kids, syscall.SIGKILL)
 	<-p.done
 	p.mu.Lock()
 	p.stopped = false
@@ -210,19 +248,24 @@ func (p *Process) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
+	kids := p.tree()
 	if exited, _ := p.Exited(); !exited {
 		_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
 		_ = syscall.Kill(-p.PID(), syscall.SIGCONT)
+		signalAll(kids, syscall.SIGTERM)
+		signalAll(kids, syscall.SIGCONT)
 		select {
 		case <-p.done:
 		case <-time.After(p.cfg.StopGrace):
 			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+			signalAll(kids, syscall.SIGKILL)
 			<-p.done
 			p.mu.Lock()
 			p.killed = true
 			p.mu.Unlock()
 		}
 	}
+	signalAll(kids, syscall.SIGKILL)
 	// Children that left the group's leader behind (a daemonizing script) still share
 	// the group id: make sure none of them survives.
 	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)

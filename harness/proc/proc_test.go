@@ -120,3 +120,31 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestTreeSignals(t *testing.T) {
+	// The child calls setsid, like a PostgreSQL backend: only TreeSignals reaches it.
+	for _, tc := range []struct {
+		name string
+		end  func(p *Process) error
+	}{
+		{"kill", func(p *Process) error { return p.Kill() }},
+		{"close", func(p *Process) error { return p.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Start(context.Background(), Config{Name: "tree", Path: "sh", Args: []string{"-c", "setsid sleep 300 & wait"}, TreeSignals: true})
+			require.NoError(t, err)
+			defer p.Close()
+			require.Eventually(t, func() bool { return len(Descendants(p.PID())) == 1 }, 20*time.Second, 5*time.Millisecond)
+			kid := Descendants(p.PID())[0]
+			require.NoError(t, p.Pause())
+			waitState(t, kid, "T")
+			require.NoError(t, p.Resume())
+			waitState(t, kid, "S")
+			require.NoError(t, tc.end(p))
+			require.Eventually(t, func() bool {
+				_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(kid)))
+				return err != nil || state(t, kid) == "Z"
+			}, 20*time.Second, 5*time.Millisecond, "the child that left the group survived")
+		})
+	}
+}

@@ -57,15 +57,17 @@ type Caps struct {
 	// processes); DurableLeases: harness.DurableLeases.
 	ProcessNodes  bool
 	DurableLeases bool
-	// StopExpiring: harness.StopExpiring (node-pause stops independent servers for a
-	// while, see there).
-	StopExpiring bool
 	// External is harness.External's description ("" for a service fencecheck runs).
 	External string
 	// NoToken is harness.Tokenless's reason ("" for a backend with fencing tokens).
 	NoToken string
 	// ClientProcesses: harness.ProcessClients (each client is a process of its own).
 	ClientProcesses bool
+	// SingleProcess: harness.ProcessNodes, not a cluster, whose server forgets its
+	// leases when it stops or crashes (not harness.DurableLeases): one server process, or
+	// independent ones without a leader (Redlock's), of which node faults strike a
+	// majority. node-pause is a timed SIGSTOP, crash a SIGKILL and restart at once.
+	SingleProcess bool
 }
 
 // Service is the backend that serves the locks: b, or the service b wraps
@@ -108,9 +110,11 @@ func serviceCaps(b harness.Backend) Caps {
 	}
 	_, c.ProcessNodes = b.(harness.ProcessNodes)
 	_, c.DurableLeases = b.(harness.DurableLeases)
-	_, c.StopExpiring = b.(harness.StopExpiring)
 	if e, ok := b.(harness.External); ok {
 		c.External = e.External()
+	}
+	if _, ok := b.(harness.ProcessNodes); ok && !c.Cluster && !c.DurableLeases {
+		c.SingleProcess = true
 	}
 	return c
 }

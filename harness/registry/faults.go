@@ -203,7 +203,7 @@ func needCluster(name string, t Target) error {
 	if err := ownService(name, t); err != nil {
 		return err
 	}
-	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes && !t.Caps.StopExpiring { // independent servers have no --members 3 to offer
+	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes && !t.Caps.SingleProcess { // independent servers have no --members 3 to offer
 		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)
 	}
 	if !t.Caps.Cluster || t.Caps.Nodes < 3 {
@@ -241,17 +241,17 @@ type nodePause struct{}
 
 func (nodePause) Name() string { return "node-pause" }
 func (nodePause) Meaning() string {
-	return "the lock service's leader stops: all its links, to peers and clients, stall (a server process: SIGSTOP) while the holder is paused (clusters of 3 or more; independent servers whose leases expire by their clock: SIGSTOP for 2×TTL, a majority of them, then SIGCONT)"
+	return "the lock service stops: a cluster's leader (all its links, to peers and clients, stall; a server process: SIGSTOP until the pause heals; clusters of 3 or more), or a single server process that forgets idle sessions on its own (SIGSTOP, and SIGCONT after 2x TTL, while the holder is still paused: postgres-advisory, mariadb-lock)"
 }
 func (f nodePause) Applies(t Target) error {
-	if t.Caps.StopExpiring && !t.Caps.Cluster {
+	if t.Caps.SingleProcess {
 		return ownService(f.Name(), t)
 	}
 	return needCluster(f.Name(), t)
 }
 func (f nodePause) Action(b harness.Backend) nemesis.Action {
-	if se, ok := b.(harness.StopExpiring); ok && !isCluster(b) {
-		return timedStop(f.Name(), se)
+	if pn, ok := singleProcess(b); ok {
+		return processPause(f.Name(), b, pn)
 	}
 	if pn, ok := b.(harness.ProcessNodes); ok {
 		return signalPause(f.Name(), b, pn)
@@ -314,81 +314,6 @@ func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesi
 	}
 }
 
-// timedStop is node-pause on independent servers (harness.StopExpiring): SIGSTOP to
-// the servers that hold the lock (strikeNodes) for StopFor, then SIGCONT while the holder
-// is still paused, so that the next client is granted the lock before it wakes.
-func timedStop(kind string, se harness.StopExpiring) nemesis.Action {
-	nodes := strikeNodes(se)
-	var (
-		mu    sync.Mutex
-		timer *time.Timer
-	)
-	resume := func(ctx context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if timer != nil {
-			timer.Stop()
-		}
-		var errs []error
-		for _, i := range nodes {
-			errs = append(errs, se.ResumeNode(ctx, i))
-		}
-		return errors.Join(errs...)
-	}
-	return nemesis.Action{
-		Kind: kind,
-		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
-			pids := pidList(se, nodes)
-			for _, i := range nodes {
-				if err := se.PauseNode(ctx, i); err != nil {
-					return strikeTarget(nodes), "", errors.Join(err, resume(ctx))
-				}
-			}
-			hold := se.StopFor()
-			mu.Lock()
-			timer = time.AfterFunc(hold, func() { _ = resume(context.Background()) })
-			mu.Unlock()
-			return strikeTarget(nodes), fmt.Sprintf("SIGSTOP to %s for %v, then SIGCONT, while the holder is paused", pids, hold), nil
-		},
-		Heal: resume,
-	}
-}
-
-// strikeNodes are the servers a node fault strikes on a service of independent server
-// processes: the only one, or a majority (Redlock), so that the lock is really forgotten.
-func strikeNodes(pn harness.ProcessNodes) []int {
-	n := 1
-	if pn.Nodes() > 1 {
-		n = pn.Nodes()/2 + 1
-	}
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
-func strikeTarget(nodes []int) string {
-	if len(nodes) == 1 {
-		return node(nodes[0])
-	}
-	return "lock service"
-}
-
-// pidList names nodes with their PIDs: "node 0 (pid 4589), node 1 (pid 4595)".
-func pidList(pn harness.ProcessNodes, nodes []int) string {
-	parts := make([]string, len(nodes))
-	for k, i := range nodes {
-		parts[k] = fmt.Sprintf("node %d (pid %d)", i, pn.NodePID(i))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func isCluster(b harness.Backend) bool {
-	_, ok := b.(harness.Cluster)
-	return ok
-}
-
 // serverRole names node i of a process-backed service in a fault's detail.
 func serverRole(pn harness.ProcessNodes, i int) string {
 	if pn.Nodes() == 1 {
@@ -409,7 +334,7 @@ type crashFault struct{}
 
 func (crashFault) Name() string { return "crash" }
 func (crashFault) Meaning() string {
-	return "the lock service (a single server, or a cluster's leader; a server process: SIGKILL) crashes while the holder is paused, and restarts with its data (a single server: at once; a leader: when the pause heals; independent servers: a majority, at once)"
+	return "the lock service (a single server, or a cluster's leader; a server process: SIGKILL) crashes while the holder is paused, and restarts with its data (a single server: at once; a leader: when the pause heals)"
 }
 func (f crashFault) Applies(t Target) error {
 	if err := ownService(f.Name(), t); err != nil {
@@ -433,10 +358,10 @@ func (crashFault) ShapePause(t Target, s *nemesis.ClientFault) bool {
 }
 
 func (f crashFault) Action(b harness.Backend) nemesis.Action {
-	if pn, ok := b.(harness.ProcessNodes); ok && pn.Nodes() > 1 && !isCluster(b) {
-		return majorityCrash(f.Name(), b, pn)
-	}
 	crasher, _ := b.(harness.Crasher)
+	if pn, ok := singleProcess(b); ok && crasher != nil {
+		return processCrash(f.Name(), pn, crasher)
+	}
 	_, isCluster := b.(harness.Cluster)
 	single := !isCluster
 	var crashed int
@@ -476,34 +401,6 @@ func (f crashFault) Action(b harness.Backend) nemesis.Action {
 				return nil
 			}
 			return crasher.Restart(ctx, crashed, true)
-		},
-	}
-}
-
-// majorityCrash is crash on independent server processes (Redlock's): SIGKILL to a
-// majority, restarted at once with their data dirs, so that a lock they kept only in
-// memory is granted again while the holder is still paused.
-func majorityCrash(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
-	crasher, _ := b.(harness.Crasher)
-	nodes := strikeNodes(pn)
-	return nemesis.Action{
-		Kind: kind,
-		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
-			if crasher == nil {
-				return "lock service", "", fmt.Errorf("backend %s cannot be crashed by fencecheck", b.Name())
-			}
-			before := pidList(pn, nodes)
-			for _, i := range nodes {
-				if err := crasher.Crash(ctx, i); err != nil {
-					return node(i), "", err
-				}
-			}
-			for _, i := range nodes {
-				if err := crasher.Restart(ctx, i, true); err != nil {
-					return node(i), "", err
-				}
-			}
-			return "lock service", fmt.Sprintf("SIGKILL to %s, restarted at once with its data dir as %s", before, pidList(pn, nodes)), nil
 		},
 	}
 }
@@ -711,4 +608,119 @@ func lastTokens(h *history.History, client int) (prev, held int64, ok bool) {
 		}
 	}
 	return prev, held, haveAcq && haveRead
+}
+
+// LeaseTimed is implemented by backends that say their lease TTL; a process pause holds
+// the server stopped for twice that.
+type LeaseTimed interface {
+	LeaseTTL() time.Duration
+}
+
+// singleProcess returns a backend's one server process when it has Caps.SingleProcess
+// (CapsOf decides, so the fault and its Applies agree).
+func singleProcess(b harness.Backend) (harness.ProcessNodes, bool) {
+	pn, ok := b.(harness.ProcessNodes)
+	if !ok || !CapsOf(b).SingleProcess {
+		return nil, false
+	}
+	return pn, true
+}
+
+// processPause stops the server process (independent servers: a majority, strikeNodes)
+// with SIGSTOP for 2 × TTL, then continues it (SIGCONT) while the holder is still paused:
+// its timers ran on the clock meanwhile.
+func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
+	hold := 2 * DefaultTTL
+	if lt, ok := b.(LeaseTimed); ok {
+		hold = 2 * lt.LeaseTTL()
+	}
+	nodes := strikeNodes(pn)
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+	)
+	resume := func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+		var errs []error
+		for _, i := range nodes {
+			errs = append(errs, pn.ResumeNode(ctx, i))
+		}
+		return errors.Join(errs...)
+	}
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			pids := pidList(pn, nodes)
+			for _, i := range nodes {
+				if err := pn.PauseNode(ctx, i); err != nil {
+					return strikeTarget(nodes), "", errors.Join(err, resume(ctx))
+				}
+			}
+			mu.Lock()
+			timer = time.AfterFunc(hold, func() { _ = resume(context.Background()) })
+			mu.Unlock()
+			return strikeTarget(nodes), fmt.Sprintf("SIGSTOP to %s for %s, then SIGCONT, while the holder is paused", pids, history.Seconds(hold.Nanoseconds())), nil
+		},
+		Heal: resume,
+	}
+}
+
+// processCrash kills the server process (independent servers: a majority) with SIGKILL
+// and restarts it at once on its data dir, so the lock is available again while the
+// holder is still paused if the server kept it only in memory.
+func processCrash(kind string, pn harness.ProcessNodes, crasher harness.Crasher) nemesis.Action {
+	nodes := strikeNodes(pn)
+	return nemesis.Action{
+		Kind: kind,
+		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
+			before := pidList(pn, nodes)
+			for _, i := range nodes {
+				if err := crasher.Crash(ctx, i); err != nil {
+					return node(i), "", err
+				}
+			}
+			t0 := time.Now()
+			for _, i := range nodes {
+				if err := crasher.Restart(ctx, i, true); err != nil {
+					return node(i), "", err
+				}
+			}
+			return strikeTarget(nodes), fmt.Sprintf("SIGKILL to %s, restarted at once with its data dir as %s (ready after %s)",
+				before, pidList(pn, nodes), history.Seconds(time.Since(t0).Nanoseconds())), nil
+		},
+	}
+}
+
+// strikeNodes are the servers a node fault strikes on independent server processes: the
+// only one, or a majority (Redlock's), so that the lock is really forgotten.
+func strikeNodes(pn harness.ProcessNodes) []int {
+	n := 1
+	if pn.Nodes() > 1 {
+		n = pn.Nodes()/2 + 1
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func strikeTarget(nodes []int) string {
+	if len(nodes) == 1 {
+		return node(nodes[0])
+	}
+	return "lock service"
+}
+
+// pidList names nodes with their PIDs: "node 0 (pid 4589), node 1 (pid 4595)".
+func pidList(pn harness.ProcessNodes, nodes []int) string {
+	parts := make([]string, len(nodes))
+	for k, i := range nodes {
+		parts[k] = fmt.Sprintf("node %d (pid %d)", i, pn.NodePID(i))
+	}
+	return strings.Join(parts, ", ")
 }

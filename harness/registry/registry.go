@@ -143,6 +143,10 @@ type Backend struct {
 	// s.TTL (an existing cluster may raise a short one). Every timing of a run derives
 	// from the TTL, so a run uses the granted one or is refused. nil: granted as asked.
 	GrantedTTL func(ctx context.Context, s Settings) (time.Duration, error)
+	// Unavailable says why the service cannot run here (e.g. its package is not
+	// installed), or "" when it can; nil: always available. Tests and `soak all` skip
+	// such scenarios.
+	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
 }

@@ -36,7 +36,7 @@ func Descriptor() registry.Backend {
 			if s.Option(OptionURL) != "" {
 				return registry.Caps{External: externalWords}
 			}
-			return registry.Caps{Crasher: true, ProcessNodes: true, StopExpiring: true}
+			return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true}
 		},
 		Setup: func(s registry.Settings) string {
 			if u := s.Option(OptionURL); u != "" {
@@ -92,6 +92,5 @@ func (e *external) NewLocker(ctx context.Context, id int, addrs []string) (harne
 // External implements harness.External.
 func (e *external) External() string { return externalWords }
 
-// StopFor implements harness.StopExpiring: twice the TTL, so that the key is past the
-// bucket's MaxAge when the server continues.
-func (b *Backend) StopFor() time.Duration { return 2 * b.cfg.TTL }
+// LeaseTTL implements registry.LeaseTimed: node-pause stops the server(s) for twice it.
+func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }

@@ -47,7 +47,7 @@ func Descriptors() []registry.Backend {
 				return Config{TTL: s.TTL, Token: kind, Addrs: s.List(OptionAddrs), Dir: "-"}.Validate()
 			},
 			Caps: func(s registry.Settings) registry.Caps {
-				c := registry.Caps{Crasher: true, ProcessNodes: true, StopExpiring: true}
+				c := registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true}
 				if len(s.List(OptionAddrs)) > 0 {
 					c = registry.Caps{External: externalWords}
 				}
@@ -158,6 +158,5 @@ func (e *external) Close() error {
 	return errors.Join(err, cli.Close(), e.b.Close())
 }
 
-// StopFor implements harness.StopExpiring: twice the TTL, so that the key has surely
-// expired by the server's clock when it continues.
-func (b *Backend) StopFor() time.Duration { return 2 * b.cfg.TTL }
+// LeaseTTL implements registry.LeaseTimed: node-pause stops the server(s) for twice it.
+func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }

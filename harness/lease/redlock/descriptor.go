@@ -37,7 +37,7 @@ func Descriptor() registry.Backend {
 			if len(s.List(redis.OptionAddrs)) > 0 {
 				return registry.Caps{External: externalWords, NoToken: NoTokenReason}
 			}
-			return registry.Caps{Crasher: true, ProcessNodes: true, StopExpiring: true, NoToken: NoTokenReason}
+			return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, NoToken: NoTokenReason}
 		},
 		Setup: func(s registry.Settings) string {
 			if addrs := s.List(redis.OptionAddrs); len(addrs) > 0 {
@@ -99,6 +99,5 @@ func (e *external) NoFencingToken() string { return NoTokenReason }
 // External implements harness.External.
 func (e *external) External() string { return externalWords }
 
-// StopFor implements harness.StopExpiring: twice the TTL, so that the key has surely
-// expired on every stopped server when it continues.
-func (b *Backend) StopFor() time.Duration { return 2 * b.cfg.TTL }
+// LeaseTTL implements registry.LeaseTimed: node-pause stops the server(s) for twice it.
+func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -40,10 +41,11 @@ func Descriptors() []registry.Backend {
 				Name: OptionServers, External: true,
 				Usage: "comma-separated host:port of an existing ZooKeeper ensemble for the zookeeper backends (client-side faults only)",
 			}},
-			Check: check,
-			Caps:  caps,
-			Setup: setup,
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(ctx, env, token) },
+			Check:       check,
+			Unavailable: unavailable,
+			Caps:        caps,
+			Setup:       setup,
+			Start:       func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(ctx, env, token) },
 		}
 	}
 	return []registry.Backend{
@@ -54,6 +56,27 @@ func Descriptors() []registry.Backend {
 			"the zookeeper recipe with the znode's sequence number as token (per lock parent: restarts at 0 when the container parent is recreated)",
 			"the lock znode's sequence number (per lock parent)"),
 	}
+}
+
+// unavailable names the Debian package a run on servers fencecheck starts needs.
+func unavailable(s registry.Settings) string {
+	if len(s.List(OptionServers)) > 0 {
+		return ""
+	}
+	need := []string{defaultJar, slf4jJar, log4jJar}
+	if clockRate(s) > 0 {
+		need = append(need, Libfaketime)
+	}
+	for _, f := range need {
+		if _, err := os.Stat(f); err != nil {
+			pkg := DebianPackage
+			if f == Libfaketime {
+				pkg = "faketime"
+			}
+			return fmt.Sprintf("Debian's ZooKeeper cannot start here: %s is missing (apt-get install %s)", f, pkg)
+		}
+	}
+	return ""
 }
 
 func check(s registry.Settings) error {

@@ -98,3 +98,18 @@ func TestDescriptorCheck(t *testing.T) {
 		})
 	}
 }
+
+// A run on an existing ensemble needs nothing installed; one on servers fencecheck
+// starts is available exactly when Debian's jars are there.
+func TestDescriptorUnavailable(t *testing.T) {
+	d := zookeeper.Descriptors()[0]
+	ext := registry.Settings{Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}}
+	require.Empty(t, d.Unavailable(ext.WithOptions(d.Options)))
+	_, err := os.Stat("/usr/share/java/zookeeper.jar")
+	why := d.Unavailable(registry.Settings{}.WithOptions(d.Options))
+	if err != nil {
+		require.Contains(t, why, "apt-get install zookeeper")
+	} else {
+		require.Empty(t, why)
+	}
+}

@@ -60,9 +60,33 @@ func freePort() (int, net.Listener, error) {
 	return l.Addr().(*net.TCPAddr).Port, l, nil
 }
 
-// startEnsemble writes each server's configuration, starts the JVMs and waits until
+// errExitedEarly marks a server that exited before it served. With ports fencecheck
+// picked, the likely cause is a port taken by another process in the moment between
+// releasing it and the JVM binding it (a loaded machine, many tests in parallel).
+var errExitedEarly = errors.New("exited before it served")
+
+// startAttempts bounds the starts with fresh ports when a server exits early.
+const startAttempts = 3
+
+// startEnsemble starts the servers, again on fresh ports (and empty data dirs) when one
+// exits before it serves and fencecheck picked the ports; the last error otherwise.
+func startEnsemble(ctx context.Context, cfg Config) (*ensemble, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := startEnsembleOnce(ctx, cfg)
+		if err == nil || attempt == startAttempts || len(cfg.ClientPorts) > 0 || ctx.Err() != nil || !errors.Is(err, errExitedEarly) {
+			return e, err
+		}
+		for i := range cfg.Nodes {
+			if rerr := os.RemoveAll(filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i))); rerr != nil {
+				return nil, fmt.Errorf("zookeeper: %w (and clearing for a retry: %w)", err, rerr)
+			}
+		}
+	}
+}
+
+// startEnsembleOnce writes each server's configuration, starts the JVMs and waits until
 // every server serves (standalone, or leader/follower of one quorum).
-func startEnsemble(ctx context.Context, cfg Config) (_ *ensemble, err error) {
+func startEnsembleOnce(ctx context.Context, cfg Config) (_ *ensemble, err error) {
 	for _, f := range []string{cfg.Jar, slf4jJar, log4jJar} {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("zookeeper: %w: %s is missing (install the Debian package %s)", proc.ErrNotFound, f, DebianPackage)
@@ -234,6 +258,9 @@ func (n *node) start(ctx context.Context, java string, wait bool) error {
 		if errors.Is(err, proc.ErrNotFound) {
 			return fmt.Errorf("zookeeper: %w (install the Debian package %s, which brings Java)", err, DebianPackage)
 		}
+		if strings.Contains(err.Error(), "exited before it was ready") { // proc's words for it
+			return fmt.Errorf("zookeeper: %w: %w", errExitedEarly, err)
+		}
 		return fmt.Errorf("zookeeper: %w", err)
 	}
 	n.p = p
@@ -253,7 +280,7 @@ func (n *node) waitServing(ctx context.Context) error {
 		select {
 		case <-p.Done():
 			_, werr := p.Exited()
-			return fmt.Errorf("zookeeper: node %d on %s exited before it served (%v); its output ends: %s", n.id-1, n.clientAddr(), werr, p.Output())
+			return fmt.Errorf("zookeeper: node %d on %s %w (%v); its output ends: %s", n.id-1, n.clientAddr(), errExitedEarly, werr, p.Output())
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return fmt.Errorf("zookeeper: interrupted while node %d on %s was starting: %w", n.id-1, n.clientAddr(), ctx.Err())

@@ -1,0 +1,109 @@
+package main
+
+// Issue 16's acceptance runs against real PostgreSQL and MariaDB servers fencecheck
+// starts.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
+	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+func needDBLock(t *testing.T, backend string) {
+	t.Helper()
+	avail := pgadvisory.Available
+	if strings.HasPrefix(backend, "mariadb") {
+		avail = mariadblock.Available
+	}
+	if err := avail(); err != nil {
+		t.Skip(err)
+	}
+}
+
+func TestRunDBLocks(t *testing.T) {
+	for _, tc := range []struct {
+		backend, resource, fault string
+		code                     int
+		want                     string
+	}{
+		{"postgres-advisory", "unfenced", "pause", exitViolated, "result: UNSAFE"},
+		{"postgres-advisory", "fenced", "pause", exitSafe, "result: safe"},
+		{"postgres-advisory", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid "},
+		{"postgres-advisory-notoken", "fenced", "pause", exitUsage, "no fencing token"},
+		{"mariadb-lock", "unfenced", "pause", exitViolated, "result: UNSAFE"},
+		{"mariadb-lock", "fenced", "pause", exitSafe, "result: safe"},
+		{"mariadb-lock", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid "},
+		// Reused connection ids can also let the fence lose an update (exit 1): -1 takes
+		// either exit.
+		{"mariadb-lock-connid", "fenced", "crash", -1, "tokens    VIOLATED"},
+	} {
+		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
+			needDBLock(t, tc.backend)
+			out := t.TempDir()
+			code, stdout, stderr := run(t, "run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault)
+			if tc.code >= 0 {
+				require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			} else {
+				require.Contains(t, []int{exitSafe, exitViolated}, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+			require.Contains(t, stdout+stderr, tc.want)
+			if code == exitUsage {
+				require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+				return
+			}
+			files, err := filepath.Glob(filepath.Join(out, "*", "2*", "history.json"))
+			require.NoError(t, err)
+			require.Len(t, files, 1)
+			h, err := history.ReadFile(files[0])
+			require.NoError(t, err)
+			for _, f := range h.Faults {
+				if f.Kind == "node-pause" || f.Kind == "crash" {
+					require.Regexp(t, `(SIGSTOP|SIGKILL) to node 0 \(pid [1-9][0-9]*\)`, f.Detail)
+				}
+			}
+			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the run")
+		})
+	}
+}
+
+// Ctrl-C in the middle of a run: every server process (PostgreSQL's backends too) is
+// gone when Main returns.
+func TestRunDBLockInterrupted(t *testing.T) {
+	for _, backend := range []string{"postgres-advisory", "mariadb-lock"} {
+		t.Run(backend, func(t *testing.T) {
+			needDBLock(t, backend)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan int, 1)
+			go func() {
+				var o, e strings.Builder
+				done <- Main(ctx, []string{"run", "--out", t.TempDir(), "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
+			}()
+			deadline := time.Now().Add(60 * time.Second)
+			for len(proc.Descendants(os.Getpid())) == 0 {
+				require.True(t, time.Now().Before(deadline), "no server started")
+				time.Sleep(10 * time.Millisecond)
+			}
+			// Past the server's set-up (initdb, or mariadbd's first start) and into the
+			// workload, which lasts 30 s; an earlier interrupt must leave nothing either.
+			time.Sleep(5 * time.Second)
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("run did not return after cancel")
+			}
+			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the interrupted run")
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package mariadblock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// DebianPackage provides mariadbd.
+const DebianPackage = "mariadb-server"
+
+// ServerConfig says how to start a private MariaDB server.
+type ServerConfig struct {
+	// Dir holds the server's data (Dir/data) and socket. Required.
+	Dir string
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// Log receives the server's output (nil: discarded).
+	Log io.Writer
+	// Binary is mariadbd (default from PATH).
+	Binary string
+	// ReadyTimeout bounds the wait for the first connection (default 30 s: InnoDB
+	// crash recovery on a loaded machine).
+	ReadyTimeout time.Duration
+}
+
+// Server is a private mariadbd on 127.0.0.1 (one process, its own process group).
+type Server struct {
+	cfg  ServerConfig
+	addr string
+	data string
+
+	mu sync.Mutex
+	p  *proc.Process
+}
+
+// Available returns nil when mariadbd can be started here, or an error (wrapping
+// proc.ErrNotFound) naming the Debian package to install.
+func Available() error {
+	if _, err := exec.LookPath("mariadbd"); err != nil {
+		return fmt.Errorf("%s: %w: mariadbd (install the Debian package %s)", Name, proc.ErrNotFound, DebianPackage)
+	}
+	return nil
+}
+
+// StartServer starts mariadbd on Dir/data (created on first use) and waits until it
+// accepts connections. The server runs without grant tables (any user on loopback is
+// let in): it is fencecheck's own, on an ephemeral loopback port, for one run.
+func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("%s: ServerConfig.Dir is required", Name)
+	}
+	if cfg.Binary == "" {
+		cfg.Binary = "mariadbd"
+	}
+	if _, err := exec.LookPath(cfg.Binary); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s (install the Debian package %s)", Name, proc.ErrNotFound, cfg.Binary, DebianPackage)
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 30 * time.Second
+	}
+	if cfg.Port == 0 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Port = port
+	}
+	s := &Server{cfg: cfg, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)), data: filepath.Join(cfg.Dir, "data")}
+	if err := s.init(ctx); err != nil {
+		return nil, err
+	}
+	return s, s.start(ctx)
+}
+
+// init creates an empty data dir: a first start creates InnoDB's files, and a clean
+// shutdown writes them out (a SIGKILL right after the first start would leave a
+// system tablespace InnoDB refuses). 1-2 s; mariadb-install-db takes longer.
+func (s *Server) init(ctx context.Context) error {
+	if err := os.RemoveAll(s.data); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if err := os.MkdirAll(s.data, 0o700); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	p := s.proc()
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		_ = p.Close()
+		return fmt.Errorf("%s: the first start on %s did not shut down within 30 s; its output ends: %s", Name, s.data, p.Output())
+	}
+	return p.Close()
+}
+
+func (s *Server) start(ctx context.Context) error {
+	args := []string{
+		"--no-defaults", "--datadir=" + s.data, "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(s.cfg.Port),
+		"--socket=" + filepath.Join(s.cfg.Dir, "sock"), "--pid-file=" + filepath.Join(s.cfg.Dir, "pid"),
+		"--skip-grant-tables", "--skip-log-bin", "--skip-name-resolve",
+		"--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M", "--max-connections=500",
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	addr := s.addr
+	p, err := proc.Start(ctx, proc.Config{
+		Name: "mariadbd on " + addr, Path: s.cfg.Binary, Args: args, Log: s.cfg.Log,
+		ReadyTimeout: s.cfg.ReadyTimeout,
+		Ready:        func(ctx context.Context) error { return ping(ctx, addr) },
+	})
+	if errors.Is(err, proc.ErrNotFound) {
+		return fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.p = p
+	s.mu.Unlock()
+	return nil
+}
+
+// ping connects to addr and runs SELECT 1.
+func ping(ctx context.Context, addr string) error {
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User = "tcp", addr, "root"
+	cfg.Timeout = time.Second
+	cfg.Logger = quiet{}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return db.PingContext(cctx)
+}
+
+// quiet drops the driver's log lines (a server still starting up makes it print).
+type quiet struct{}
+
+func (quiet) Print(...any) {}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("%s: find a free port: %w", Name, err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// DSN is the go-sql-driver DSN of the server's fencecheck database.
+func (s *Server) DSN() string { return "root@tcp(" + s.addr + ")/fencecheck" }
+
+func (s *Server) proc() *proc.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p
+}
+
+// PID is mariadbd's process id.
+func (s *Server) PID() int {
+	if p := s.proc(); p != nil {
+		return p.PID()
+	}
+	return 0
+}
+
+// Pause stops mariadbd with SIGSTOP.
+func (s *Server) Pause() error { return s.proc().Pause() }
+
+// Resume continues it with SIGCONT.
+func (s *Server) Resume() error { return s.proc().Resume() }
+
+// Crash kills mariadbd with SIGKILL.
+func (s *Server) Crash() error { return s.proc().Kill() }
+
+// Restart starts a crashed server again on the same port: with its data (InnoDB crash
+// recovery) or, keepData=false, on an empty data dir.
+func (s *Server) Restart(ctx context.Context, keepData bool) error {
+	if exited, _ := s.proc().Exited(); !exited {
+		return fmt.Errorf("%s: restart: the server (pid %d) is still running", Name, s.PID())
+	}
+	_ = s.proc().Close()
+	if !keepData {
+		if err := s.init(ctx); err != nil {
+			return err
+		}
+	}
+	return s.start(ctx)
+}
+
+// Close stops the server (SIGTERM: a clean shutdown; SIGKILL after the grace). Safe to
+// call twice.
+func (s *Server) Close() error {
+	if p := s.proc(); p != nil {
+		return p.Close()
+	}
+	return nil
+}

@@ -1,0 +1,417 @@
+// Package pgadvisory is the "postgres-advisory" lock backend: PostgreSQL's session-level
+// advisory lock, pg_try_advisory_lock(key), held on a session connection of its own per
+// grant (pgx v5, through the client's fault proxy). The lock lives exactly as long as
+// the session; the session is given idle_session_timeout = TTL and pinged every TTL/3,
+// so a client that stops talking for a TTL loses its session and the lock with it.
+//
+// PostgreSQL hands out no fencing token with the lock. The token options are the ones
+// teams use: nextval of a sequence taken in the grant's statement (TokenSequence), the
+// granting statement's pg_current_xact_id() (TokenXact), and none (TokenNone,
+// harness.Tokenless).
+//
+// The server is a private cluster fencecheck creates with initdb and starts on an
+// ephemeral loopback port (node faults apply: SIGSTOP of the postmaster's group, SIGKILL
+// and crash recovery), or an existing server given by DSN (client-side faults only).
+package pgadvisory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
+)
+
+// TokenKind chooses what a grant hands out as its fencing token.
+type TokenKind string
+
+const (
+	// TokenSequence is nextval('fencecheck_lock_token') evaluated in the statement
+	// that takes the lock (only when it is granted). Sequences are WAL-logged, so the
+	// values go on increasing after a crash (skipping up to 32).
+	TokenSequence TokenKind = "sequence"
+	// TokenXact is pg_current_xact_id() of the statement that takes the lock: the
+	// 64-bit transaction id assigned to it.
+	TokenXact TokenKind = "xact"
+	// TokenNone hands out no token (harness.Tokenless).
+	TokenNone TokenKind = "none"
+)
+
+// NoTokenReason is why TokenNone cannot be fenced.
+const NoTokenReason = "no fencing token: pg_try_advisory_lock returns only true or false, so the lock cannot be made safe by fencing"
+
+// Name is the backend's name.
+const Name = "postgres-advisory"
+
+// Config configures the backend.
+type Config struct {
+	// TTL is the session's idle_session_timeout (whole milliseconds, at least 100 ms):
+	// a holder silent for that long loses its session and the lock.
+	TTL time.Duration
+	// Token is the token kind (default TokenSequence).
+	Token TokenKind
+	// Dir holds the private cluster; required unless DSN is set.
+	Dir string
+	// LogWriter receives initdb's and the server's output (nil: discarded).
+	LogWriter io.Writer
+	// DSN is an existing server (a libpq URL or key=value string naming one TCP host):
+	// no server is started and node faults do not apply.
+	DSN string
+	// Port of the started server (0: a free one).
+	Port int
+
+	name string // the registered name (default Name)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Token == "" {
+		c.Token = TokenSequence
+	}
+	return c
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.TTL < 100*time.Millisecond || c.TTL%time.Millisecond != 0 {
+		return fmt.Errorf("%s: TTL %v must be whole milliseconds, at least 100ms (idle_session_timeout is in ms; shorter, a loaded machine ends healthy sessions)", Name, c.TTL)
+	}
+	switch c.Token {
+	case TokenSequence, TokenXact, TokenNone:
+	default:
+		return fmt.Errorf("%s: token must be %q, %q or %q, got %q", Name, TokenSequence, TokenXact, TokenNone, c.Token)
+	}
+	if c.DSN != "" {
+		if _, _, err := parseDSN(c.DSN); err != nil {
+			return err
+		}
+	} else if c.Dir == "" {
+		return fmt.Errorf("%s: Dir is required to start a server", Name)
+	}
+	return nil
+}
+
+func parseDSN(dsn string) (*pgx.ConnConfig, string, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: bad PostgreSQL DSN: %w", Name, err) // pgx redacts the password
+	}
+	if len(cfg.Host) > 0 && cfg.Host[0] == '/' {
+		return nil, "", fmt.Errorf("%s: the DSN names a Unix socket (%s); fencecheck needs a TCP host:port to put a fault proxy in the way", Name, cfg.Host)
+	}
+	for _, f := range cfg.Fallbacks {
+		if f.Host != cfg.Host || f.Port != cfg.Port { // sslmode=prefer adds one for the same host
+			return nil, "", fmt.Errorf("%s: the DSN names several hosts; give exactly one", Name)
+		}
+	}
+	return cfg, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), nil
+}
+
+// Backend is the postgres-advisory lock backend.
+type Backend struct {
+	cfg    Config
+	conn   *pgx.ConnConfig // the server's, with its address
+	addr   string
+	key    int64
+	server *Server // nil for an external server
+	seen   atomic.Int64
+
+	mu sync.Mutex // serializes node faults
+}
+
+var (
+	_ harness.Backend      = (*Backend)(nil)
+	_ harness.ProcessNodes = (*Backend)(nil)
+	_ harness.Crasher      = (*Backend)(nil)
+	_ harness.Tokenless    = (*Backend)(nil)
+)
+
+// Start starts a private cluster (or checks the server at cfg.DSN), creates the token
+// sequence and returns the backend.
+func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	b := &Backend{cfg: cfg, key: randomKey()}
+	dsn := cfg.DSN
+	if dsn == "" {
+		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter})
+		if err != nil {
+			return nil, err
+		}
+		b.server = s
+		defer func() {
+			if err != nil {
+				_ = s.Close()
+			}
+		}()
+		dsn = s.DSN()
+	}
+	if b.conn, b.addr, err = parseDSN(dsn); err != nil {
+		return nil, err
+	}
+	if err := b.setup(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// randomKey is the advisory lock key: random, so runs sharing a server do not share
+// the lock.
+func randomKey() int64 {
+	var k [8]byte
+	_, _ = rand.Read(k[:])
+	return int64(binary.BigEndian.Uint64(k[:]) >> 1)
+}
+
+// setup creates the token sequence, one setup at a time (CREATE ... IF NOT EXISTS is
+// not atomic against itself).
+func (b *Backend) setup(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(sctx, b.conn.Copy())
+	if err != nil {
+		return fmt.Errorf("%s: no PostgreSQL server answers at %s: %w", Name, b.addr, sqlsession.OneLine(err))
+	}
+	defer c.Close(context.WithoutCancel(sctx))
+	tx, err := c.Begin(sctx)
+	if err != nil {
+		return fmt.Errorf("%s: setup: %w", Name, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(sctx)) }()
+	for _, q := range []string{
+		"SELECT pg_advisory_xact_lock(7347298530118)",
+		"CREATE SEQUENCE IF NOT EXISTS fencecheck_lock_token",
+	} {
+		if _, err := tx.Exec(sctx, q); err != nil {
+			return fmt.Errorf("%s: setup (%s): %w", Name, q, err)
+		}
+	}
+	if err := tx.Commit(sctx); err != nil {
+		return fmt.Errorf("%s: setup: %w", Name, err)
+	}
+	return nil
+}
+
+// Name implements harness.Backend.
+func (b *Backend) Name() string {
+	if b.cfg.name != "" {
+		return b.cfg.name
+	}
+	return Name
+}
+
+// LeaseTTL is the session's idle limit (registry.LeaseTimed).
+func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }
+
+// LeasesExpire implements harness.ExpiringBackend: leases know their end by the
+// client's clock (the last confirmed ping plus the TTL).
+func (b *Backend) LeasesExpire() {}
+
+// Endpoints implements harness.Backend.
+func (b *Backend) Endpoints() []string { return []string{b.addr} }
+
+// Token is the backend's token kind.
+func (b *Backend) Token() TokenKind { return b.cfg.Token }
+
+// Close implements harness.Backend. Safe to call twice.
+func (b *Backend) Close() error {
+	if b.server == nil {
+		return nil
+	}
+	return b.server.Close()
+}
+
+// NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" otherwise.
+func (b *Backend) NoFencingToken() string {
+	if b.cfg.Token == TokenNone {
+		return NoTokenReason
+	}
+	return ""
+}
+
+// NewLocker implements harness.Backend: sessions of addrs[0] only.
+func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.Locker, error) {
+	if len(addrs) != 1 {
+		return nil, fmt.Errorf("%w: %s: want 1 address, got %d", harness.ErrNoEffect, Name, len(addrs))
+	}
+	return sqlsession.NewLocker(sqlsession.Config{
+		Name: Name, TTL: b.cfg.TTL, Dial: b.dial,
+		NoToken: b.cfg.Token == TokenNone, Seen: &b.seen,
+	}, addrs[0]), nil
+}
+
+// dial opens a session to addr with the server's credentials and the TTL as its idle
+// limit.
+func (b *Backend) dial(ctx context.Context, addr string) (sqlsession.Session, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, err
+	}
+	cfg := b.conn.Copy()
+	cfg.Host, cfg.Port, cfg.Fallbacks = host, uint16(p), nil
+	cfg.RuntimeParams["idle_session_timeout"] = strconv.FormatInt(b.cfg.TTL.Milliseconds(), 10)
+	cfg.RuntimeParams["application_name"] = "fencecheck-lock"
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &session{c: c, key: b.key, token: b.cfg.Token}, nil
+}
+
+// session is one pgx connection holding (or trying) the advisory lock.
+type session struct {
+	c     *pgx.Conn
+	key   int64
+	token TokenKind
+}
+
+// TryLock takes the lock and, only if granted, the token, in one statement: a CASE
+// evaluates its THEN branch only when the condition holds, and OFFSET 0 keeps the
+// planner from copying the (reentrant) lock call into it.
+func (s *session) TryLock(ctx context.Context) (bool, int64, error) {
+	tok := "NULL::bigint"
+	switch s.token {
+	case TokenSequence:
+		tok = "nextval('fencecheck_lock_token')"
+	case TokenXact:
+		tok = "pg_current_xact_id()::text::bigint"
+	}
+	q := "SELECT g, CASE WHEN g THEN " + tok + " END FROM (SELECT pg_try_advisory_lock($1) AS g OFFSET 0) AS t"
+	var (
+		granted bool
+		token   *int64
+	)
+	if err := s.c.QueryRow(ctx, q, s.key).Scan(&granted, &token); err != nil {
+		return false, 0, classify(err)
+	}
+	if granted && token != nil {
+		return true, *token, nil
+	}
+	return granted, 0, nil
+}
+
+// classify marks errors after which the statement certainly had no effect: the server
+// answered with an ERROR, or pgx never sent it.
+func classify(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Severity == "ERROR" || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", harness.ErrNoEffect, err)
+	}
+	return err
+}
+
+func (s *session) Ping(ctx context.Context) error {
+	_, err := s.c.Exec(ctx, "SELECT 1")
+	return err
+}
+
+func (s *session) Unlock(ctx context.Context) (bool, error) {
+	var held bool
+	if err := s.c.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", s.key).Scan(&held); err != nil {
+		return false, classify(err)
+	}
+	return held, nil
+}
+
+func (s *session) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	return s.c.Close(ctx)
+}
+
+// Nodes implements harness.ProcessNodes: 1 for a started server, 0 for an external one.
+func (b *Backend) Nodes() int {
+	if b.server == nil {
+		return 0
+	}
+	return 1
+}
+
+func (b *Backend) node(i int) (*Server, error) {
+	if b.server == nil {
+		return nil, fmt.Errorf("%s: the server is external: fencecheck cannot signal it", Name)
+	}
+	if i != 0 {
+		return nil, fmt.Errorf("%s: no node %d (one server)", Name, i)
+	}
+	return b.server, nil
+}
+
+// NodePID implements harness.ProcessNodes: the postmaster's PID.
+func (b *Backend) NodePID(i int) int {
+	s, err := b.node(i)
+	if err != nil {
+		return 0
+	}
+	return s.PID()
+}
+
+// PauseNode implements harness.ProcessNodes: SIGSTOP to the postmaster's group (every
+// backend process stops too).
+func (b *Backend) PauseNode(_ context.Context, i int) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return s.Pause()
+}
+
+// ResumeNode implements harness.ProcessNodes: SIGCONT.
+func (b *Backend) ResumeNode(_ context.Context, i int) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return s.Resume()
+}
+
+// Crash implements harness.Crasher: SIGKILL to the postmaster's group.
+func (b *Backend) Crash(_ context.Context, i int) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return s.Crash()
+}
+
+// Restart implements harness.Crasher: the same port, after crash recovery (keepData),
+// or on a fresh cluster (the sequence starts again at 1).
+func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
+	s, err := b.node(i)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := s.Restart(ctx, keepData); err != nil {
+		return err
+	}
+	if !keepData {
+		return b.setup(ctx)
+	}
+	return nil
+}

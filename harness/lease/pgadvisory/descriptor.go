@@ -1,0 +1,109 @@
+package pgadvisory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// OptionDSN points the backends at an existing PostgreSQL instead of a private cluster.
+const OptionDSN = "postgres-lock-dsn"
+
+func dsnOption() registry.Option {
+	return registry.Option{
+		Name: OptionDSN, External: true,
+		Usage: "existing PostgreSQL (libpq URL naming one TCP host) for the postgres-advisory backends, instead of a private cluster fencecheck starts (client-side faults only)",
+	}
+}
+
+const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
+
+// Descriptors returns the registry entries: postgres-advisory (sequence token),
+// postgres-advisory-xact and postgres-advisory-notoken.
+func Descriptors() []registry.Backend {
+	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
+		noToken := ""
+		if tok == TokenNone {
+			noToken = NoTokenReason
+		}
+		return registry.Backend{
+			Name: name, Meaning: meaning, Token: token,
+			Options: []registry.Option{dsnOption()},
+			Check: func(s registry.Settings) error {
+				if s.Members != 1 {
+					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)
+				}
+				if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
+					return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", name, s.TTL)
+				}
+				return nil
+			},
+			Caps: func(s registry.Settings) registry.Caps {
+				if s.Option(OptionDSN) != "" {
+					return registry.Caps{External: externalWords, Crasher: true, ClientExpiry: true, NoToken: noToken}
+				}
+				return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true, NoToken: noToken}
+			},
+			Setup: func(s registry.Settings) string {
+				if s.Option(OptionDSN) != "" {
+					return "an existing PostgreSQL, idle_session_timeout = TTL"
+				}
+				return "a private PostgreSQL cluster (Debian postgresql, initdb) on loopback, idle_session_timeout = TTL"
+			},
+			Unavailable: func(s registry.Settings) string {
+				if s.Option(OptionDSN) != "" {
+					return ""
+				}
+				if err := Available(); err != nil {
+					return err.Error()
+				}
+				return ""
+			},
+			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+				return start(ctx, env, name, tok)
+			},
+		}
+	}
+	return []registry.Backend{
+		d(Name, TokenSequence, "pg_try_advisory_lock on a session per grant (idle_session_timeout = TTL) on a private PostgreSQL fencecheck starts (or --"+OptionDSN+"); token = nextval of a sequence in the granting statement",
+			"nextval of a sequence in the granting statement"),
+		d(Name+"-xact", TokenXact, "postgres-advisory with token = pg_current_xact_id() of the granting statement",
+			"pg_current_xact_id() of the granting statement"),
+		d(Name+"-notoken", TokenNone, "postgres-advisory with no fencing token (the lock is a boolean)", "no token"),
+	}
+}
+
+// external is the backend on a server fencecheck did not start.
+type external struct{ *Backend }
+
+// External implements harness.External.
+func (external) External() string { return externalWords }
+
+func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
+	cfg := Config{TTL: env.TTL, Token: tok, DSN: env.Option(OptionDSN), name: name}
+	if cfg.DSN == "" {
+		var err error
+		if cfg.Dir, err = env.TempDir(); err != nil {
+			return nil, err
+		}
+		if cfg.LogWriter, _, err = env.LogFile("postgres.log"); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, registry.Input(err)
+	}
+	b, err := Start(ctx, cfg)
+	switch {
+	case err != nil && cfg.DSN != "":
+		return nil, registry.Input(err) // the user's server
+	case err != nil:
+		return nil, err
+	case cfg.DSN != "":
+		return external{b}, nil
+	}
+	return b, nil
+}

@@ -1,0 +1,64 @@
+package scenarios
+
+import "github.com/fencecheck/fencecheck/models"
+
+// dbLockScenarios are the scenarios of the database session locks (postgres-advisory,
+// mariadb-lock), on servers fencecheck starts; the tests skip them when the Debian
+// package is missing. Expected verdicts are what the harness measured (README,
+// "Database locks").
+func dbLockScenarios() []Scenario {
+	unsafe := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+	safe := Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+	// The connection id starts again near 1 when mariadbd restarts: grants after the
+	// crash reuse ids granted before it (tokens violated), and the fence, holding the
+	// last id before the crash, refuses every write after it.
+	connidCrash := Expect{Verdicts: verdicts(held, anyVerdict, models.Violated, violated), NoStaleAccepted: true}
+	pause := []string{"pause"}
+	return []Scenario{
+		{
+			Spec:   Spec{Name: "postgres-advisory-unfenced-pause", Backend: "postgres-advisory", Resource: "unfenced", Faults: pause},
+			About:  "the advisory lock's holder pauses past idle_session_timeout; PostgreSQL ends its session and grants the lock to another; the late write overwrites the next holder's",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-fenced-pause", Backend: "postgres-advisory", Resource: "fenced", Faults: pause},
+			About:  "the same pause against a fenced register: the paused holder's nextval token is older and its write is refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-fenced-node-pause", Backend: "postgres-advisory", Resource: "fenced", Faults: []string{"node-pause"}},
+			About:  "SIGSTOP of the postmaster and every backend while the holder is paused: after SIGCONT the holder's idle session is ended and the lock passes on; the fence refuses the late write",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-fenced-crash", Backend: "postgres-advisory", Resource: "fenced", Faults: []string{"crash"}},
+			About:  "SIGKILL of PostgreSQL while the holder is paused, crash recovery at once: the lock is gone, the sequence goes on (WAL-logged), the fence refuses the late write",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-xact-fenced-crash", Backend: "postgres-advisory-xact", Resource: "fenced", Faults: []string{"crash"}},
+			About:  "pg_current_xact_id() as the token: after SIGKILL and crash recovery PostgreSQL hands out transaction ids it had already handed out (tokens reused, 8 of 8 seeds)",
+			Expect: Expect{Verdicts: verdicts(held, anyVerdict, models.Violated, violated), NoStaleAccepted: true},
+		},
+		{
+			Spec:   Spec{Name: "mariadb-lock-unfenced-pause", Backend: "mariadb-lock", Resource: "unfenced", Faults: pause},
+			About:  "GET_LOCK's holder pauses past wait_timeout; MariaDB closes its session, releasing the lock to another; the late write overwrites the next holder's",
+			Expect: unsafe,
+		},
+		{
+			Spec:   Spec{Name: "mariadb-lock-fenced-pause", Backend: "mariadb-lock", Resource: "fenced", Faults: pause},
+			About:  "the same pause against a fenced register: the counter token taken after the grant is older and the late write is refused",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "mariadb-lock-fenced-crash", Backend: "mariadb-lock", Resource: "fenced", Faults: []string{"crash"}},
+			About:  "SIGKILL of mariadbd while the holder is paused, InnoDB recovery at once: the counter survives, the fence refuses the late write",
+			Expect: safe,
+		},
+		{
+			Spec:   Spec{Name: "mariadb-lock-connid-fenced-crash", Backend: "mariadb-lock-connid", Resource: "fenced", Faults: []string{"crash"}},
+			About:  "the connection id as the token: after the restart ids start again near 1, tokens are reused and go backwards, and the fence refuses every write after the crash",
+			Expect: connidCrash,
+		},
+	}
+}

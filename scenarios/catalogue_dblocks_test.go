@@ -1,0 +1,33 @@
+package scenarios
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A database lock that cannot run as asked is the user's input: ErrSpec, one clear
+// message.
+func TestDBLockSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"mariadb sub-second ttl", Spec{Backend: "mariadb-lock", TTL: 1500 * time.Millisecond}, "whole seconds"},
+		{"postgres tiny ttl", Spec{Backend: "postgres-advisory", TTL: 60 * time.Millisecond}, "below 100ms"},
+		{"no token, fenced", Spec{Backend: "mariadb-lock-notoken", Resource: "fenced"}, "no fencing token"},
+		{"node fault on an existing server", Spec{Backend: "postgres-advisory", Options: map[string]string{"postgres-lock-dsn": "postgres://u@127.0.0.1:1/db"}, Faults: []string{"crash"}}, "--postgres-lock-dsn"},
+		{"no leader", Spec{Backend: "mariadb-lock", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
+		{"dsn of another backend", Spec{Backend: "naive", Options: map[string]string{"mariadb-lock-dsn": "x"}}, "--mariadb-lock-dsn is for the mariadb-lock"},
+		{"nothing at the dsn", Spec{Backend: "mariadb-lock", Options: map[string]string{"mariadb-lock-dsn": "root@tcp(127.0.0.1:1)/db"}, Faults: []string{"pause"}}, "no MariaDB server answers at 127.0.0.1:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Execute(context.Background(), tc.spec, Options{})
+			require.ErrorIs(t, err, ErrSpec)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
