@@ -60,7 +60,7 @@ func TestRunServices(t *testing.T) {
 		{"redlock", "unfenced", "pause", exitViolated, "result: UNSAFE"},
 		{"redlock", "fenced", "pause", exitUsage, "no fencing token: cannot be made safe by fencing"},
 		{"redis", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid "},
-		{"nats", "fenced", "crash", exitSafe, "killed with SIGKILL and restarted at once"},
+		{"nats", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid "},
 		{"redlock", "unfenced", "crash", exitViolated, "SIGKILL to node 0 (pid "},
 	} {
 		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
