@@ -43,6 +43,10 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	indexes := map[string]*partIndex{} // per key, shared by its violated properties
 	for i, p := range Properties {
 		if r := &results[i]; r.Verdict == Violated {
+			if declaredNoToken(p, h) {
+				r.Certified, r.CertifyNote = true, noTokenNote
+				continue
+			}
 			key := d.Findings[p].Key
 			if indexes[key] == nil {
 				indexes[key] = newPartIndex(partFor(parts, key).h)
@@ -55,6 +59,10 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	}
 	second.wait(ctx, opt.budget())
 	for i := range results {
+		if declaredNoToken(results[i].Property, h) {
+			results[i].Porcupine, results[i].PorcupineNote = OpinionSkipped, noTokenNote
+			continue
+		}
 		second.apply(&results[i])
 	}
 
@@ -79,6 +87,16 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	}
 	return rep, nil
 }
+
+// declaredNoToken: the tokens property of a backend that declares it hands out no
+// fencing token (history.Run.NoToken) is violated by that declaration, not measured (its
+// grants carry only the order the harness saw them in), so there is nothing to certify
+// and no second opinion to ask.
+func declaredNoToken(p Property, h *history.History) bool {
+	return p == Tokens && h.Run.NoToken != ""
+}
+
+const noTokenNote = "not measured: the backend declares that it hands out no fencing token"
 
 // directResult is the direct analysis's verdict on p, explained.
 func directResult(p Property, h *history.History, d *DirectResult) Result {

@@ -13,6 +13,9 @@ import (
 // increasing and placeable in that order, each at max(previous point, its call) no later
 // than its return.
 func analyzeTokens(h *history.History) Finding {
+	if h.Run.NoToken != "" {
+		return Finding{Violated: true, Reason: "The backend says: " + h.Run.NoToken + ". Its grants carry only the order in which the harness saw them granted, which the checker uses to tell stale writes, and which no resource can use as a fence."}
+	}
 	var acqs []*history.Op
 	for i := range h.Ops {
 		if o := &h.Ops[i]; o.Kind == history.Acquire && o.Status == history.OK {

@@ -111,9 +111,12 @@ func PrintScorecard(w io.Writer, s *Scorecard) {
 		for range s.Native {
 			cols = append(cols, r.Native)
 		}
+		cost := fmt.Sprintf("%d refused, %s without a write", r.Refused, Duration(r.LongestNoWrite))
+		if s.NoToken != "" {
+			cost = "- (nothing to fence with)"
+		}
 		cols = append(cols, r.Tokens,
-			fmt.Sprintf("%s / %s / %s", Duration(r.GapP50), Duration(r.GapP90), Duration(r.GapMax)),
-			fmt.Sprintf("%d refused, %s without a write", r.Refused, Duration(r.LongestNoWrite)))
+			fmt.Sprintf("%s / %s / %s", Duration(r.GapP50), Duration(r.GapP90), Duration(r.GapMax)), cost)
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	tw.Flush()

@@ -139,3 +139,24 @@ func TestStoreLayout(t *testing.T) {
 	require.Equal(t, "s/"+filepath.Base(b)+"/report.html", es[0].Page)
 	require.Equal(t, "unknown", es[0].Outcome)
 }
+
+// A backend without a fencing token has only unfenced runs, whose tokens are violated by
+// declaration: the scorecard says there are none, and nothing to fence with.
+func TestScorecardNoToken(t *testing.T) {
+	run := unfencedRun()
+	run.Verdicts = vs(models.Violated, models.Violated, models.Violated)
+	sc := &Scorecard{Backend: "redlock", Token: "no token", NoToken: "no fencing token: cannot be made safe by fencing",
+		Rows: []ScoreRow{{Fault: "pause", Runs: []ScoreRun{run}}}}
+	sc.Judge()
+	require.False(t, sc.Safe)
+	require.Equal(t, "none", sc.Rows[0].Tokens)
+	require.NotContains(t, sc.Verdict, "went backwards")
+	var b strings.Builder
+	PrintScorecard(&b, sc)
+	require.Contains(t, b.String(), "nothing to fence with")
+	dir := t.TempDir()
+	require.NoError(t, WriteScorecard(dir, sc))
+	page, err := os.ReadFile(filepath.Join(dir, ScorecardPage))
+	require.NoError(t, err)
+	require.Contains(t, string(page), "nothing to fence with")
+}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fencecheck/fencecheck/models"
@@ -247,10 +248,11 @@ func Catalogue() []Scenario {
 			About:  "3 raft nodes: the leader crashes while the holder is paused and restarts with its log; tokens keep increasing",
 			Expect: safe,
 		},
-	}, append(append(append(databaseScenarios(), // sqlite and postgres: catalogue_db.go
-		execScenarios()...), // your own lock client: catalogue_exec.go
-		dbLockScenarios()...), // database locks: catalogue_dblocks.go
-		zookeeperScenarios()...)...) // catalogue_zookeeper.go
+	}, slices.Concat(databaseScenarios(), // sqlite and postgres: catalogue_db.go
+		zookeeperScenarios(),  // catalogue_zookeeper.go
+		serviceScenarios(),    // redis, redlock, nats: catalogue_services.go
+		execScenarios(),       // your own lock client: catalogue_exec.go
+		dbLockScenarios())...) // database locks: catalogue_dblocks.go
 }
 
 // Lookup finds a scenario by name.

@@ -35,7 +35,9 @@ type EvaluateConfig struct {
 // ResolveEvaluateTTL settles cfg.TTL with the service (ResolveTTL) once for every run
 // of the evaluation; note says when the granted TTL replaced the default.
 func ResolveEvaluateTTL(ctx context.Context, cfg EvaluateConfig) (EvaluateConfig, string, error) {
-	s, note, err := ResolveTTL(ctx, cfg.Registry, Spec{Backend: cfg.Backend, Options: cfg.Options, TTL: cfg.TTL})
+	// On the unfenced register: the TTL does not depend on the resource, and a backend
+	// without tokens refuses the default fenced one.
+	s, note, err := ResolveTTL(ctx, cfg.Registry, Spec{Backend: cfg.Backend, Resource: "unfenced", Options: cfg.Options, TTL: cfg.TTL})
 	if err != nil {
 		return cfg, "", err
 	}

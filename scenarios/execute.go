@@ -131,6 +131,9 @@ func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err err
 	if spec.Keys > 1 {
 		run.Extra["keys"] = spec.Keys
 	}
+	if t, ok := be.(harness.Tokenless); ok {
+		run.NoToken = t.NoFencingToken()
+	}
 	if sched, ok := spec.schedule(); ok {
 		run.Extra["random_faults"] = spec.RandomFaults
 		run.Extra["schedule"] = sched.Items

@@ -26,6 +26,7 @@ func TestCatalogue(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			skipWithoutZookeeper(t, sc.Spec) // zookeeper_test.go
 			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
+			skipWithoutService(t, sc.Spec)   // catalogue_services_test.go
 			skipWithoutPython(t, sc.Spec)    // exec_test.go
 			t.Parallel()
 			dir := t.TempDir()
@@ -47,6 +48,7 @@ func TestCatalogue(t *testing.T) {
 			require.Empty(t, problems, "the faults' details disagree with the history")
 			require.True(t, o.Report.Agree, "porcupine and the direct analysis disagree")
 			checkZookeeperRun(t, sc, o.History) // zookeeper_test.go
+			checkServiceRun(t, sc, o.History)   // catalogue_services_test.go
 
 			// The saved evidence re-checks to the same verdicts offline.
 			h, err := history.ReadFile(dir + "/history.json")

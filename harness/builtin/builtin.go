@@ -9,8 +9,11 @@ import (
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/redlock"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
@@ -27,6 +30,7 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(etcdlock.Descriptor()))
 	must(r.AddBackend(raftlock.Descriptor()))
 	must(r.AddBackend(zookeeper.Descriptors()...))
+	must(r.AddBackend(append(redislock.Descriptors(), redlock.Descriptor(), natslock.Descriptor())...)) // redis, redis-volatile, redis-notoken, redlock, nats
 	must(r.AddBackend(execlock.Descriptor(r)))
 	must(r.AddBackend(pgadvisory.Descriptors()...))
 	must(r.AddBackend(mariadblock.Descriptors()...))

@@ -96,10 +96,15 @@ type Run struct {
 	Resource string `json:"resource,omitempty"`
 	// Fence is "strict" (accept iff token > stored, the default) or "monotonic"
 	// (accept iff token >= stored).
-	Fence string         `json:"fence,omitempty"`
-	Seed  int64          `json:"seed"`
-	TTLms int64          `json:"ttl_ms,omitempty"`
-	Extra map[string]any `json:"-"`
+	Fence string `json:"fence,omitempty"`
+	Seed  int64  `json:"seed"`
+	TTLms int64  `json:"ttl_ms,omitempty"`
+	// NoToken, when set, says why the backend hands out no fencing token (Redlock's
+	// random value): its grants carry the order in which the harness saw them granted
+	// (for the checker to tell stale writes, not a fence a resource could use), and the
+	// tokens property is violated by declaration rather than measured.
+	NoToken string         `json:"no_fencing_token,omitempty"`
+	Extra   map[string]any `json:"-"`
 }
 
 // Fence rules.

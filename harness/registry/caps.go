@@ -63,10 +63,10 @@ type Caps struct {
 	NoToken string
 	// ClientProcesses: harness.ProcessClients (each client is a process of its own).
 	ClientProcesses bool
-	// SingleProcess: harness.ProcessNodes with one server process that forgets its
-	// leases when it stops or crashes (not harness.DurableLeases): node-pause is a timed
-	// SIGSTOP, crash a SIGKILL and restart at once.
-	// are real SIGSTOP and SIGKILL of it).
+	// SingleProcess: harness.ProcessNodes, not a cluster, whose server forgets its
+	// leases when it stops or crashes (not harness.DurableLeases): one server process, or
+	// independent ones without a leader (Redlock's), of which node faults strike a
+	// majority. node-pause is a timed SIGSTOP, crash a SIGKILL and restart at once.
 	SingleProcess bool
 }
 
@@ -113,7 +113,7 @@ func serviceCaps(b harness.Backend) Caps {
 	if e, ok := b.(harness.External); ok {
 		c.External = e.External()
 	}
-	if pn, ok := b.(harness.ProcessNodes); ok && !c.Cluster && !c.DurableLeases && pn.Nodes() == 1 {
+	if _, ok := b.(harness.ProcessNodes); ok && !c.Cluster && !c.DurableLeases {
 		c.SingleProcess = true
 	}
 	return c

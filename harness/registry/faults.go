@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -202,7 +203,7 @@ func needCluster(name string, t Target) error {
 	if err := ownService(name, t); err != nil {
 		return err
 	}
-	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes && !t.Caps.SingleProcess { // a service that can run as a cluster (ZooKeeper)
+	if (!t.Caps.Cluster || t.Caps.Nodes < 3) && t.Caps.ProcessNodes && !t.Caps.SingleProcess { // a service that runs as a cluster too (ZooKeeper)
 		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)
 	}
 	if !t.Caps.Cluster || t.Caps.Nodes < 3 {
@@ -625,13 +626,15 @@ func singleProcess(b harness.Backend) (harness.ProcessNodes, bool) {
 	return pn, true
 }
 
-// processPause stops the server process with SIGSTOP for 2 × TTL, then continues it
-// (SIGCONT) while the holder is still paused: its timers ran on the clock meanwhile.
+// processPause stops the server process (independent servers: a majority, strikeNodes)
+// with SIGSTOP for 2 × TTL, then continues it (SIGCONT) while the holder is still paused:
+// its timers ran on the clock meanwhile.
 func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
 	hold := 2 * DefaultTTL
 	if lt, ok := b.(LeaseTimed); ok {
 		hold = 2 * lt.LeaseTTL()
 	}
+	nodes := strikeNodes(pn)
 	var (
 		mu    sync.Mutex
 		timer *time.Timer
@@ -642,40 +645,82 @@ func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemes
 		if timer != nil {
 			timer.Stop()
 		}
-		return pn.ResumeNode(ctx, 0)
+		var errs []error
+		for _, i := range nodes {
+			errs = append(errs, pn.ResumeNode(ctx, i))
+		}
+		return errors.Join(errs...)
 	}
 	return nemesis.Action{
 		Kind: kind,
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
-			pid := pn.NodePID(0)
-			if err := pn.PauseNode(ctx, 0); err != nil {
-				return node(0), "", err
+			pids := pidList(pn, nodes)
+			for _, i := range nodes {
+				if err := pn.PauseNode(ctx, i); err != nil {
+					return strikeTarget(nodes), "", errors.Join(err, resume(ctx))
+				}
 			}
 			mu.Lock()
 			timer = time.AfterFunc(hold, func() { _ = resume(context.Background()) })
 			mu.Unlock()
-			return node(0), fmt.Sprintf("SIGSTOP to node 0 (pid %d) for %s, then SIGCONT, while the holder is paused", pid, history.Seconds(hold.Nanoseconds())), nil
+			return strikeTarget(nodes), fmt.Sprintf("SIGSTOP to %s for %s, then SIGCONT, while the holder is paused", pids, history.Seconds(hold.Nanoseconds())), nil
 		},
 		Heal: resume,
 	}
 }
 
-// processCrash kills the server process with SIGKILL and restarts it at once on its
-// data, so the lock is available again while the holder is still paused.
+// processCrash kills the server process (independent servers: a majority) with SIGKILL
+// and restarts it at once on its data dir, so the lock is available again while the
+// holder is still paused if the server kept it only in memory.
 func processCrash(kind string, pn harness.ProcessNodes, crasher harness.Crasher) nemesis.Action {
+	nodes := strikeNodes(pn)
 	return nemesis.Action{
 		Kind: kind,
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
-			pid := pn.NodePID(0)
-			if err := crasher.Crash(ctx, 0); err != nil {
-				return node(0), "", err
+			before := pidList(pn, nodes)
+			for _, i := range nodes {
+				if err := crasher.Crash(ctx, i); err != nil {
+					return node(i), "", err
+				}
 			}
 			t0 := time.Now()
-			if err := crasher.Restart(ctx, 0, true); err != nil {
-				return node(0), "", err
+			for _, i := range nodes {
+				if err := crasher.Restart(ctx, i, true); err != nil {
+					return node(i), "", err
+				}
 			}
-			return node(0), fmt.Sprintf("SIGKILL to node 0 (pid %d), restarted at once with its data dir as pid %d (ready after %s): every session, and the lock, is gone",
-				pid, pn.NodePID(0), history.Seconds(time.Since(t0).Nanoseconds())), nil
+			return strikeTarget(nodes), fmt.Sprintf("SIGKILL to %s, restarted at once with its data dir as %s (ready after %s)",
+				before, pidList(pn, nodes), history.Seconds(time.Since(t0).Nanoseconds())), nil
 		},
 	}
+}
+
+// strikeNodes are the servers a node fault strikes on independent server processes: the
+// only one, or a majority (Redlock's), so that the lock is really forgotten.
+func strikeNodes(pn harness.ProcessNodes) []int {
+	n := 1
+	if pn.Nodes() > 1 {
+		n = pn.Nodes()/2 + 1
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func strikeTarget(nodes []int) string {
+	if len(nodes) == 1 {
+		return node(nodes[0])
+	}
+	return "lock service"
+}
+
+// pidList names nodes with their PIDs: "node 0 (pid 4589), node 1 (pid 4595)".
+func pidList(pn harness.ProcessNodes, nodes []int) string {
+	parts := make([]string, len(nodes))
+	for k, i := range nodes {
+		parts[k] = fmt.Sprintf("node %d (pid %d)", i, pn.NodePID(i))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -174,6 +174,9 @@ func (s *Scorecard) Judge() {
 				}
 			}
 		}
+		if s.NoToken != "" {
+			r.Tokens = "none" // its grants carry only the order the harness saw them in
+		}
 		slices.Sort(gaps)
 		all = append(all, gaps...)
 		r.GapP50, r.GapP90, r.GapMax = Percentile(gaps, 50), Percentile(gaps, 90), Percentile(gaps, 100)

@@ -1,0 +1,96 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// Name is the backend's name as users type it.
+const Name = "nats"
+
+// OptionURL points the backend at an existing nats-server.
+const OptionURL = "nats-url"
+
+// Descriptor returns the registry entry of the nats backend.
+func Descriptor() registry.Backend {
+	return registry.Backend{
+		Name:    Name,
+		Meaning: "one nats-server with JetStream (or --nats-url): KV Create/Update(revision) with the bucket's TTL; token = the key's revision at grant",
+		Token:   "the key's revision at grant (the stream sequence)",
+		Options: []registry.Option{{
+			Name: OptionURL, External: true,
+			Usage: "nats://host:port of an existing nats-server with JetStream to use instead of starting one (client-side faults only)",
+		}},
+		Check: func(s registry.Settings) error {
+			if s.Members != 1 {
+				return fmt.Errorf("backend nats is a single nats-server: --members must be 1, got %d", s.Members)
+			}
+			// Dir: Start makes a temp dir; only the settings are checked here.
+			return Config{TTL: s.TTL, URL: s.Option(OptionURL), Dir: "-"}.Validate()
+		},
+		Caps: func(s registry.Settings) registry.Caps {
+			if s.Option(OptionURL) != "" {
+				return registry.Caps{External: externalWords}
+			}
+			return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true}
+		},
+		Setup: func(s registry.Settings) string {
+			if u := s.Option(OptionURL); u != "" {
+				return "existing nats-server at " + u
+			}
+			return "one nats-server (Debian) with JetStream file storage, KV bucket TTL = lock TTL"
+		},
+		Start: start,
+	}
+}
+
+const externalWords = "an existing nats-server (--" + OptionURL + ")"
+
+func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
+	cfg := Config{TTL: env.TTL}
+	if u := env.Option(OptionURL); u != "" {
+		cfg.URL = u
+		if env.RunID != "" {
+			cfg.Key = "lock-" + env.RunID // this run's key only
+		}
+		b, err := Start(ctx, cfg)
+		if err != nil {
+			return nil, registry.Input(err) // a server that does not answer is the user's input
+		}
+		return &external{b: b}, nil
+	}
+	dir, err := env.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.LogWriter, _, err = env.LogFile("nats.log"); err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return Start(sctx, cfg)
+}
+
+// external is the backend on a server fencecheck did not start: no node faults (neither
+// harness.ProcessNodes nor a Crasher).
+type external struct{ b *Backend }
+
+var _ harness.External = (*external)(nil)
+
+func (e *external) Name() string        { return e.b.Name() }
+func (e *external) Endpoints() []string { return e.b.Endpoints() }
+func (e *external) Close() error        { return e.b.Close() }
+func (e *external) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+	return e.b.NewLocker(ctx, id, addrs)
+}
+
+// External implements harness.External.
+func (e *external) External() string { return externalWords }
+
+// LeaseTTL implements registry.LeaseTimed: node-pause stops the server(s) for twice it.
+func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }

@@ -1,0 +1,118 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// DebianPackage is the package that provides nats-server.
+const DebianPackage = "nats-server"
+
+// ServerConfig says how to start one nats-server with JetStream.
+type ServerConfig struct {
+	// Dir is the JetStream store dir (-sd). Required.
+	Dir string
+	// Port is the client port; 0 picks a free ephemeral one.
+	Port int
+	// Log receives the server's output (nil: discarded).
+	Log io.Writer
+	// Binary is the nats-server program (default "nats-server" from PATH).
+	Binary string
+	// ReadyTimeout bounds the wait for JetStream to answer (default 10 s).
+	ReadyTimeout time.Duration
+}
+
+// Server is a nats-server process fencecheck started on 127.0.0.1: a proc.Node (PID,
+// Pause = SIGSTOP, Resume = SIGCONT, Crash = SIGKILL, Close) with its address.
+type Server struct {
+	*proc.Node
+	cfg ServerConfig
+	url string
+}
+
+// StartServer starts nats-server -js and waits until JetStream answers an account
+// info request. A missing binary gives an error wrapping proc.ErrNotFound that names
+// the Debian package.
+func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("nats: ServerConfig.Dir is required")
+	}
+	if cfg.Binary == "" {
+		cfg.Binary = "nats-server"
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 10 * time.Second
+	}
+	if cfg.Port == 0 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("nats: find a free port: %w", err)
+		}
+		cfg.Port = ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("nats: store dir: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	url := "nats://" + addr
+	n, err := proc.StartNode(ctx, proc.Config{
+		Name: "nats-server on " + addr, Path: cfg.Binary,
+		// Loopback only, no monitoring port, JetStream with its store in Dir.
+		Args: []string{"-a", "127.0.0.1", "-p", strconv.Itoa(cfg.Port), "-js", "-sd", cfg.Dir},
+		Dir:  cfg.Dir, Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
+		Ready: func(ctx context.Context) error { return Ping(ctx, url) },
+	})
+	if errors.Is(err, proc.ErrNotFound) {
+		return nil, fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Node: n, cfg: cfg, url: url}, nil
+}
+
+// Ping connects to url and asks JetStream for the account's info.
+func Ping(ctx context.Context, url string) error {
+	nc, err := natsgo.Connect(url, natsgo.Timeout(time.Second), natsgo.NoReconnect(), natsgo.Name("fencecheck-ready"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = js.AccountInfo(ctx)
+	return err
+}
+
+// URL is the server's client URL (nats://127.0.0.1:port).
+func (s *Server) URL() string { return s.url }
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return strings.TrimPrefix(s.url, "nats://") }
+
+// Restart starts a crashed server again on the same port; keepData=false empties its
+// store dir first (a new disk).
+func (s *Server) Restart(ctx context.Context, keepData bool) error {
+	wipe := ""
+	if !keepData {
+		wipe = s.cfg.Dir
+	}
+	return s.Node.Restart(ctx, wipe)
+}

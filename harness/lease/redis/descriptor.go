@@ -1,0 +1,162 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// Backend names as users type them.
+const (
+	Name         = "redis"
+	NameVolatile = "redis-volatile"
+	NameNoToken  = "redis-notoken"
+)
+
+// OptionAddrs points the redis backends (one address) and redlock (three or more) at
+// existing servers instead of ones fencecheck starts.
+const OptionAddrs = "redis-addrs"
+
+// AddrsOption is the --redis-addrs option, shared by the redis and redlock descriptors.
+func AddrsOption() registry.Option {
+	return registry.Option{
+		Name: OptionAddrs, External: true,
+		Usage: "host:port of existing redis-servers to use instead of starting them (redis backends: one; redlock: 3 or more independent ones); client-side faults only",
+	}
+}
+
+// Descriptors returns the registry entries of the redis backends: the same lock with the
+// AOF and an INCR token, without persistence, and without a token.
+func Descriptors() []registry.Backend {
+	variant := func(name, meaning, token, setup string, persist bool, kind TokenKind) registry.Backend {
+		return registry.Backend{
+			Name: name, Meaning: meaning, Token: token,
+			// Without persistence the counter restarts at 1 after a crash.
+			TokensResetOnCrash: !persist && kind == TokenIncr,
+			Options:            []registry.Option{AddrsOption()},
+			Check: func(s registry.Settings) error {
+				if s.Members != 1 {
+					return fmt.Errorf("backend %s is a single redis-server: --members must be 1, got %d", name, s.Members)
+				}
+				// Dir: Start makes a temp dir; only the settings are checked here.
+				return Config{TTL: s.TTL, Token: kind, Addrs: s.List(OptionAddrs), Dir: "-"}.Validate()
+			},
+			Caps: func(s registry.Settings) registry.Caps {
+				c := registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true}
+				if len(s.List(OptionAddrs)) > 0 {
+					c = registry.Caps{External: externalWords}
+				}
+				if kind == TokenNone {
+					c.NoToken = NoTokenReason
+				}
+				return c
+			},
+			Setup: func(s registry.Settings) string {
+				if addrs := s.List(OptionAddrs); len(addrs) > 0 {
+					return "existing redis-server at " + strings.Join(addrs, ",")
+				}
+				return setup
+			},
+			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+				return start(ctx, env, Config{TTL: env.TTL, Token: kind, Persist: persist})
+			},
+		}
+	}
+	return []registry.Backend{
+		variant(Name, "one redis-server with the AOF (or --redis-addrs); SET NX PX + Lua renew/release; token = an INCR counter taken in the same script",
+			"the INCR counter taken with the grant", "one redis-server (Debian), appendonly yes", true, TokenIncr),
+		variant(NameVolatile, "the redis backend without persistence (--save ''): a crash forgets the lock and the counter",
+			"the INCR counter taken with the grant (in memory only)", "one redis-server (Debian), no persistence (--save '')", false, TokenIncr),
+		variant(NameNoToken, "the redis backend with no fencing token at all (the SET NX PX random value)",
+			"no token (the lock's random value)", "one redis-server (Debian), appendonly yes, no token", true, TokenNone),
+	}
+}
+
+const externalWords = "an existing redis-server (--" + OptionAddrs + ")"
+
+func start(ctx context.Context, env registry.Env, cfg Config) (harness.Backend, error) {
+	kind := cfg.Token
+	if addrs := env.List(OptionAddrs); len(addrs) > 0 {
+		cfg.Addrs = addrs
+		if env.RunID != "" {
+			cfg.Key = "fencecheck:" + env.RunID + ":lock" // this run's keys only
+		}
+		b, err := Start(ctx, cfg)
+		if err != nil {
+			return nil, registry.Input(err) // a server that does not answer is the user's input
+		}
+		if kind == TokenNone {
+			return externalTokenless{&external{b: b}}, nil
+		}
+		return &external{b: b}, nil
+	}
+	dir, err := env.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.LogWriter, _, err = env.LogFile("redis.log"); err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := Start(sctx, cfg)
+	if err != nil || kind != TokenNone {
+		return b, err
+	}
+	return tokenless{b}, nil
+}
+
+// tokenless is a TokenNone backend: harness.Tokenless, with every capability of Backend.
+type tokenless struct{ *Backend }
+
+// NoFencingToken implements harness.Tokenless.
+func (tokenless) NoFencingToken() string { return NoTokenReason }
+
+// externalTokenless is a TokenNone backend on an existing server.
+type externalTokenless struct{ *external }
+
+// NoFencingToken implements harness.Tokenless.
+func (externalTokenless) NoFencingToken() string { return NoTokenReason }
+
+// external is the redis backend on a server fencecheck did not start: no node faults
+// (it is neither harness.ProcessNodes nor a Crasher), and Close deletes the run's keys.
+type external struct{ b *Backend }
+
+var (
+	_ harness.External  = (*external)(nil)
+	_ harness.Tokenless = tokenless{}
+	_ harness.Tokenless = externalTokenless{}
+)
+
+// Name implements harness.Backend.
+func (e *external) Name() string { return e.b.Name() }
+
+// Endpoints implements harness.Backend.
+func (e *external) Endpoints() []string { return e.b.Endpoints() }
+
+// NewLocker implements harness.Backend.
+func (e *external) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+	return e.b.NewLocker(ctx, id, addrs)
+}
+
+// External implements harness.External.
+func (e *external) External() string { return externalWords }
+
+// Close implements harness.Backend: deletes the run's lock key and counter. Safe to call
+// twice.
+func (e *external) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cli := NewClient(e.b.addr, e.b.cfg.TTL)
+	err := cli.Del(ctx, e.b.cfg.Key, e.b.cfg.Key+":token").Err()
+	return errors.Join(err, cli.Close(), e.b.Close())
+}
+
+// LeaseTTL implements registry.LeaseTimed: node-pause stops the server(s) for twice it.
+func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }

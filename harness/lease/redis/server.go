@@ -1,0 +1,144 @@
+package redis
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// DebianPackage is the package that provides redis-server.
+const DebianPackage = "redis-server"
+
+// ServerConfig says how to start one redis-server.
+type ServerConfig struct {
+	// Dir holds the server's data (its AOF when Persist is set). Required.
+	Dir string
+	// Persist turns on the append-only file (appendonly yes, appendfsync everysec):
+	// every write reaches the file before the reply, so a SIGKILL loses nothing the
+	// kernel already has. Without it the server runs with --save '' --appendonly no
+	// and a restart forgets every key.
+	Persist bool
+	// Port is the port to listen on; 0 picks a free ephemeral one.
+	Port int
+	// Log receives the server's output (nil: discarded).
+	Log io.Writer
+	// Binary is the redis-server program (default "redis-server" from PATH).
+	Binary string
+	// ReadyTimeout bounds the wait for the first PONG (default 10 s).
+	ReadyTimeout time.Duration
+}
+
+// Server is a redis-server process fencecheck started on 127.0.0.1: a proc.Node (PID,
+// Pause = SIGSTOP, Resume = SIGCONT, Crash = SIGKILL, Close) with its address.
+type Server struct {
+	*proc.Node
+	cfg  ServerConfig
+	addr string
+}
+
+// StartServer starts redis-server and waits until it answers PING. A missing binary
+// gives an error wrapping proc.ErrNotFound that names the Debian package.
+func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("redis: ServerConfig.Dir is required")
+	}
+	if cfg.Binary == "" {
+		cfg.Binary = "redis-server"
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 10 * time.Second
+	}
+	if cfg.Port == 0 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Port = port
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("redis: data dir: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	args := []string{
+		"--port", strconv.Itoa(cfg.Port), "--bind", "127.0.0.1", "--dir", cfg.Dir,
+		"--daemonize", "no", "--save", "", "--logfile", "",
+	}
+	if cfg.Persist {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	n, err := proc.StartNode(ctx, proc.Config{
+		Name: "redis-server on " + addr, Path: cfg.Binary, Args: args, Dir: cfg.Dir,
+		Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
+		Ready: func(ctx context.Context) error { return Ping(ctx, addr) },
+	})
+	if errors.Is(err, proc.ErrNotFound) {
+		return nil, fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Node: n, cfg: cfg, addr: addr}, nil
+}
+
+// freePort asks the kernel for a free loopback port. Another process may take it before
+// redis-server binds it; the server then exits with "Address already in use" and the
+// start fails with that line.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redis: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Ping sends PING to addr and wants +PONG (a server still loading its AOF answers
+// -LOADING, which is not ready).
+func Ping(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = c.SetDeadline(deadline)
+	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("redis at %s answered %q to PING", addr, strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// Restart starts a crashed server again on the same port. keepData=false deletes its
+// data dir first (a new disk), so even a persistent server comes back empty.
+func (s *Server) Restart(ctx context.Context, keepData bool) error {
+	wipe := ""
+	if !keepData {
+		wipe = s.cfg.Dir
+	}
+	return s.Node.Restart(ctx, wipe)
+}

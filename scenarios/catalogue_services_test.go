@@ -1,0 +1,218 @@
+package scenarios
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/history"
+	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
+	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/redlock"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// servicePrograms are the server programs of the real-server backends, with their
+// Debian packages.
+var servicePrograms = map[string][2]string{
+	redislock.Name: {"redis-server", redislock.DebianPackage}, redislock.NameVolatile: {"redis-server", redislock.DebianPackage},
+	redislock.NameNoToken: {"redis-server", redislock.DebianPackage}, redlock.Name: {"redis-server", redislock.DebianPackage},
+	natslock.Name: {"nats-server", natslock.DebianPackage},
+}
+
+// skipWithoutService skips a scenario whose lock service is not installed, naming the
+// Debian package.
+func skipWithoutService(t *testing.T, s Spec) {
+	t.Helper()
+	p, ok := servicePrograms[s.Backend]
+	if !ok {
+		return
+	}
+	if _, err := exec.LookPath(p[0]); err != nil {
+		t.Skipf("backend %s needs %s (Debian package %s)", s.Backend, p[0], p[1])
+	}
+}
+
+// serviceDetail is what a node fault on a real server must name: the signal and the PID.
+var serviceDetail = regexp.MustCompile(`SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pid [1-9][0-9]*\).*SIG(STOP|KILL)`)
+
+// checkServiceRun checks what a service catalogue run left: its node fault names the
+// signal and the PID.
+func checkServiceRun(t *testing.T, sc Scenario, h *history.History) {
+	t.Helper()
+	if _, ok := servicePrograms[sc.Backend]; !ok {
+		return
+	}
+	for _, f := range h.Faults {
+		if f.Kind == "node-pause" || f.Kind == "crash" {
+			require.Regexp(t, serviceDetail, f.Detail)
+		}
+	}
+}
+
+func TestServiceSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"tokenless fenced", Spec{Backend: "redis-notoken", Resource: "fenced"}, "cannot be made safe by fencing"},
+		{"redlock fenced", Spec{Backend: "redlock", Resource: "fenced"}, "no fencing token: cannot be made safe by fencing"},
+		{"redlock 4 members", Spec{Backend: "redlock", Resource: "unfenced", Members: 4}, "--members must be 3 or 5"},
+		{"redlock addrs members", Spec{Backend: "redlock", Resource: "unfenced", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4"}}, "--members 3 does not match the 4 --redis-addrs"},
+		{"nats external node fault", Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:1"}, Faults: []string{"node-pause"}}, "only takes client-side faults"},
+		{"nats url on redis", Spec{Backend: "redis", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:1"}}, "--nats-url is for the nats backend"},
+		{"nats bad url", Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "127.0.0.1:1"}}, "is not one nats://host:port"},
+		{"nats skew", Spec{Backend: "nats", Faults: []string{"skew"}}, "cannot be skewed"},
+		{"nats short ttl", Spec{Backend: "nats", TTL: 60 * time.Millisecond}, "at least 100ms (the bucket's MaxAge)"},
+		{"tokenless toctou", Spec{Backend: "redis-notoken", Resource: "toctou"}, "cannot be made safe by fencing"},
+		{"no leader", Spec{Backend: "redis", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
+		{"no cluster crash", Spec{Backend: "redlock", Resource: "unfenced", Faults: []string{"cluster-crash"}}, "restarts a whole cluster"},
+		{"no clock", Spec{Backend: "redis", Faults: []string{"clock-jump"}}, "cannot be skewed"},
+		{"external node fault", Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1"}, Faults: []string{"crash"}}, "only takes client-side faults"},
+		{"two redis addrs", Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1,127.0.0.1:2"}}, "one server address, got 2"},
+		{"addrs on another backend", Spec{Backend: "naive", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1"}}, "--redis-addrs is for the redis or redis-volatile or redis-notoken or redlock backend"},
+		{"redis members", Spec{Backend: "redis", Members: 3}, "single redis-server: --members must be 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Normalize(tc.spec)
+			require.ErrorIs(t, err, ErrSpec)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// The descriptors declare what the started backends have, fencecheck's own servers and
+// existing ones alike (a run stops on a difference; this finds it without a run).
+func TestServiceDeclaredCaps(t *testing.T) {
+	ctx := context.Background()
+	reg := builtin.Registry()
+	redisSrv := func(t *testing.T) string {
+		s, err := redislock.StartServer(ctx, redislock.ServerConfig{Dir: t.TempDir()})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s.Addr()
+	}
+	for _, tc := range []struct {
+		backend string
+		members int
+		opts    func(t *testing.T) map[string]string
+	}{
+		{backend: "redis"}, {backend: "redis-volatile"}, {backend: "redis-notoken"}, {backend: "redlock", members: 3}, {backend: "nats"},
+		{backend: "redis", opts: func(t *testing.T) map[string]string {
+			return map[string]string{redislock.OptionAddrs: redisSrv(t)}
+		}},
+		{backend: "redis-notoken", opts: func(t *testing.T) map[string]string {
+			return map[string]string{redislock.OptionAddrs: redisSrv(t)}
+		}},
+		{backend: "redlock", members: 3, opts: func(t *testing.T) map[string]string {
+			return map[string]string{redislock.OptionAddrs: redisSrv(t) + "," + redisSrv(t) + "," + redisSrv(t)}
+		}},
+		{backend: "nats", opts: func(t *testing.T) map[string]string {
+			s, err := natslock.StartServer(ctx, natslock.ServerConfig{Dir: t.TempDir()})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return map[string]string{natslock.OptionURL: s.URL()}
+		}},
+	} {
+		name := tc.backend
+		if tc.opts != nil {
+			name += "-external"
+		}
+		t.Run(name, func(t *testing.T) {
+			skipWithoutService(t, Spec{Backend: tc.backend})
+			d, ok := reg.Backend(tc.backend)
+			require.True(t, ok)
+			s := registry.Settings{TTL: 500 * time.Millisecond, Members: max(tc.members, 1)}
+			if tc.opts != nil {
+				s.Options = tc.opts(t)
+			}
+			require.NoError(t, d.CheckSettings(s))
+			b, err := d.Start(ctx, registry.Env{Settings: s.WithOptions(d.Options), RunID: "caps-test", TempDir: func() (string, error) { return t.TempDir(), nil },
+				LogFile: func(string) (io.Writer, string, error) { return io.Discard, "", nil }})
+			require.NoError(t, err)
+			defer b.Close()
+			require.NoError(t, d.CheckStarted(s, b))
+			c := registry.CapsOf(b)
+			require.Equal(t, tc.opts != nil, c.External != "")
+			require.Equal(t, tc.opts == nil, c.ProcessNodes && c.SingleProcess && c.Crasher)
+			require.Equal(t, tc.backend == "redis-notoken" || tc.backend == "redlock", c.NoToken != "")
+		})
+	}
+}
+
+// Existing servers (--redis-addrs, --nats-url): the same workload and client-side faults
+// through local proxies; fencecheck starts no server of its own.
+func TestExternalServices(t *testing.T) {
+	ctx := context.Background()
+	t.Run("redis", func(t *testing.T) {
+		skipWithoutService(t, Spec{Backend: "redis"})
+		s, err := redislock.StartServer(ctx, redislock.ServerConfig{Dir: t.TempDir()})
+		require.NoError(t, err)
+		defer s.Close()
+		o, err := Execute(ctx, Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: s.Addr()}, Resource: "fenced", Faults: []string{"pause"}}, Options{})
+		require.NoError(t, err)
+		require.Equal(t, models.Held, o.Report.Verdicts[models.Register])
+		require.Positive(t, o.Report.Evidence.StaleRejected)
+		require.Equal(t, []int{s.PID()}, proc.Descendants(os.Getpid()), "only the test's own server runs")
+		// The run's keys are gone from the server it does not own.
+		cli := redislock.NewClient(s.Addr(), time.Second)
+		defer cli.Close()
+		keys, err := cli.Keys(ctx, "*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys, "the run left keys behind")
+	})
+	t.Run("nats", func(t *testing.T) {
+		skipWithoutService(t, Spec{Backend: "nats"})
+		s, err := natslock.StartServer(ctx, natslock.ServerConfig{Dir: t.TempDir()})
+		require.NoError(t, err)
+		defer s.Close()
+		o, err := Execute(ctx, Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: s.URL()}, Resource: "unfenced", Faults: []string{"pause"}}, Options{})
+		require.NoError(t, err)
+		require.Equal(t, models.Violated, o.Report.Verdicts[models.Register])
+		require.Equal(t, []int{s.PID()}, proc.Descendants(os.Getpid()), "only the test's own server runs")
+	})
+}
+
+func TestServiceExpectations(t *testing.T) {
+	// No token: the tokens property is violated by declaration, whatever the fault.
+	e, cat := ExpectFor(CellSpec("redlock", "unfenced", []string{"delay"}, nil))
+	require.False(t, cat)
+	require.Equal(t, models.Violated, e.Verdicts[models.Tokens])
+	require.Equal(t, models.Violated, e.Verdicts[models.Register])
+	// A counter without persistence starts over after a crash.
+	e, _ = ExpectFor(Spec{Backend: "redis-volatile", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
+	require.Equal(t, models.Violated, e.Verdicts[models.Tokens])
+	require.Equal(t, models.Held, e.Verdicts[models.Register])
+	// With the AOF it does not.
+	e, _ = ExpectFor(Spec{Backend: "redis", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
+	require.Equal(t, models.Held, e.Verdicts[models.Tokens])
+	// External servers are never the catalogue's scenario, and say so in their label.
+	s := Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:4222"}, Resource: "fenced", Faults: []string{"pause"}}
+	_, cat = ExpectFor(s)
+	require.False(t, cat)
+	require.Equal(t, "nats-external-fenced-pause", Label(s))
+}
+
+// evaluate of a backend without tokens plans its unfenced runs only (it used to stop at
+// the TTL probe, which tried the default fenced register).
+func TestEvaluateTokenlessPlan(t *testing.T) {
+	cfg, _, err := ResolveEvaluateTTL(context.Background(), EvaluateConfig{Backend: "redlock"})
+	require.NoError(t, err)
+	plan, err := PlanEvaluate(cfg)
+	require.NoError(t, err)
+	require.NotEmpty(t, plan.Scorecard.NoToken)
+	require.Len(t, plan.Jobs, 6, "pause, pause-before-read, delay, partition, node-pause, crash")
+	for _, j := range plan.Jobs {
+		require.Equal(t, "unfenced", j.Resource)
+	}
+}
