@@ -143,9 +143,10 @@ func (d descriptor) caps(s registry.Settings) registry.Caps {
 	if err != nil {
 		return c // Check refuses the settings before anything runs
 	}
-	sc := svc.DeclaredCaps(serviceSettings(s))
-	c.Cluster, c.Nodes, c.Crasher, c.ClusterCrash = sc.Cluster, sc.Nodes, sc.Crasher, sc.ClusterCrash
-	c.ServiceClock, c.WallClock, c.External = sc.ServiceClock, sc.WallClock, sc.External
+	// Everything the service can undergo is the service's (registry.CapsOf reads it
+	// from the wrapped service); what the clients can is exec's own.
+	c = svc.DeclaredCaps(serviceSettings(s))
+	c.Keyed, c.ClientExpiry, c.NoToken, c.ClientProcesses = false, false, "", true
 	return c
 }
 

@@ -111,3 +111,30 @@ func TestDescriptorUnreachable(t *testing.T) {
 	require.ErrorIs(t, err, registry.ErrInput)
 	require.ErrorContains(t, err, "does not answer")
 }
+
+// Over the real-server lock services too: what exec declares is what its started value
+// has (a run refuses to start otherwise), whatever the service's own capabilities are.
+func TestDescriptorCapsOverServices(t *testing.T) {
+	requirePython(t)
+	cmd := template(t)
+	reg := builtin.Registry()
+	for _, name := range []string{"zookeeper", "redis", "nats", "naive-wallclock"} {
+		t.Run(name, func(t *testing.T) {
+			svc, ok := reg.Backend(name)
+			require.True(t, ok)
+			e, d := env(t, map[string]string{execlock.OptionClientCmd: cmd, execlock.OptionLockService: name})
+			if svc.Unavailable != nil {
+				if why := svc.Unavailable(e.Settings); why != "" {
+					t.Skip(why)
+				}
+			}
+			require.NoError(t, d.CheckSettings(e.Settings))
+			b, err := d.Start(context.Background(), e)
+			require.NoError(t, err)
+			defer b.Close()
+			require.NoError(t, d.CheckStarted(e.Settings, b))
+			require.True(t, registry.CapsOf(b).ClientProcesses)
+		})
+	}
+	requireNoProcesses(t)
+}
