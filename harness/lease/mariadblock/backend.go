@@ -24,7 +24,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // TokenKind chooses what a grant hands out as its fencing token.
@@ -124,13 +124,13 @@ func parseDSN(dsn string) (*mysql.Config, error) {
 
 // Backend is the mariadb-lock backend.
 type Backend struct {
-	cfg    Config
-	conn   *mysql.Config // the server's, with its address
-	lock   string        // the GET_LOCK name
-	server *Server       // nil for an external server
-	seen   atomic.Int64
+	cfg  Config
+	conn *mysql.Config // the server's, with its address
+	lock string        // the GET_LOCK name
+	seen atomic.Int64
 
-	mu sync.Mutex // serializes node faults
+	// The started server as node 0 (no node for an external one): the node faults.
+	proc.Group[*Server]
 }
 
 var (
@@ -150,14 +150,14 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	var k [8]byte
 	_, _ = rand.Read(k[:])
 	// Random, so that runs sharing a server do not share the lock.
-	b := &Backend{cfg: cfg, lock: "fencecheck-" + hex.EncodeToString(k[:])}
+	b := &Backend{cfg: cfg, lock: "fencecheck-" + hex.EncodeToString(k[:]), Group: proc.Group[*Server]{Name: Name}}
 	dsn := cfg.DSN
 	if dsn == "" {
 		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter})
 		if err != nil {
 			return nil, err
 		}
-		b.server = s
+		b.Servers = []*Server{s}
 		defer func() {
 			if err != nil {
 				_ = s.Close()
@@ -180,7 +180,7 @@ func (b *Backend) setup(ctx context.Context) error {
 	defer cancel()
 	cfg := b.conn.Clone()
 	stmts := []string{"CREATE TABLE IF NOT EXISTS fencecheck_lock_token (id INT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB"}
-	if b.server != nil {
+	if len(b.Servers) > 0 {
 		cfg.DBName = ""
 		stmts = append([]string{"CREATE DATABASE IF NOT EXISTS fencecheck", "USE fencecheck"}, stmts...)
 	}
@@ -225,13 +225,8 @@ func (b *Backend) Endpoints() []string { return []string{b.conn.Addr} }
 // Token is the backend's token kind.
 func (b *Backend) Token() TokenKind { return b.cfg.Token }
 
-// Close implements harness.Backend. Safe to call twice.
-func (b *Backend) Close() error {
-	if b.server == nil {
-		return nil
-	}
-	return b.server.Close()
-}
+// Close implements harness.Backend: it stops the started server. Safe to call twice.
+func (b *Backend) Close() error { return b.Group.Close() }
 
 // NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" otherwise.
 func (b *Backend) NoFencingToken() string {
@@ -343,76 +338,10 @@ func (s *session) Close() error {
 	return s.db.Close()
 }
 
-// Nodes implements harness.ProcessNodes: 1 for a started server, 0 for an external one.
-func (b *Backend) Nodes() int {
-	if b.server == nil {
-		return 0
-	}
-	return 1
-}
-
-func (b *Backend) node(i int) (*Server, error) {
-	if b.server == nil {
-		return nil, fmt.Errorf("%s: the server is external: fencecheck cannot signal it", Name)
-	}
-	if i != 0 {
-		return nil, fmt.Errorf("%s: no node %d (one server)", Name, i)
-	}
-	return b.server, nil
-}
-
-// NodePID implements harness.ProcessNodes: mariadbd's PID.
-func (b *Backend) NodePID(i int) int {
-	s, err := b.node(i)
-	if err != nil {
-		return 0
-	}
-	return s.PID()
-}
-
-// PauseNode implements harness.ProcessNodes: SIGSTOP.
-func (b *Backend) PauseNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.Pause()
-}
-
-// ResumeNode implements harness.ProcessNodes: SIGCONT.
-func (b *Backend) ResumeNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.Resume()
-}
-
-// Crash implements harness.Crasher: SIGKILL.
-func (b *Backend) Crash(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.Crash()
-}
-
 // Restart implements harness.Crasher: the same port, after InnoDB crash recovery
 // (keepData), or on an empty data dir (the counter starts again at 1).
 func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := s.Restart(ctx, keepData); err != nil {
+	if err := b.Group.Restart(ctx, i, keepData); err != nil {
 		return err
 	}
 	if !keepData {

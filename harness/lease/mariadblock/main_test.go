@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fencecheck/fencecheck/harness/lease/sqlsession/sqlsessiontest"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 )
 
-func TestMain(m *testing.M) { os.Exit(sqlsessiontest.VerifyNoLeaks(m)) }
+func TestMain(m *testing.M) { os.Exit(proctest.VerifyNoLeaks(m)) }

@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -44,8 +44,7 @@ type Server struct {
 	addr string
 	data string
 
-	mu sync.Mutex
-	p  *proc.Process
+	sqlsession.Process // PID, Pause, Resume, Crash
 }
 
 // Available returns nil when mariadbd can be started here, or an error (wrapping
@@ -100,7 +99,7 @@ func (s *Server) init(ctx context.Context) error {
 	if err := s.start(ctx); err != nil {
 		return err
 	}
-	p := s.proc()
+	p := s.Proc()
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
@@ -135,9 +134,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.p = p
-	s.mu.Unlock()
+	s.Set(p)
 	return nil
 }
 
@@ -178,48 +175,16 @@ func (s *Server) Addr() string { return s.addr }
 // DSN is the go-sql-driver DSN of the server's fencecheck database.
 func (s *Server) DSN() string { return "root@tcp(" + s.addr + ")/fencecheck" }
 
-func (s *Server) proc() *proc.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p
-}
-
-// PID is mariadbd's process id.
-func (s *Server) PID() int {
-	if p := s.proc(); p != nil {
-		return p.PID()
-	}
-	return 0
-}
-
-// Pause stops mariadbd with SIGSTOP.
-func (s *Server) Pause() error { return s.proc().Pause() }
-
-// Resume continues it with SIGCONT.
-func (s *Server) Resume() error { return s.proc().Resume() }
-
-// Crash kills mariadbd with SIGKILL.
-func (s *Server) Crash() error { return s.proc().Kill() }
-
 // Restart starts a crashed server again on the same port: with its data (InnoDB crash
 // recovery) or, keepData=false, on an empty data dir.
 func (s *Server) Restart(ctx context.Context, keepData bool) error {
-	if exited, _ := s.proc().Exited(); !exited {
-		return fmt.Errorf("%s: restart: the server (pid %d) is still running", Name, s.PID())
-	}
-	_ = s.proc().Close()
-	if !keepData {
-		if err := s.init(ctx); err != nil {
-			return err
-		}
-	}
-	return s.start(ctx)
+	return s.RestartWith(ctx, Name, keepData, s.init, s.start)
 }
 
 // Close stops the server (SIGTERM: a clean shutdown; SIGKILL after the grace). Safe to
 // call twice.
 func (s *Server) Close() error {
-	if p := s.proc(); p != nil {
+	if p := s.Proc(); p != nil {
 		return p.Close()
 	}
 	return nil

@@ -23,7 +23,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // TokenKind chooses what a grant hands out as its fencing token.
@@ -121,14 +121,14 @@ func parseDSN(dsn string) (*pgx.ConnConfig, string, error) {
 
 // Backend is the postgres-advisory lock backend.
 type Backend struct {
-	cfg    Config
-	conn   *pgx.ConnConfig // the server's, with its address
-	addr   string
-	key    int64
-	server *Server // nil for an external server
-	seen   atomic.Int64
+	cfg  Config
+	conn *pgx.ConnConfig // the server's, with its address
+	addr string
+	key  int64
+	seen atomic.Int64
 
-	mu sync.Mutex // serializes node faults
+	// The started server as node 0 (no node for an external one): the node faults.
+	proc.Group[*Server]
 }
 
 var (
@@ -145,14 +145,14 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Backend{cfg: cfg, key: randomKey()}
+	b := &Backend{cfg: cfg, key: randomKey(), Group: proc.Group[*Server]{Name: Name}}
 	dsn := cfg.DSN
 	if dsn == "" {
 		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter})
 		if err != nil {
 			return nil, err
 		}
-		b.server = s
+		b.Servers = []*Server{s}
 		defer func() {
 			if err != nil {
 				_ = s.Close()
@@ -227,13 +227,8 @@ func (b *Backend) Endpoints() []string { return []string{b.addr} }
 // Token is the backend's token kind.
 func (b *Backend) Token() TokenKind { return b.cfg.Token }
 
-// Close implements harness.Backend. Safe to call twice.
-func (b *Backend) Close() error {
-	if b.server == nil {
-		return nil
-	}
-	return b.server.Close()
-}
+// Close implements harness.Backend: it stops the started server. Safe to call twice.
+func (b *Backend) Close() error { return b.Group.Close() }
 
 // NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" otherwise.
 func (b *Backend) NoFencingToken() string {
@@ -337,77 +332,10 @@ func (s *session) Close() error {
 	return s.c.Close(ctx)
 }
 
-// Nodes implements harness.ProcessNodes: 1 for a started server, 0 for an external one.
-func (b *Backend) Nodes() int {
-	if b.server == nil {
-		return 0
-	}
-	return 1
-}
-
-func (b *Backend) node(i int) (*Server, error) {
-	if b.server == nil {
-		return nil, fmt.Errorf("%s: the server is external: fencecheck cannot signal it", Name)
-	}
-	if i != 0 {
-		return nil, fmt.Errorf("%s: no node %d (one server)", Name, i)
-	}
-	return b.server, nil
-}
-
-// NodePID implements harness.ProcessNodes: the postmaster's PID.
-func (b *Backend) NodePID(i int) int {
-	s, err := b.node(i)
-	if err != nil {
-		return 0
-	}
-	return s.PID()
-}
-
-// PauseNode implements harness.ProcessNodes: SIGSTOP to the postmaster's group (every
-// backend process stops too).
-func (b *Backend) PauseNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.Pause()
-}
-
-// ResumeNode implements harness.ProcessNodes: SIGCONT.
-func (b *Backend) ResumeNode(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.Resume()
-}
-
-// Crash implements harness.Crasher: SIGKILL to the postmaster's group.
-func (b *Backend) Crash(_ context.Context, i int) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.Crash()
-}
-
 // Restart implements harness.Crasher: the same port, after crash recovery (keepData),
 // or on a fresh cluster (the sequence starts again at 1).
 func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
-	s, err := b.node(i)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := s.Restart(ctx, keepData); err != nil {
+	if err := b.Group.Restart(ctx, i, keepData); err != nil {
 		return err
 	}
 	if !keepData {

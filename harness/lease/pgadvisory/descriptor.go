@@ -3,9 +3,11 @@ package pgadvisory
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -17,6 +19,11 @@ func dsnOption() registry.Option {
 		Name: OptionDSN, External: true,
 		Usage: "existing PostgreSQL (libpq URL naming one TCP host) for the postgres-advisory backends, instead of a private cluster fencecheck starts (client-side faults only)",
 	}
+}
+
+// entries is what the backends' registry entries share with the other database locks.
+func entries() sqlsession.Entries {
+	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Available: Available, LogName: "postgres.log"}
 }
 
 const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
@@ -41,27 +48,14 @@ func Descriptors() []registry.Backend {
 				}
 				return nil
 			},
-			Caps: func(s registry.Settings) registry.Caps {
-				if s.Option(OptionDSN) != "" {
-					return registry.Caps{External: externalWords, Crasher: true, ClientExpiry: true, NoToken: noToken}
-				}
-				return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true, NoToken: noToken}
-			},
+			Caps: func(s registry.Settings) registry.Caps { return entries().Caps(s, noToken) },
 			Setup: func(s registry.Settings) string {
 				if s.Option(OptionDSN) != "" {
 					return "an existing PostgreSQL, idle_session_timeout = TTL"
 				}
 				return "a private PostgreSQL cluster (Debian postgresql, initdb) on loopback, idle_session_timeout = TTL"
 			},
-			Unavailable: func(s registry.Settings) string {
-				if s.Option(OptionDSN) != "" {
-					return ""
-				}
-				if err := Available(); err != nil {
-					return err.Error()
-				}
-				return ""
-			},
+			Unavailable: entries().Unavailable,
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)
 			},
@@ -83,26 +77,13 @@ type external struct{ *Backend }
 func (external) External() string { return externalWords }
 
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
-	cfg := Config{TTL: env.TTL, Token: tok, DSN: env.Option(OptionDSN), name: name}
-	if cfg.DSN == "" {
-		var err error
-		if cfg.Dir, err = env.TempDir(); err != nil {
-			return nil, err
-		}
-		if cfg.LogWriter, _, err = env.LogFile("postgres.log"); err != nil {
-			return nil, err
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, registry.Input(err)
-	}
-	b, err := Start(ctx, cfg)
+	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
+		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, name: name}
+	}, Start)
 	switch {
-	case err != nil && cfg.DSN != "":
-		return nil, registry.Input(err) // the user's server
 	case err != nil:
 		return nil, err
-	case cfg.DSN != "":
+	case b.cfg.DSN != "":
 		return external{b}, nil
 	}
 	return b, nil

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
-	"github.com/fencecheck/fencecheck/harness/lease/sqlsession/sqlsessiontest"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 )
 
 // helperEnv makes the test binary a helper that starts a server, prints the
@@ -28,5 +28,5 @@ func TestMain(m *testing.M) {
 		time.Sleep(5 * time.Minute)
 		os.Exit(0)
 	}
-	os.Exit(sqlsessiontest.VerifyNoLeaks(m))
+	os.Exit(proctest.VerifyNoLeaks(m))
 }

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -50,8 +50,7 @@ type Server struct {
 	run  []string // the command prefix that drops root (setpriv ...), or nil
 	own  string   // a directory StartServer made for the cluster (removed by Close), or ""
 
-	mu sync.Mutex
-	p  *proc.Process
+	sqlsession.Process // PID, Pause, Resume, Crash
 }
 
 // findBinDir returns the newest /usr/lib/postgresql/*/bin that has postgres.
@@ -220,9 +219,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.p = p
-	s.mu.Unlock()
+	s.Set(p)
 	return nil
 }
 
@@ -256,48 +253,16 @@ func (s *Server) DSN() string {
 	return "postgres://postgres@" + s.addr + "/postgres?sslmode=disable"
 }
 
-func (s *Server) proc() *proc.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p
-}
-
-// PID is the postmaster's process id (its process group's id).
-func (s *Server) PID() int {
-	if p := s.proc(); p != nil {
-		return p.PID()
-	}
-	return 0
-}
-
-// Pause stops the postmaster and every backend with SIGSTOP.
-func (s *Server) Pause() error { return s.proc().Pause() }
-
-// Resume continues them with SIGCONT.
-func (s *Server) Resume() error { return s.proc().Resume() }
-
-// Crash kills the postmaster and every backend with SIGKILL.
-func (s *Server) Crash() error { return s.proc().Kill() }
-
 // Restart starts a crashed server again on the same port: with its data (crash
 // recovery replays the WAL) or, keepData=false, on a fresh initdb.
 func (s *Server) Restart(ctx context.Context, keepData bool) error {
-	if exited, _ := s.proc().Exited(); !exited {
-		return fmt.Errorf("postgres-advisory: restart: the server (pid %d) is still running", s.PID())
-	}
-	_ = s.proc().Close()
-	if !keepData {
-		if err := s.initdb(ctx); err != nil {
-			return err
-		}
-	}
-	return s.start(ctx)
+	return s.RestartWith(ctx, "postgres-advisory", keepData, s.initdb, s.start)
 }
 
 // Close stops the server: SIGINT (PostgreSQL's fast shutdown; SIGTERM would wait for
 // every session to end), then proc's SIGTERM and SIGKILL. Safe to call twice.
 func (s *Server) Close() error {
-	p := s.proc()
+	p := s.Proc()
 	if p == nil {
 		return nil
 	}

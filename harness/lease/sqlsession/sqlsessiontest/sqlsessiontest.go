@@ -1,50 +1,19 @@
 // Package sqlsessiontest has the tests shared by the database lock backends
 // (postgres-advisory, mariadb-lock), run against their real servers through real
-// fault-proxy links, and a TestMain leak check.
+// fault-proxy links (the TestMain leak check is proctest.VerifyNoLeaks).
 package sqlsessiontest
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
-
-// VerifyNoLeaks runs the tests, then waits (up to 15 s, for a loaded machine) until no
-// goroutine is left and no process started by the tests is alive.
-func VerifyNoLeaks(m *testing.M) int {
-	code := m.Run()
-	if code != 0 {
-		return code
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		gerr := goleak.Find()
-		kids := proc.Descendants(os.Getpid())
-		if gerr == nil && len(kids) == 0 {
-			return 0
-		}
-		if time.Now().After(deadline) {
-			if gerr != nil {
-				fmt.Fprintf(os.Stderr, "goleak: %v\n", gerr)
-			}
-			if len(kids) > 0 {
-				fmt.Fprintf(os.Stderr, "processes left behind by the tests: %v\n", kids)
-			}
-			return 1
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // Link returns a fault-proxy link to the backend's only endpoint, closed when t ends.
 func Link(t *testing.T, b harness.Backend) *proxy.Link {

@@ -1,0 +1,70 @@
+package sqlsession
+
+import (
+	"context"
+	"io"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// Entries is what the registry entries of one database lock backend share: the option
+// that points them at an existing server instead of a private one fencecheck starts.
+type Entries struct {
+	// Option is the DSN option's name.
+	Option string
+	// External names an existing server in the caps (harness.External).
+	External string
+	// Available is nil when a private server can be started here.
+	Available func() error
+	// LogName is the private server's log file in the run's evidence folder.
+	LogName string
+}
+
+// Caps: a private server is one process fencecheck can signal; an existing one gets
+// client-side faults only.
+func (d Entries) Caps(s registry.Settings, noToken string) registry.Caps {
+	if s.Option(d.Option) != "" {
+		return registry.Caps{External: d.External, Crasher: true, ClientExpiry: true, NoToken: noToken}
+	}
+	return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true, NoToken: noToken}
+}
+
+// Unavailable is why a private server cannot be started here ("" when it can, or when
+// the run uses an existing server).
+func (d Entries) Unavailable(s registry.Settings) string {
+	if s.Option(d.Option) != "" {
+		return ""
+	}
+	if err := d.Available(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// Start builds the backend's config for the run (dsn, or a private server's dir and
+// log) and starts it. A config that does not validate, and a failure of the user's
+// server, are bad input (registry.Input).
+func Start[C interface{ Validate() error }, B harness.Backend](ctx context.Context, env registry.Env, d Entries,
+	config func(dsn, dir string, log io.Writer) C, start func(context.Context, C) (B, error)) (B, error) {
+	var zero B
+	dsn, dir, log := env.Option(d.Option), "", io.Writer(nil)
+	if dsn == "" {
+		var err error
+		if dir, err = env.TempDir(); err != nil {
+			return zero, err
+		}
+		if log, _, err = env.LogFile(d.LogName); err != nil {
+			return zero, err
+		}
+	}
+	cfg := config(dsn, dir, log)
+	if err := cfg.Validate(); err != nil {
+		return zero, registry.Input(err)
+	}
+	b, err := start(ctx, cfg)
+	if err != nil && dsn != "" {
+		return zero, registry.Input(err) // the user's server
+	}
+	return b, err
+}
