@@ -1,0 +1,242 @@
+package kubelease
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+// APIServerVersion is the kube-apiserver that apiserver/build.sh builds (the module in
+// harness/lease/kubelease/apiserver pins it; it is not in fencecheck's own go.mod).
+const APIServerVersion = "v1.37.2"
+
+// EnvAPIServer names a kube-apiserver binary to run instead of the cached build.
+const EnvAPIServer = "FENCECHECK_KUBE_APISERVER"
+
+// BuildScript builds the kube-apiserver into CachePath, from the repository's root.
+const BuildScript = "harness/lease/kubelease/apiserver/build.sh"
+
+// CachePath is where BuildScript puts its build: $FENCECHECK_CACHE, else
+// $XDG_CACHE_HOME/fencecheck, else ~/.cache/fencecheck, then
+// kube-apiserver-<APIServerVersion>/kube-apiserver. CI keeps that folder between runs.
+func CachePath() string {
+	root := os.Getenv("FENCECHECK_CACHE")
+	if root == "" {
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				home = os.TempDir()
+			}
+			base = filepath.Join(home, ".cache")
+		}
+		root = filepath.Join(base, "fencecheck")
+	}
+	return filepath.Join(root, "kube-apiserver-"+APIServerVersion, "kube-apiserver")
+}
+
+// FindAPIServer returns the kube-apiserver to run: explicit if set, else
+// $FENCECHECK_KUBE_APISERVER, else the cached build, else kube-apiserver on PATH. When
+// there is none the error wraps proc.ErrNotFound and says how to build one.
+func FindAPIServer(explicit string) (string, error) {
+	for _, p := range []string{explicit, os.Getenv(EnvAPIServer)} {
+		if p == "" {
+			continue
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("kube-apiserver %s: %w", p, err)
+		}
+		return p, nil
+	}
+	if p := CachePath(); executable(p) == nil {
+		return p, nil
+	}
+	if p, err := exec.LookPath("kube-apiserver"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("kube-apiserver %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",
+		APIServerVersion, BuildScript, CachePath(), EnvAPIServer, proc.ErrNotFound)
+}
+
+func executable(p string) error {
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return err
+	case st.IsDir() || st.Mode()&0o111 == 0:
+		return errors.New("not an executable file")
+	}
+	return nil
+}
+
+// APIServerConfig says how to start one kube-apiserver.
+type APIServerConfig struct {
+	// Binary is the kube-apiserver program (required: FindAPIServer).
+	Binary string
+	// Dir holds its serving certificates, service-account key and token file (required).
+	Dir string
+	// Etcd are the client addresses (host:port) of the etcd it stores objects in.
+	Etcd []string
+	// Port is the secure port; 0 picks a free one.
+	Port int
+	// Log receives the server's output (nil: discarded).
+	Log io.Writer
+	// ReadyTimeout bounds the wait for /readyz (default 60 s: a loaded machine).
+	ReadyTimeout time.Duration
+}
+
+// APIServer is a kube-apiserver process fencecheck started on 127.0.0.1: a proc.Node
+// (PID, Pause = SIGSTOP, Resume = SIGCONT, Crash = SIGKILL, Close) with its address and
+// the bearer token its clients present.
+type APIServer struct {
+	*proc.Node
+	addr  string
+	token string
+}
+
+// StartAPIServer writes the server's key and token file into cfg.Dir, starts
+// kube-apiserver on loopback against cfg.Etcd and waits until /readyz answers ok and the
+// "default" namespace exists.
+func StartAPIServer(ctx context.Context, cfg APIServerConfig) (*APIServer, error) {
+	switch {
+	case cfg.Binary == "":
+		return nil, errors.New("kube-lease: APIServerConfig.Binary is required")
+	case cfg.Dir == "":
+		return nil, errors.New("kube-lease: APIServerConfig.Dir is required")
+	case len(cfg.Etcd) == 0:
+		return nil, errors.New("kube-lease: APIServerConfig.Etcd is required")
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	if cfg.Port == 0 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("kube-lease: find a free port: %w", err)
+		}
+		cfg.Port = ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+	}
+	token, err := writeCredentials(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	etcd := make([]string, len(cfg.Etcd))
+	for i, e := range cfg.Etcd {
+		etcd[i] = "http://" + e
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	key := filepath.Join(cfg.Dir, "sa.key")
+	n, err := proc.StartNode(ctx, proc.Config{
+		Name: "kube-apiserver on " + addr, Path: cfg.Binary,
+		Args: []string{
+			"--etcd-servers=" + strings.Join(etcd, ","),
+			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(cfg.Port),
+			// A self-signed serving certificate, made on the first start and kept for
+			// restarts.
+			"--cert-dir=" + filepath.Join(cfg.Dir, "certs"),
+			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-account-key-file=" + key, "--service-account-signing-key-file=" + key,
+			"--service-cluster-ip-range=127.0.100.0/24",
+			"--authorization-mode=AlwaysAllow",
+			"--token-auth-file=" + filepath.Join(cfg.Dir, "tokens.csv"),
+			// Nothing but loopback: no Service endpoints to reconcile, no API priority
+			// queues between the few clients of one run.
+			"--endpoint-reconciler-type=none",
+			"--enable-priority-and-fairness=false",
+		},
+		Dir: cfg.Dir, Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
+		Ready: func(ctx context.Context) error { return ready(ctx, addr, token) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &APIServer{Node: n, addr: addr, token: token}, nil
+}
+
+// writeCredentials writes the service-account signing key and a token file naming one
+// bearer token in system:masters, and returns the token.
+func writeCredentials(dir string) (string, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "certs"), 0o700); err != nil {
+		return "", fmt.Errorf("kube-lease: %w", err)
+	}
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", fmt.Errorf("kube-lease: service-account key: %w", err)
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+	if err := os.WriteFile(filepath.Join(dir, "sa.key"), pemKey, 0o600); err != nil {
+		return "", fmt.Errorf("kube-lease: %w", err)
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("kube-lease: token: %w", err)
+	}
+	token := hex.EncodeToString(b)
+	line := token + `,fencecheck,fencecheck,"system:masters"` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(line), 0o600); err != nil {
+		return "", fmt.Errorf("kube-lease: %w", err)
+	}
+	return token, nil
+}
+
+// ready asks /readyz, then for the default namespace (created by a post-start hook that
+// /readyz does not wait for: a Lease in it is refused until then).
+func ready(ctx context.Context, addr, token string) error {
+	c := &http.Client{
+		Timeout: 2 * time.Second,
+		// The server's certificate is the self-signed one it made; the link is loopback.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}, //nolint:gosec
+	}
+	for _, path := range []string{"/readyz", "/api/v1/namespaces/default"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+		}
+	}
+	return nil
+}
+
+// Addr is the server's host:port.
+func (s *APIServer) Addr() string { return s.addr }
+
+// Token is the bearer token clients present.
+func (s *APIServer) Token() string { return s.token }
+
+// Restart starts a crashed server again on the same port with the same key and
+// certificates. Its state is in etcd, which did not crash: keepData=false is refused,
+// as there is no disk of its own to lose.
+func (s *APIServer) Restart(ctx context.Context, keepData bool) error {
+	if !keepData {
+		return errors.New("kube-lease: kube-apiserver keeps nothing of its own; a restart without data would mean wiping etcd, which this backend does not do")
+	}
+	return s.Node.Restart(ctx, "")
+}

@@ -1,0 +1,98 @@
+package kubelease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// Names of the backends as users type them: one per token source.
+const (
+	Name   = "kube-lease"
+	NameRV = "kube-lease-rv"
+)
+
+// OptionAPIServer names the kube-apiserver binary (default: the cached build).
+const OptionAPIServer = "kube-apiserver"
+
+// DefaultTTL is the default LeaseDuration: the Lease stores whole seconds.
+const DefaultTTL = time.Second
+
+// Descriptors returns the registry entries: kube-lease (token = leaseTransitions) and
+// kube-lease-rv (token = the granting write's resourceVersion).
+func Descriptors() []registry.Backend {
+	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
+		return registry.Backend{
+			Name: name, Meaning: meaning, Token: token, TTL: DefaultTTL,
+			Options: []registry.Option{{
+				Name: OptionAPIServer, Env: EnvAPIServer,
+				Usage: "the kube-apiserver binary for the kube-lease backends (default: the build " + BuildScript + " caches in " + CachePath() + ")",
+			}},
+			Check: func(s registry.Settings) error {
+				if s.Members != 1 {
+					return fmt.Errorf("backend %s is one kube-apiserver: --members must be 1, got %d", name, s.Members)
+				}
+				if p := s.Option(OptionAPIServer); p != "" {
+					if _, err := FindAPIServer(p); err != nil {
+						return err
+					}
+				}
+				return TimingFor(s.TTL).Validate()
+			},
+			Caps: func(registry.Settings) registry.Caps {
+				return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true}
+			},
+			Setup: func(registry.Settings) string {
+				return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
+			},
+			Unavailable: func(s registry.Settings) string {
+				if _, err := FindAPIServer(s.Option(OptionAPIServer)); errors.Is(err, proc.ErrNotFound) {
+					return err.Error()
+				}
+				return ""
+			},
+			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+				return start(ctx, env, name, tok)
+			},
+		}
+	}
+	return []registry.Backend{
+		d(Name, TokenTransitions,
+			"client-go leaderelection (LeaseLock) against a real kube-apiserver on embedded etcd; token = the Lease's spec.leaseTransitions written by the granting update",
+			"the Lease's spec.leaseTransitions at grant (client-go adds 1 per change of holder)"),
+		d(NameRV, TokenResourceVersion,
+			"kube-lease with token = the Lease's metadata.resourceVersion after the granting update (etcd's revision of that write)",
+			"the Lease's resourceVersion after the granting update (opaque by the API's contract; etcd's revision here)"),
+	}
+}
+
+func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
+	bin, err := FindAPIServer(env.Option(OptionAPIServer))
+	if err != nil {
+		return nil, registry.Input(err)
+	}
+	dir, err := env.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	w, _, err := env.LogFile("kube-apiserver.log")
+	if err != nil {
+		return nil, err
+	}
+	_, etcdLog, err := env.LogFile("etcd.log")
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{TTL: env.TTL, Token: tok, Binary: bin, Dir: dir, LogWriter: w, EtcdLog: etcdLog, Logger: env.Logger, name: name}
+	if err := cfg.Validate(); err != nil {
+		return nil, registry.Input(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	return Start(sctx, cfg)
+}
