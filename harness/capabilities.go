@@ -74,3 +74,11 @@ type DurableLeases interface {
 	// LeasesSurviveRestart marks the capability; it does nothing.
 	LeasesSurviveRestart()
 }
+
+// Configured is implemented by backends whose own settings decide when a lease ends on
+// top of its TTL (client-go's RenewDeadline and RetryPeriod): the run records them in
+// the history's run object, under "backend_settings", so the history says what ran.
+type Configured interface {
+	Backend
+	BackendSettings() map[string]any
+}

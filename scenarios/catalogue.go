@@ -249,10 +249,11 @@ func Catalogue() []Scenario {
 			Expect: safe,
 		},
 	}, slices.Concat(databaseScenarios(), // sqlite and postgres: catalogue_db.go
-		zookeeperScenarios(),  // catalogue_zookeeper.go
-		serviceScenarios(),    // redis, redlock, nats: catalogue_services.go
-		execScenarios(),       // your own lock client: catalogue_exec.go
-		dbLockScenarios())...) // database locks: catalogue_dblocks.go
+		zookeeperScenarios(), // catalogue_zookeeper.go
+		serviceScenarios(),   // redis, redlock, nats: catalogue_services.go
+		execScenarios(),      // your own lock client: catalogue_exec.go
+		dbLockScenarios(),    // database locks: catalogue_dblocks.go
+		kubeScenarios())...)  // Kubernetes leases: catalogue_kube.go
 }
 
 // Lookup finds a scenario by name.

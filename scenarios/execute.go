@@ -134,6 +134,9 @@ func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err err
 	if t, ok := be.(harness.Tokenless); ok {
 		run.NoToken = t.NoFencingToken()
 	}
+	if c, ok := registry.Service(be).(harness.Configured); ok {
+		run.Extra["backend_settings"] = c.BackendSettings()
+	}
 	if sched, ok := spec.schedule(); ok {
 		run.Extra["random_faults"] = spec.RandomFaults
 		run.Extra["schedule"] = sched.Items

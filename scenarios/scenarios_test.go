@@ -49,6 +49,7 @@ func TestCatalogue(t *testing.T) {
 			require.True(t, o.Report.Agree, "porcupine and the direct analysis disagree")
 			checkZookeeperRun(t, sc, o.History) // zookeeper_test.go
 			checkServiceRun(t, sc, o.History)   // catalogue_services_test.go
+			checkKubeRun(t, sc, o.History)      // catalogue_kube_test.go
 
 			// The saved evidence re-checks to the same verdicts offline.
 			h, err := history.ReadFile(dir + "/history.json")

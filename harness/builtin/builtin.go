@@ -7,6 +7,7 @@ import (
 
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
 	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
@@ -34,6 +35,7 @@ func Registry() *registry.Registry {
 	must(r.AddBackend(execlock.Descriptor(r)))
 	must(r.AddBackend(pgadvisory.Descriptors()...))
 	must(r.AddBackend(mariadblock.Descriptors()...))
+	must(r.AddBackend(kubelease.Descriptors()...))
 
 	must(r.AddResource(register.Descriptors()...))
 	must(r.AddResource(etcdtxn.Descriptor()))

@@ -18,6 +18,10 @@ import (
 
 const ttl = time.Second
 
+// exclusionTTL is long enough that a loaded machine does not miss renewals for a whole
+// RenewDeadline, which would hand the lock over for real.
+const exclusionTTL = 2 * time.Second
+
 // start starts the backend, or skips naming the build script when there is no
 // kube-apiserver.
 func start(t *testing.T, cfg kubelease.Config) *kubelease.Backend {
@@ -69,7 +73,9 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 // up by one each time, even when the same client takes the lock twice in a row; a held
 // lease is renewed past LeaseDuration and nobody else gets it meanwhile.
 func TestTokensAndMutualExclusion(t *testing.T) {
-	b := start(t, kubelease.Config{})
+	t.Parallel()
+	const ttl = exclusionTTL
+	b := start(t, kubelease.Config{TTL: ttl})
 	a, c := locker(t, b, b.Endpoints()[0], 0), locker(t, b, b.Endpoints()[0], 1)
 	want := int64(1) // the Lease is created with no holder and 0 transitions
 	for i, l := range []harness.Locker{a, a, c, a} {
@@ -98,6 +104,7 @@ func TestTokensAndMutualExclusion(t *testing.T) {
 // resourceVersion grows with every write to etcd, renewals included: grants get growing
 // tokens, with gaps.
 func TestResourceVersionTokens(t *testing.T) {
+	t.Parallel()
 	b := start(t, kubelease.Config{Token: kubelease.TokenResourceVersion})
 	l := locker(t, b, b.Endpoints()[0], 0)
 	var last int64
@@ -114,6 +121,7 @@ func TestResourceVersionTokens(t *testing.T) {
 // renewals stop, another client takes over after LeaseDuration with the next
 // transition, and the holder hears OnStoppedLeading only after RenewDeadline.
 func TestTakeoverWhenHolderStalls(t *testing.T) {
+	t.Parallel()
 	b := start(t, kubelease.Config{})
 	link, err := proxy.New(b.Endpoints()[0])
 	require.NoError(t, err)
@@ -127,7 +135,9 @@ func TestTakeoverWhenHolderStalls(t *testing.T) {
 		le2 := acquire(t, c)
 		took := time.Since(stalled)
 		t.Logf("taken over %v after the holder's link stalled (LeaseDuration %v)", took.Round(time.Millisecond), ttl)
-		require.GreaterOrEqual(t, took, ttl-ttl/2, "taken over before the holder's renewals could have lapsed")
+		// The holder renewed within RenewDeadline of the stall (or it would have stepped
+		// down), and a candidate waits LeaseDuration from when it saw that renewal.
+		require.GreaterOrEqual(t, took, ttl-kubelease.TimingFor(ttl).RenewDeadline, "taken over before the holder's renewals could have lapsed")
 		require.Equal(t, le.Token()+1, le2.Token())
 		waitClosed(t, le.Lost(), "Lost after the link stalled")
 		link.Pass()
@@ -138,6 +148,7 @@ func TestTakeoverWhenHolderStalls(t *testing.T) {
 
 // SIGSTOP of the apiserver: no renewal gets through, the leader stops leading.
 func TestLostWhenAPIServerPaused(t *testing.T) {
+	t.Parallel()
 	b := start(t, kubelease.Config{})
 	le := acquire(t, locker(t, b, b.Endpoints()[0], 0))
 	ctx := context.Background()
@@ -149,6 +160,7 @@ func TestLostWhenAPIServerPaused(t *testing.T) {
 // SIGKILL and restart of the apiserver: the Lease is in etcd, so both token kinds go on
 // rising from where they were.
 func TestCrashRestartKeepsTokens(t *testing.T) {
+	t.Parallel()
 	for _, tok := range []kubelease.TokenKind{kubelease.TokenTransitions, kubelease.TokenResourceVersion} {
 		b := start(t, kubelease.Config{Token: tok})
 		l := locker(t, b, b.Endpoints()[0], 0)
@@ -196,6 +208,7 @@ func TestBadConfigs(t *testing.T) {
 }
 
 func TestCloseTwice(t *testing.T) {
+	t.Parallel()
 	b := start(t, kubelease.Config{})
 	l := locker(t, b, b.Endpoints()[0], 0)
 	le := acquire(t, l)

@@ -1,0 +1,102 @@
+package main
+
+// Issue 16's acceptance runs against a real kube-apiserver fencecheck starts (built by
+// harness/lease/kubelease/apiserver/build.sh; skipped with one line without it).
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
+	"github.com/fencecheck/fencecheck/harness/proc"
+)
+
+func needAPIServer(t *testing.T) {
+	t.Helper()
+	if _, err := kubelease.FindAPIServer(""); errors.Is(err, proc.ErrNotFound) {
+		t.Skip(err)
+	}
+}
+
+func TestRunKubeLease(t *testing.T) {
+	for _, tc := range []struct {
+		backend, resource, fault string
+		code                     int
+		want                     string
+	}{
+		{"kube-lease", "unfenced", "pause", exitViolated, "result: UNSAFE"},
+		{"kube-lease", "fenced", "pause", exitSafe, "result: safe"},
+		{"kube-lease", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid "},
+		{"kube-lease-rv", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid "},
+	} {
+		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
+			needAPIServer(t)
+			t.Parallel()
+			out := t.TempDir()
+			code, stdout, stderr := run(t, "run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault)
+			require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Contains(t, stdout, tc.want)
+			files, err := filepath.Glob(filepath.Join(out, "*", "2*", "history.json"))
+			require.NoError(t, err)
+			require.Len(t, files, 1)
+			h, err := history.ReadFile(files[0])
+			require.NoError(t, err)
+			settings, ok := h.Run.Extra["backend_settings"].(map[string]any)
+			require.True(t, ok, "client-go's timing is not in the history")
+			require.EqualValues(t, 1000, settings["lease_duration_ms"])
+			require.EqualValues(t, 666, settings["renew_deadline_ms"])
+			require.EqualValues(t, 133, settings["retry_period_ms"])
+			for _, f := range []string{"kube-apiserver.log", "etcd.log"} {
+				require.FileExists(t, filepath.Join(filepath.Dir(files[0]), f))
+			}
+		})
+	}
+}
+
+// The scorecard end to end: every applicable fault, without and with fencing.
+func TestEvaluateKubeLease(t *testing.T) {
+	needAPIServer(t)
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "evaluate", "--backend", "kube-lease", "--out", out)
+	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "verdict: SAFE with fencing")
+	for _, f := range []string{"pause", "pause-before-read", "delay", "partition", "node-pause", "crash"} {
+		require.Regexp(t, `(?m)^`+f+` +STALE WRITES GOT THROUGH \(\d+\) +held, \d+ rejected +monotonic`, stdout)
+	}
+	require.NotContains(t, stdout, "skew", "skew needs a clock fencecheck owns")
+	require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the scorecard")
+}
+
+// Ctrl-C in the middle of a run: the kube-apiserver is gone when Main returns.
+func TestRunKubeLeaseInterrupted(t *testing.T) {
+	needAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		var o, e strings.Builder
+		done <- Main(ctx, []string{"run", "--out", t.TempDir(), "--backend", "kube-lease", "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	for len(proc.Descendants(os.Getpid())) == 0 {
+		require.True(t, time.Now().Before(deadline), "no kube-apiserver started")
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Into the set-up or the 30 s workload: an interrupt anywhere must leave nothing.
+	time.Sleep(3 * time.Second)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+	require.Empty(t, proc.Descendants(os.Getpid()), "a kube-apiserver outlived the interrupted run")
+}
