@@ -100,3 +100,39 @@ func TestRunKubeLeaseInterrupted(t *testing.T) {
 	}
 	require.Empty(t, proc.Descendants(os.Getpid()), "a kube-apiserver outlived the interrupted run")
 }
+
+// An existing cluster by --kubeconfig (here one the test starts): client-side faults
+// only, runs labelled -external, node faults refused in one line, the run's Lease gone
+// afterwards.
+func TestKubeLeaseExternal(t *testing.T) {
+	needAPIServer(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	own, err := kubelease.Start(ctx, kubelease.Config{TTL: time.Second, Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, own.Close()) }()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, own.Servers[0].WriteKubeconfig(kc))
+
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "run", "--out", out, "--backend", "kube-lease", "--kubeconfig", kc, "--resource", "fenced", "--fault", "pause")
+	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "kube-lease-external")
+
+	code, _, stderr = run(t, "run", "--out", out, "--backend", "kube-lease", "--kubeconfig", kc, "--fault", "node-pause")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "only takes client-side faults")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+
+	code, _, stderr = run(t, "run", "--out", out, "--backend", "kube-lease", "--kube-namespace", "x")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "--kube-namespace is for an existing cluster")
+
+	// Only the Lease the test's own cluster started with is left.
+	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer lcancel()
+	names, err := own.LeaseNames(lctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{kubelease.LeaseName}, names)
+}

@@ -109,6 +109,7 @@ type APIServer struct {
 	*proc.Node
 	addr  string
 	token string
+	dir   string
 }
 
 // StartAPIServer writes the server's key and token file into cfg.Dir, starts
@@ -169,7 +170,7 @@ func StartAPIServer(ctx context.Context, cfg APIServerConfig) (*APIServer, error
 	if err != nil {
 		return nil, err
 	}
-	return &APIServer{Node: n, addr: addr, token: token}, nil
+	return &APIServer{Node: n, addr: addr, token: token, dir: cfg.Dir}, nil
 }
 
 // writeCredentials writes the service-account signing key and a token file naming one
@@ -239,4 +240,33 @@ func (s *APIServer) Restart(ctx context.Context, keepData bool) error {
 		return errors.New("kube-lease: kube-apiserver keeps nothing of its own; a restart without data would mean wiping etcd, which this backend does not do")
 	}
 	return s.Node.Restart(ctx, "")
+}
+
+// CABundle is the file with the server's self-signed certificate and the CA that signed
+// it (kube-apiserver writes both when it makes them).
+func (s *APIServer) CABundle() string { return filepath.Join(s.dir, "certs", "apiserver.crt") }
+
+// WriteKubeconfig writes a kubeconfig for this server (its CA bundle and bearer token)
+// to path: for kubectl, or for a run against it as an existing cluster.
+func (s *APIServer) WriteKubeconfig(path string) error {
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: fencecheck
+  cluster:
+    server: https://%s
+    certificate-authority: %s
+users:
+- name: fencecheck
+  user:
+    token: %s
+contexts:
+- name: fencecheck
+  context: {cluster: fencecheck, user: fencecheck}
+current-context: fencecheck
+`, s.addr, s.CABundle(), s.token)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("kube-lease: %w", err)
+	}
+	return nil
 }

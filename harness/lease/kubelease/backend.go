@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,7 +25,9 @@ import (
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
-// Where the lock lives: one Lease object in the "default" namespace of a fresh etcd.
+// Where the lock lives on a cluster fencecheck starts: one Lease in the "default"
+// namespace of a fresh etcd. On an existing cluster it is fencecheck-<run id> in the
+// namespace given (default "default"), deleted when the run ends.
 const (
 	Namespace = "default"
 	LeaseName = "fencecheck-lock"
@@ -92,6 +96,12 @@ type Config struct {
 	EtcdLog   string
 	// Logger gets client-go's leader-election log lines (nil: discarded).
 	Logger *slog.Logger
+	// Kubeconfig, if set, is an existing cluster's kubeconfig file (its current
+	// context): nothing is started, and only client-side faults apply. The Lease is
+	// fencecheck-<RunID> in Namespace; Close deletes it.
+	Kubeconfig string
+	Namespace  string
+	RunID      string
 	// name is the registry name the backend reports ("kube-lease", "kube-lease-rv").
 	name string
 }
@@ -102,6 +112,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.name == "" {
 		c.name = Name
+	}
+	if c.Namespace == "" {
+		c.Namespace = Namespace
+	}
+	if c.RunID == "" {
+		c.RunID = "run"
 	}
 	return c
 }
@@ -115,8 +131,8 @@ func (c Config) Validate() error {
 	if err := c.Timing.Validate(); err != nil {
 		return err
 	}
-	if c.Dir == "" {
-		return errors.New("kube-lease: Dir is required")
+	if c.Dir == "" && c.Kubeconfig == "" {
+		return errors.New("kube-lease: Dir is required to start a kube-apiserver")
 	}
 	return nil
 }
@@ -127,6 +143,14 @@ type Backend struct {
 	proc.Group[*APIServer]
 	cfg  Config
 	etcd *etcdlock.Cluster
+	// base is what every client of the apiserver shares (credentials, TLS); target is
+	// its host:port, reached through each client's proxy, and url its scheme and path.
+	base       *rest.Config
+	target     string
+	url        *url.URL
+	lease      string
+	closeOnce  sync.Once
+	closeError error
 }
 
 var (
@@ -143,10 +167,13 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Kubeconfig != "" {
+		return startExternal(ctx, cfg)
+	}
 	if cfg.Binary, err = FindAPIServer(cfg.Binary); err != nil {
 		return nil, err
 	}
-	b := &Backend{Group: proc.Group[*APIServer]{Name: "kube-apiserver"}, cfg: cfg}
+	b := &Backend{Group: proc.Group[*APIServer]{Name: "kube-apiserver"}, cfg: cfg, lease: LeaseName}
 	defer func() {
 		if err != nil {
 			_ = b.Close()
@@ -159,7 +186,10 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.Servers = []*APIServer{s}
+	b.Servers, b.target = []*APIServer{s}, s.Addr()
+	b.url = &url.URL{Scheme: "https", Host: s.Addr()}
+	// The apiserver's self-signed certificate, on loopback through the proxy.
+	b.base = &rest.Config{BearerToken: s.Token(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 	if err := b.createLease(ctx); err != nil {
 		return nil, err
 	}
@@ -167,7 +197,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 }
 
 func (b *Backend) createLease(ctx context.Context) error {
-	c, hc, err := b.client(b.Servers[0].Addr())
+	c, hc, err := b.client(b.target)
 	if err != nil {
 		return err
 	}
@@ -175,12 +205,12 @@ func (b *Backend) createLease(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	none, one, zero := "", int32(1), int32(0)
-	_, err = c.Leases(Namespace).Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: Namespace},
+	_, err = c.Leases(b.cfg.Namespace).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: b.lease, Namespace: b.cfg.Namespace},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &none, LeaseDurationSeconds: &one, LeaseTransitions: &zero},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("kube-lease: create Lease %s/%s: %w", Namespace, LeaseName, err)
+		return fmt.Errorf("kube-lease: create Lease %s/%s at %s: %w", b.cfg.Namespace, b.lease, b.url.Host, err)
 	}
 	return nil
 }
@@ -190,17 +220,15 @@ func (b *Backend) createLease(ctx context.Context) error {
 // CloseIdleConnections ends.
 func (b *Backend) client(addr string) (*coordclient.CoordinationV1Client, *http.Client, error) {
 	d := &net.Dialer{Timeout: b.cfg.Timing.RenewDeadline}
-	rc := &rest.Config{
-		Host:        "https://" + addr,
-		BearerToken: b.Servers[0].Token(),
-		// The apiserver's self-signed certificate, on loopback through the proxy.
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
-		// A Dial of our own also keeps client-go from sharing one transport between
-		// clients (it caches transports only without one).
-		Dial: d.DialContext,
-		// No client-side rate limit: a candidate polls every RetryPeriod.
-		QPS: -1, WarningHandler: rest.NoWarnings{},
-	}
+	rc := rest.CopyConfig(b.base)
+	u := *b.url
+	u.Host = addr
+	rc.Host = u.String()
+	// A Dial of our own also keeps client-go from sharing one transport between
+	// clients (it caches transports only without one).
+	rc.Dial = d.DialContext
+	// No client-side rate limit: a candidate polls every RetryPeriod.
+	rc.QPS, rc.WarningHandler = -1, rest.NoWarnings{}
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kube-lease: client: %w", err)
@@ -217,19 +245,25 @@ func (b *Backend) Name() string { return b.cfg.name }
 
 // Endpoints implements harness.Backend: the apiserver's host:port.
 func (b *Backend) Endpoints() []string {
-	if len(b.Servers) == 0 {
+	if b.target == "" {
 		return nil
 	}
-	return []string{b.Servers[0].Addr()}
+	return []string{b.target}
 }
 
-// Close implements harness.Backend: stops the apiserver, then etcd. Safe to call twice.
+// Close implements harness.Backend: on an existing cluster it deletes the run's Lease;
+// otherwise it stops the apiserver, then etcd. Safe to call twice.
 func (b *Backend) Close() error {
-	err := b.Group.Close()
-	if b.etcd != nil {
-		err = errors.Join(err, b.etcd.Close())
-	}
-	return err
+	b.closeOnce.Do(func() {
+		if b.cfg.Kubeconfig != "" && b.base != nil {
+			b.closeError = b.deleteLease()
+		}
+		b.closeError = errors.Join(b.closeError, b.Group.Close())
+		if b.etcd != nil {
+			b.closeError = errors.Join(b.closeError, b.etcd.Close())
+		}
+	})
+	return b.closeError
 }
 
 // LeasesExpire implements harness.ExpiringBackend.
@@ -249,7 +283,7 @@ func (b *Backend) BackendSettings() map[string]any {
 		"jitter_factor":     leaderelection.JitterFactor,
 		"release_on_cancel": true,
 		"identity":          "one per grant (client-N-grant-M)",
-		"lease":             Namespace + "/" + LeaseName,
+		"lease":             b.cfg.Namespace + "/" + b.lease,
 		"kube_apiserver":    APIServerVersion,
 	}
 }
@@ -259,7 +293,7 @@ func (b *Backend) NewLocker(_ context.Context, id int, addrs []string) (harness.
 	if len(addrs) != 1 {
 		return nil, fmt.Errorf("%w: kube-lease: want 1 address, got %d", harness.ErrNoEffect, len(addrs))
 	}
-	l := &Locker{b: b, id: id, log: logr.Discard()}
+	l := &Locker{b: b, id: id, log: logr.Discard(), namespace: b.cfg.Namespace, lease: b.lease}
 	if b.cfg.Logger != nil {
 		l.log = logr.FromSlogHandler(b.cfg.Logger.With("client", id).Handler())
 	}
@@ -269,4 +303,22 @@ func (b *Backend) NewLocker(_ context.Context, id int, addrs []string) (harness.
 	}
 	l.leases, l.http = c, hc
 	return l, nil
+}
+
+// LeaseNames lists the Leases in the backend's namespace (what a run left behind).
+func (b *Backend) LeaseNames(ctx context.Context) ([]string, error) {
+	c, hc, err := b.client(b.target)
+	if err != nil {
+		return nil, err
+	}
+	defer hc.CloseIdleConnections()
+	l, err := c.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("kube-lease: list Leases: %w", err)
+	}
+	names := make([]string, len(l.Items))
+	for i, it := range l.Items {
+		names[i] = it.Name
+	}
+	return names, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -17,8 +18,13 @@ const (
 	NameRV = "kube-lease-rv"
 )
 
-// OptionAPIServer names the kube-apiserver binary (default: the cached build).
-const OptionAPIServer = "kube-apiserver"
+// Options of the backends: the kube-apiserver binary to start (default: the cached
+// build), or an existing cluster's kubeconfig and the namespace to take the Lease in.
+const (
+	OptionAPIServer  = "kube-apiserver"
+	OptionKubeconfig = "kubeconfig"
+	OptionNamespace  = "kube-namespace"
+)
 
 // DefaultTTL is the default LeaseDuration: the Lease stores whole seconds.
 const DefaultTTL = time.Second
@@ -32,10 +38,23 @@ func Descriptors() []registry.Backend {
 			Options: []registry.Option{{
 				Name: OptionAPIServer, Env: EnvAPIServer,
 				Usage: "the kube-apiserver binary for the kube-lease backends (default: the build " + BuildScript + " caches in " + CachePath() + ")",
+			}, {
+				Name: OptionKubeconfig, External: true,
+				Usage: "kubeconfig of an existing Kubernetes cluster for the kube-lease backends (its current context; the run takes Lease fencecheck-<run id> and deletes it; client-side faults only)",
+			}, {
+				Name:  OptionNamespace,
+				Usage: "namespace of the run's Lease on an existing cluster (--kubeconfig; default \"default\")",
 			}},
 			Check: func(s registry.Settings) error {
 				if s.Members != 1 {
 					return fmt.Errorf("backend %s is one kube-apiserver: --members must be 1, got %d", name, s.Members)
+				}
+				if k := s.Option(OptionKubeconfig); k != "" {
+					if _, err := os.Stat(k); err != nil {
+						return fmt.Errorf("--%s: %w", OptionKubeconfig, err)
+					}
+				} else if s.Option(OptionNamespace) != "" {
+					return fmt.Errorf("--%s is for an existing cluster (--%s); the cluster fencecheck starts uses %q", OptionNamespace, OptionKubeconfig, Namespace)
 				}
 				if p := s.Option(OptionAPIServer); p != "" {
 					if _, err := FindAPIServer(p); err != nil {
@@ -44,13 +63,22 @@ func Descriptors() []registry.Backend {
 				}
 				return TimingFor(s.TTL).Validate()
 			},
-			Caps: func(registry.Settings) registry.Caps {
+			Caps: func(s registry.Settings) registry.Caps {
+				if s.Option(OptionKubeconfig) != "" {
+					return registry.Caps{External: externalWords, ClientExpiry: true}
+				}
 				return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true}
 			},
-			Setup: func(registry.Settings) string {
+			Setup: func(s registry.Settings) string {
+				if k := s.Option(OptionKubeconfig); k != "" {
+					return "an existing Kubernetes cluster (kubeconfig " + k + "); client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
+				}
 				return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
 			},
 			Unavailable: func(s registry.Settings) string {
+				if s.Option(OptionKubeconfig) != "" {
+					return ""
+				}
 				if _, err := FindAPIServer(s.Option(OptionAPIServer)); errors.Is(err, proc.ErrNotFound) {
 					return err.Error()
 				}
@@ -72,6 +100,19 @@ func Descriptors() []registry.Backend {
 }
 
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
+	if k := env.Option(OptionKubeconfig); k != "" {
+		cfg := Config{TTL: env.TTL, Token: tok, Kubeconfig: k, Namespace: env.Option(OptionNamespace), RunID: env.RunID, Logger: env.Logger, name: name}
+		if err := cfg.Validate(); err != nil {
+			return nil, registry.Input(err)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		b, err := Start(sctx, cfg)
+		if err != nil {
+			return nil, registry.Input(err) // the user's cluster, or their kubeconfig
+		}
+		return external{b}, nil
+	}
 	bin, err := FindAPIServer(env.Option(OptionAPIServer))
 	if err != nil {
 		return nil, registry.Input(err)

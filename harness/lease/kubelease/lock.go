@@ -31,6 +31,8 @@ type Locker struct {
 	log    logr.Logger
 	leases *coordclient.CoordinationV1Client
 	http   *http.Client
+	// namespace and lease name the Lease.
+	namespace, lease string
 
 	mu     sync.Mutex
 	grants int
@@ -57,7 +59,7 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	t := l.b.cfg.Timing
 	le := &Lease{
 		l: l, identity: identity, ttl: t.LeaseDuration,
-		lock:    newRecordingLock(l.leases, identity),
+		lock:    newRecordingLock(l.leases, l.namespace, l.lease, identity),
 		granted: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{}),
 	}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -254,11 +256,11 @@ type recordingLock struct {
 	released bool      // a write with no holder was confirmed
 }
 
-func newRecordingLock(c coordclient.LeasesGetter, identity string) *recordingLock {
+func newRecordingLock(c coordclient.LeasesGetter, namespace, name, identity string) *recordingLock {
 	seen := &versionSeen{LeasesGetter: c}
 	return &recordingLock{
 		LeaseLock: &rl.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: Namespace, Name: LeaseName},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: name},
 			Client:     seen,
 			LockConfig: rl.ResourceLockConfig{Identity: identity},
 		},
