@@ -61,8 +61,10 @@ func TestExternalDebianEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs against an etcd server process: skipped with -short")
 	}
+	// ~25 s of runs that mostly wait on their faults: overlap the catalogue. Parallel
+	// before the server starts, so that it does not live through the sequential tests.
+	t.Parallel()
 	x := etcdtest.StartExternal(t)
-	t.Parallel() // ~25 s of runs that mostly wait on their faults: overlap the catalogue
 	ctx := context.Background()
 	eps := []string{x.Endpoint}
 

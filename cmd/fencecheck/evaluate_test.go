@@ -92,8 +92,10 @@ func TestExternalEtcdGrantedTTL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs against an etcd server process: skipped with -short")
 	}
-	x := etcdtest.StartExternal(t)
+	// Parallel first: a server started before it would live through the sequential
+	// tests, whose checks for left-over processes would see it.
 	t.Parallel()
+	x := etcdtest.StartExternal(t)
 	want := "this cluster grants at least 2s leases; use --ttl 2s"
 	for _, args := range [][]string{
 		{"run", "--etcd-endpoints", x.Endpoint, "--ttl", "1s", "--fault", "pause", "--out", t.TempDir()},
