@@ -71,6 +71,11 @@ type Config struct {
 	DSN string
 	// Port of the started server (0: a free one).
 	Port int
+	// Bouncer puts a PgBouncer in pool_mode = transaction (BouncerPoolSize server
+	// connections) between the clients and the private server: the clients' sessions
+	// are PgBouncer's client connections, and the advisory lock is taken on whichever
+	// pooled server connection runs the statement. Not with DSN.
+	Bouncer bool
 
 	name string // the registered name (default Name)
 }
@@ -96,6 +101,9 @@ func (c Config) Validate() error {
 	if c.DSN != "" {
 		if _, _, err := parseDSN(c.DSN); err != nil {
 			return err
+		}
+		if c.Bouncer {
+			return fmt.Errorf("%s: a PgBouncer is started only in front of a private server, not with a DSN", Name)
 		}
 	} else if c.Dir == "" {
 		return fmt.Errorf("%s: Dir is required to start a server", Name)
@@ -126,6 +134,8 @@ type Backend struct {
 	addr string
 	key  int64
 	seen atomic.Int64
+
+	bouncer *Bouncer // between the clients and the server (Config.Bouncer), or nil
 
 	// The started server as node 0 (no node for an external one): the node faults.
 	proc.Group[*Server]
@@ -159,9 +169,25 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 			}
 		}()
 		dsn = s.DSN()
+		if cfg.Bouncer {
+			if b.bouncer, err = StartBouncer(ctx, s, BouncerConfig{TTL: cfg.TTL, Log: cfg.LogWriter}); err != nil {
+				return nil, err
+			}
+			defer func() {
+				if err != nil {
+					_ = b.bouncer.Close()
+				}
+			}()
+			dsn = b.bouncer.DSN()
+		}
 	}
 	if b.conn, b.addr, err = parseDSN(dsn); err != nil {
 		return nil, err
+	}
+	if cfg.Bouncer {
+		// PgBouncer hands each transaction to any pooled server connection: a statement
+		// prepared on one would be missing on the next (pgx's default caches them).
+		b.conn.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	}
 	if err := b.setup(ctx); err != nil {
 		return nil, err
@@ -208,8 +234,11 @@ func (b *Backend) setup(ctx context.Context) error {
 
 // Name implements harness.Backend.
 func (b *Backend) Name() string {
-	if b.cfg.name != "" {
+	switch {
+	case b.cfg.name != "":
 		return b.cfg.name
+	case b.cfg.Bouncer:
+		return BouncerName
 	}
 	return Name
 }
@@ -227,8 +256,32 @@ func (b *Backend) Endpoints() []string { return []string{b.addr} }
 // Token is the backend's token kind.
 func (b *Backend) Token() TokenKind { return b.cfg.Token }
 
-// Close implements harness.Backend: it stops the started server. Safe to call twice.
-func (b *Backend) Close() error { return b.Group.Close() }
+// Close implements harness.Backend: it stops the started PgBouncer and server. Safe to
+// call twice.
+func (b *Backend) Close() error {
+	berr := b.bouncer.Close()
+	return errors.Join(berr, b.Group.Close())
+}
+
+// BouncerPID is the PgBouncer's process id (0 without one).
+func (b *Backend) BouncerPID() int {
+	if b.bouncer == nil {
+		return 0
+	}
+	return b.bouncer.PID()
+}
+
+// ServerDSN is the superuser DSN of the started server itself, past any PgBouncer
+// ("" for an external server).
+func (b *Backend) ServerDSN() string {
+	if len(b.Servers) == 0 {
+		return ""
+	}
+	return b.Servers[0].DSN()
+}
+
+// Key is the advisory lock key of the run.
+func (b *Backend) Key() int64 { return b.key }
 
 // NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" otherwise.
 func (b *Backend) NoFencingToken() string {
@@ -244,7 +297,7 @@ func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.L
 		return nil, fmt.Errorf("%w: %s: want 1 address, got %d", harness.ErrNoEffect, Name, len(addrs))
 	}
 	return sqlsession.NewLocker(sqlsession.Config{
-		Name: Name, TTL: b.cfg.TTL, Dial: b.dial,
+		Name: b.Name(), TTL: b.cfg.TTL, Dial: b.dial,
 		NoToken: b.cfg.Token == TokenNone, Seen: &b.seen,
 	}, addrs[0]), nil
 }

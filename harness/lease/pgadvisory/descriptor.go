@@ -29,7 +29,7 @@ func entries() sqlsession.Entries {
 const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
 
 // Descriptors returns the registry entries: postgres-advisory (sequence token),
-// postgres-advisory-xact and postgres-advisory-notoken.
+// postgres-advisory-xact, postgres-advisory-notoken and postgres-advisory-pgbouncer.
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		noToken := ""
@@ -67,6 +67,53 @@ func Descriptors() []registry.Backend {
 		d(Name+"-xact", TokenXact, "postgres-advisory with token = pg_current_xact_id() of the granting statement",
 			"pg_current_xact_id() of the granting statement"),
 		d(Name+"-notoken", TokenNone, "postgres-advisory with no fencing token (the lock is a boolean)", "no token"),
+		bouncerDescriptor(),
+	}
+}
+
+// BouncerName is the backend behind PgBouncer's transaction pooling.
+const BouncerName = Name + "-pgbouncer"
+
+func bouncerDescriptor() registry.Backend {
+	return registry.Backend{
+		Name: BouncerName,
+		Meaning: fmt.Sprintf("postgres-advisory with the clients behind a PgBouncer fencecheck starts in pool_mode = transaction (%d server connection): "+
+			"the session lock is taken on a pooled server connection every client shares; token = nextval", BouncerPoolSize),
+		Token: "nextval of a sequence in the granting statement",
+		Check: func(s registry.Settings) error {
+			if s.Members != 1 {
+				return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", BouncerName, s.Members)
+			}
+			if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
+				return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", BouncerName, s.TTL)
+			}
+			return nil
+		},
+		Caps: func(s registry.Settings) registry.Caps { return entries().Caps(s, "") },
+		Setup: func(registry.Settings) string {
+			return fmt.Sprintf("a private PostgreSQL cluster (Debian postgresql, initdb) behind a PgBouncer (Debian pgbouncer, pool_mode = transaction, pool_size = %d) on loopback; the pooled server connections get idle_session_timeout = TTL", BouncerPoolSize)
+		},
+		Unavailable: func(registry.Settings) string {
+			if err := BouncerAvailable(); err != nil {
+				return err.Error()
+			}
+			return ""
+		},
+		Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+			dir, err := env.TempDir()
+			if err != nil {
+				return nil, err
+			}
+			log, _, err := env.LogFile("postgres.log")
+			if err != nil {
+				return nil, err
+			}
+			cfg := Config{TTL: env.TTL, Token: TokenSequence, Dir: dir, LogWriter: log, Bouncer: true, name: BouncerName}
+			if err := cfg.Validate(); err != nil {
+				return nil, registry.Input(err)
+			}
+			return Start(ctx, cfg)
+		},
 	}
 }
 

@@ -155,6 +155,14 @@ func reachable(dir string) bool {
 	}
 }
 
+// dir is the directory that holds the cluster (the one StartServer made, as root).
+func (s *Server) dir() string {
+	if s.own != "" {
+		return s.own
+	}
+	return s.cfg.Dir
+}
+
 func (s *Server) removeOwn() {
 	if s.own != "" {
 		_ = os.RemoveAll(s.own)
