@@ -14,6 +14,13 @@ func dbLockScenarios() []Scenario {
 	// last id before the crash, refuses every write after it.
 	connidCrash := Expect{Verdicts: verdicts(held, anyVerdict, models.Violated, violated), NoStaleAccepted: true}
 	pause := []string{"pause"}
+	// Behind PgBouncer's transaction pooling every client shares one pooled session, on
+	// which the lock is re-entrant: every try is granted, no fault needed. The nextval
+	// token still orders the grants, so the fence keeps the register (later token wins),
+	// but two holders read the same value and both write in token order: updates are
+	// lost (measured on every seed; left open, a lucky schedule could keep them).
+	bouncerUnfenced := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+	bouncerFenced := Expect{Verdicts: verdicts(held, anyVerdict, held, violated), NoStaleAccepted: true}
 	return []Scenario{
 		{
 			Spec:   Spec{Name: "postgres-advisory-unfenced-pause", Backend: "postgres-advisory", Resource: "unfenced", Faults: pause},
@@ -39,6 +46,26 @@ func dbLockScenarios() []Scenario {
 			Spec:   Spec{Name: "postgres-advisory-xact-fenced-crash", Backend: "postgres-advisory-xact", Resource: "fenced", Faults: []string{"crash"}},
 			About:  "pg_current_xact_id() as the token: after SIGKILL and crash recovery PostgreSQL hands out transaction ids it had already handed out (tokens reused, 8 of 8 seeds)",
 			Expect: Expect{Verdicts: verdicts(held, anyVerdict, models.Violated, violated), NoStaleAccepted: true},
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-pgbouncer-unfenced", Backend: "postgres-advisory-pgbouncer", Resource: "unfenced"},
+			About:  "no fault: behind PgBouncer's transaction pooling every client's pg_try_advisory_lock runs on the one pooled session and the re-entrant lock says true to all; stale writes get through",
+			Expect: bouncerUnfenced,
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-pgbouncer-fenced", Backend: "postgres-advisory-pgbouncer", Resource: "fenced"},
+			About:  "the same shared lock against a fenced register: nextval still orders the grants, the fence refuses every older token's write (register held) though the lock excludes nobody",
+			Expect: bouncerFenced,
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-pgbouncer-unfenced-pause", Backend: "postgres-advisory-pgbouncer", Resource: "unfenced", Faults: pause},
+			About:  "the holder pauses: the others never stop talking through the pooled session, so idle_session_timeout never fires and the paused holder's lock level stays, stranded; the others were granted anyway",
+			Expect: bouncerUnfenced,
+		},
+		{
+			Spec:   Spec{Name: "postgres-advisory-pgbouncer-fenced-pause", Backend: "postgres-advisory-pgbouncer", Resource: "fenced", Faults: pause},
+			About:  "the same pause against a fenced register: the paused holder's late write carries an older token and is refused",
+			Expect: Expect{Verdicts: bouncerFenced.Verdicts, MinStaleRejected: 1, NoStaleAccepted: true},
 		},
 		{
 			Spec:   Spec{Name: "mariadb-lock-unfenced-pause", Backend: "mariadb-lock", Resource: "unfenced", Faults: pause},

@@ -22,8 +22,11 @@ import (
 func needDBLock(t *testing.T, backend string) {
 	t.Helper()
 	avail := pgadvisory.Available
-	if strings.HasPrefix(backend, "mariadb") {
+	switch {
+	case strings.HasPrefix(backend, "mariadb"):
 		avail = mariadblock.Available
+	case backend == pgadvisory.BouncerName:
+		avail = pgadvisory.BouncerAvailable
 	}
 	if err := avail(); err != nil {
 		t.Skip(err)
@@ -35,22 +38,38 @@ func TestRunDBLocks(t *testing.T) {
 		backend, resource, fault string
 		code                     int
 		want                     string
+		extra                    []string
 	}{
-		{"postgres-advisory", "unfenced", "pause", exitViolated, "result: UNSAFE"},
-		{"postgres-advisory", "fenced", "pause", exitSafe, "result: safe"},
-		{"postgres-advisory", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid "},
-		{"postgres-advisory-notoken", "fenced", "pause", exitUsage, "no fencing token"},
-		{"mariadb-lock", "unfenced", "pause", exitViolated, "result: UNSAFE"},
-		{"mariadb-lock", "fenced", "pause", exitSafe, "result: safe"},
-		{"mariadb-lock", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid "},
+		{"postgres-advisory", "unfenced", "pause", exitViolated, "result: UNSAFE", nil},
+		{"postgres-advisory", "fenced", "pause", exitSafe, "result: safe", nil},
+		{"postgres-advisory", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid ", nil},
+		{"postgres-advisory-notoken", "fenced", "pause", exitUsage, "no fencing token", nil},
+		// Behind PgBouncer's transaction pooling: unsafe without any fault (every
+		// client is granted the lock on the shared pooled session); fenced, the
+		// register holds (exit 0 when only the register decides) while the lock
+		// excludes nobody.
+		{backend: pgadvisory.BouncerName, resource: "unfenced", code: exitViolated, want: "mutex     VIOLATED"},
+		{backend: pgadvisory.BouncerName, resource: "fenced", code: exitSafe, want: "register  held", extra: []string{"--fail-on", "register"}},
+		{backend: pgadvisory.BouncerName, resource: "fenced", fault: "pause", code: exitSafe, want: "mutex     VIOLATED", extra: []string{"--fail-on", "register,tokens"}},
+		{"mariadb-lock", "unfenced", "pause", exitViolated, "result: UNSAFE", nil},
+		{"mariadb-lock", "fenced", "pause", exitSafe, "result: safe", nil},
+		{"mariadb-lock", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid ", nil},
 		// Reused connection ids can also let the fence lose an update (exit 1): -1 takes
 		// either exit.
-		{"mariadb-lock-connid", "fenced", "crash", -1, "tokens    VIOLATED"},
+		{"mariadb-lock-connid", "fenced", "crash", -1, "tokens    VIOLATED", nil},
 	} {
-		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
+		fault := tc.fault
+		if fault == "" {
+			fault = "nofault"
+		}
+		t.Run(strings.Join([]string{tc.backend, tc.resource, fault}, "-"), func(t *testing.T) {
 			needDBLock(t, tc.backend)
 			out := t.TempDir()
-			code, stdout, stderr := run(t, "run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault)
+			args := append([]string{"run", "--out", out, "--backend", tc.backend, "--resource", tc.resource}, tc.extra...)
+			if tc.fault != "" {
+				args = append(args, "--fault", tc.fault)
+			}
+			code, stdout, stderr := run(t, args...)
 			if tc.code >= 0 {
 				require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			} else {
@@ -79,7 +98,7 @@ func TestRunDBLocks(t *testing.T) {
 // Ctrl-C in the middle of a run: every server process (PostgreSQL's backends too) is
 // gone when Main returns.
 func TestRunDBLockInterrupted(t *testing.T) {
-	for _, backend := range []string{"postgres-advisory", "mariadb-lock"} {
+	for _, backend := range []string{"postgres-advisory", pgadvisory.BouncerName, "mariadb-lock"} {
 		t.Run(backend, func(t *testing.T) {
 			needDBLock(t, backend)
 			ctx, cancel := context.WithCancel(context.Background())
