@@ -19,6 +19,8 @@ func TestDBLockSpecErrors(t *testing.T) {
 		{"mariadb sub-second ttl", Spec{Backend: "mariadb-lock", TTL: 1500 * time.Millisecond}, "whole seconds"},
 		{"postgres tiny ttl", Spec{Backend: "postgres-advisory", TTL: 60 * time.Millisecond}, "below 100ms"},
 		{"no token, fenced", Spec{Backend: "mariadb-lock-notoken", Resource: "fenced"}, "no fencing token"},
+		{"pgbouncer tiny ttl", Spec{Backend: "postgres-advisory-pgbouncer", TTL: 60 * time.Millisecond}, "below 100ms"},
+		{"pgbouncer on an existing server", Spec{Backend: "postgres-advisory-pgbouncer", Options: map[string]string{"postgres-lock-dsn": "postgres://u@127.0.0.1:1/db"}}, "--postgres-lock-dsn is for the postgres-advisory or"},
 		{"node fault on an existing server", Spec{Backend: "postgres-advisory", Options: map[string]string{"postgres-lock-dsn": "postgres://u@127.0.0.1:1/db"}, Faults: []string{"crash"}}, "--postgres-lock-dsn"},
 		{"no leader", Spec{Backend: "mariadb-lock", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
 		{"dsn of another backend", Spec{Backend: "naive", Options: map[string]string{"mariadb-lock-dsn": "x"}}, "--mariadb-lock-dsn is for the mariadb-lock"},
