@@ -100,6 +100,9 @@ func bouncerDescriptor() registry.Backend {
 			return ""
 		},
 		Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+			if err := BouncerAvailable(); err != nil {
+				return nil, registry.Input(err) // a package to install: one line, exit 2
+			}
 			dir, err := env.TempDir()
 			if err != nil {
 				return nil, err
