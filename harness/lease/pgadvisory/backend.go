@@ -158,7 +158,17 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	b := &Backend{cfg: cfg, key: randomKey(), Group: proc.Group[*Server]{Name: Name}}
 	dsn := cfg.DSN
 	if dsn == "" {
-		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter})
+		var settings []string
+		if cfg.Token == TokenXact {
+			// pg_current_xact_id() is reused after a crash when the commit records of
+			// the grants that took it were still in the server's WAL buffers (the
+			// granting statement writes no data, so its commit is not flushed: the
+			// WAL writer writes it within wal_writer_delay, 200 ms by default). At the
+			// longest delay the window spans the whole run, so a crash shows the
+			// reuse on every run, not only when it happens to fall inside 200 ms.
+			settings = append(settings, "wal_writer_delay=10000")
+		}
+		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter, Settings: settings})
 		if err != nil {
 			return nil, err
 		}

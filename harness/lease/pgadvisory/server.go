@@ -39,6 +39,8 @@ type ServerConfig struct {
 	// ReadyTimeout bounds the wait for the first connection (default 30 s: crash
 	// recovery on a loaded machine).
 	ReadyTimeout time.Duration
+	// Settings are more "name=value" server settings (postgres -c).
+	Settings []string
 }
 
 // Server is a private PostgreSQL cluster on 127.0.0.1: one postmaster (and its backends)
@@ -216,6 +218,9 @@ func (s *Server) start(ctx context.Context) error {
 		// A SIGKILL of the server loses nothing the kernel has; fsync would only cost
 		// time on a shared machine, and crash recovery still runs.
 		"-c", "fsync=off", "-c", "log_min_messages=warning")
+	for _, kv := range s.cfg.Settings {
+		args = append(args, "-c", kv)
+	}
 	dsn := s.DSN()
 	p, err := proc.Start(ctx, proc.Config{
 		Name: "postgres on " + s.addr, Path: args[0], Args: args[1:], Log: s.cfg.Log,
