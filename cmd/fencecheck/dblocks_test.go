@@ -35,22 +35,41 @@ func TestRunDBLocks(t *testing.T) {
 		backend, resource, fault string
 		code                     int
 		want                     string
+		extra                    []string // more flags
 	}{
-		{"postgres-advisory", "unfenced", "pause", exitViolated, "result: UNSAFE"},
-		{"postgres-advisory", "fenced", "pause", exitSafe, "result: safe"},
-		{"postgres-advisory", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid "},
-		{"postgres-advisory-notoken", "fenced", "pause", exitUsage, "no fencing token"},
-		{"mariadb-lock", "unfenced", "pause", exitViolated, "result: UNSAFE"},
-		{"mariadb-lock", "fenced", "pause", exitSafe, "result: safe"},
-		{"mariadb-lock", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid "},
+		{"postgres-advisory", "unfenced", "pause", exitViolated, "result: UNSAFE", nil},
+		{"postgres-advisory", "fenced", "pause", exitSafe, "result: safe", nil},
+		{"postgres-advisory", "fenced", "node-pause", exitSafe, "SIGSTOP to node 0 (pid ", nil},
+		{"postgres-advisory-notoken", "fenced", "pause", exitUsage, "no fencing token", nil},
+		{"mariadb-lock", "unfenced", "pause", exitViolated, "result: UNSAFE", nil},
+		{"mariadb-lock", "fenced", "pause", exitSafe, "result: safe", nil},
+		{"mariadb-lock", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid ", nil},
 		// Reused connection ids can also let the fence lose an update (exit 1): -1 takes
 		// either exit.
-		{"mariadb-lock-connid", "fenced", "crash", -1, "tokens    VIOLATED"},
+		{"mariadb-lock-connid", "fenced", "crash", -1, "tokens    VIOLATED", nil},
+		// mariadbd's clock 2x fast (libfaketime): a pause shorter than the TTL by the
+		// client's clock outlives the session; a careful client is fooled too.
+		{"mariadb-lock", "unfenced", "skew", exitViolated, "runs its clock 2x fast", nil},
+		{"mariadb-lock", "fenced", "skew", exitSafe, "stale writes attempted 1, rejected 1, accepted 0", nil},
+		{"mariadb-lock", "unfenced", "skew", exitViolated, "result: UNSAFE", []string{"--policy", "careful"}},
+		{"mariadb-lock", "unfenced", "skew", exitUsage, "an existing MariaDB (--mariadb-lock-dsn) only takes client-side faults", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
 	} {
-		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
+		name := []string{tc.backend, tc.resource, tc.fault}
+		for _, a := range tc.extra {
+			if strings.HasPrefix(a, "--") {
+				name = append(name, strings.TrimPrefix(a, "--"))
+			}
+		}
+		t.Run(strings.Join(name, "-"), func(t *testing.T) {
 			needDBLock(t, tc.backend)
+			if tc.fault == "skew" && tc.code != exitUsage {
+				if err := mariadblock.FaketimeAvailable(); err != nil {
+					t.Skip(err)
+				}
+			}
 			out := t.TempDir()
-			code, stdout, stderr := run(t, "run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault)
+			args := append([]string{"run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault}, tc.extra...)
+			code, stdout, stderr := run(t, args...)
 			if tc.code >= 0 {
 				require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			} else {
@@ -67,8 +86,16 @@ func TestRunDBLocks(t *testing.T) {
 			h, err := history.ReadFile(files[0])
 			require.NoError(t, err)
 			for _, f := range h.Faults {
-				if f.Kind == "node-pause" || f.Kind == "crash" {
+				switch f.Kind {
+				case "node-pause", "crash":
 					require.Regexp(t, `(SIGSTOP|SIGKILL) to node 0 \(pid [1-9][0-9]*\)`, f.Detail)
+				case "skew":
+					require.Regexp(t, `the only server \(pid [1-9][0-9]*\) runs its clock 2x fast`, f.Detail)
+				case "pause":
+					if tc.fault == "skew" {
+						require.NotNil(t, f.End)
+						require.Less(t, *f.End-f.Start, h.Run.TTLms*int64(time.Millisecond), "the pause is shorter than the TTL")
+					}
 				}
 			}
 			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the run")
