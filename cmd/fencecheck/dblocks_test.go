@@ -134,3 +134,21 @@ func TestRunDBLockInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// A run on an existing MariaDB (here one the test starts): client-side faults only, and
+// its started value declares what its descriptor does (no node or clock faults).
+func TestRunDBLockExistingServer(t *testing.T) {
+	needDBLock(t, "mariadb-lock")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := mariadblock.Start(ctx, mariadblock.Config{TTL: time.Second, Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer srv.Close()
+	dsn := "root@tcp(" + srv.Endpoints()[0] + ")/fencecheck"
+	code, stdout, stderr := run(t, "run", "--out", t.TempDir(), "--backend", "mariadb-lock", "--resource", "unfenced", "--fault", "pause", "--mariadb-lock-dsn", dsn)
+	require.Equal(t, exitViolated, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "result: UNSAFE")
+	code, _, stderr = run(t, "run", "--out", t.TempDir(), "--backend", "mariadb-lock", "--fault", "crash", "--mariadb-lock-dsn", dsn)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "only takes client-side faults")
+}
