@@ -16,7 +16,7 @@ func dbLockScenarios() []Scenario {
 	pause := []string{"pause"}
 	// mariadbd's clock 2x fast from its start (libfaketime): a pause of about TTL/2,
 	// shorter than the TTL by the client's clock, outlives the session (16 of 16 seeds,
-	// idle and under-load, 0.50-0.61 s pauses at TTL 1 s).
+	// idle and under-load, 0.50-0.58 s pauses at TTL 1 s).
 	skew := []string{"skew", "pause"}
 	return []Scenario{
 		{
