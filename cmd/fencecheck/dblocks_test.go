@@ -38,7 +38,7 @@ func TestRunDBLocks(t *testing.T) {
 		backend, resource, fault string
 		code                     int
 		want                     string
-		extra                    []string
+		extra                    []string // more flags
 	}{
 		{"postgres-advisory", "unfenced", "pause", exitViolated, "result: UNSAFE", nil},
 		{"postgres-advisory", "fenced", "pause", exitSafe, "result: safe", nil},
@@ -57,13 +57,30 @@ func TestRunDBLocks(t *testing.T) {
 		// Reused connection ids can also let the fence lose an update (exit 1): -1 takes
 		// either exit.
 		{"mariadb-lock-connid", "fenced", "crash", -1, "tokens    VIOLATED", nil},
+		// mariadbd's clock 2x fast (libfaketime): a pause shorter than the TTL by the
+		// client's clock outlives the session; a careful client is fooled too.
+		{"mariadb-lock", "unfenced", "skew", exitViolated, "runs its clock 2x fast", nil},
+		{"mariadb-lock", "fenced", "skew", exitSafe, "stale writes attempted 1, rejected 1, accepted 0", nil},
+		{"mariadb-lock", "unfenced", "skew", exitViolated, "result: UNSAFE", []string{"--policy", "careful"}},
+		{"mariadb-lock", "unfenced", "skew", exitUsage, "an existing MariaDB (--mariadb-lock-dsn) only takes client-side faults", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
 	} {
 		fault := tc.fault
 		if fault == "" {
 			fault = "nofault"
 		}
-		t.Run(strings.Join([]string{tc.backend, tc.resource, fault}, "-"), func(t *testing.T) {
+		name := []string{tc.backend, tc.resource, fault}
+		for _, a := range tc.extra {
+			if strings.HasPrefix(a, "--") {
+				name = append(name, strings.TrimPrefix(a, "--"))
+			}
+		}
+		t.Run(strings.Join(name, "-"), func(t *testing.T) {
 			needDBLock(t, tc.backend)
+			if tc.fault == "skew" && tc.code != exitUsage {
+				if err := mariadblock.FaketimeAvailable(); err != nil {
+					t.Skip(err)
+				}
+			}
 			out := t.TempDir()
 			args := append([]string{"run", "--out", out, "--backend", tc.backend, "--resource", tc.resource}, tc.extra...)
 			if tc.fault != "" {
@@ -86,8 +103,16 @@ func TestRunDBLocks(t *testing.T) {
 			h, err := history.ReadFile(files[0])
 			require.NoError(t, err)
 			for _, f := range h.Faults {
-				if f.Kind == "node-pause" || f.Kind == "crash" {
+				switch f.Kind {
+				case "node-pause", "crash":
 					require.Regexp(t, `(SIGSTOP|SIGKILL) to node 0 \(pid [1-9][0-9]*\)`, f.Detail)
+				case "skew":
+					require.Regexp(t, `the only server \(pid [1-9][0-9]*\) runs its clock 2x fast`, f.Detail)
+				case "pause":
+					if tc.fault == "skew" {
+						require.NotNil(t, f.End)
+						require.Less(t, *f.End-f.Start, h.Run.TTLms*int64(time.Millisecond), "the pause is shorter than the TTL")
+					}
 				}
 			}
 			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the run")
@@ -125,4 +150,22 @@ func TestRunDBLockInterrupted(t *testing.T) {
 			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the interrupted run")
 		})
 	}
+}
+
+// A run on an existing MariaDB (here one the test starts): client-side faults only, and
+// its started value declares what its descriptor does (no node or clock faults).
+func TestRunDBLockExistingServer(t *testing.T) {
+	needDBLock(t, "mariadb-lock")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := mariadblock.Start(ctx, mariadblock.Config{TTL: time.Second, Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer srv.Close()
+	dsn := "root@tcp(" + srv.Endpoints()[0] + ")/fencecheck"
+	code, stdout, stderr := run(t, "run", "--out", t.TempDir(), "--backend", "mariadb-lock", "--resource", "unfenced", "--fault", "pause", "--mariadb-lock-dsn", dsn)
+	require.Equal(t, exitViolated, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "result: UNSAFE")
+	code, _, stderr = run(t, "run", "--out", t.TempDir(), "--backend", "mariadb-lock", "--fault", "crash", "--mariadb-lock-dsn", dsn)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "only takes client-side faults")
 }

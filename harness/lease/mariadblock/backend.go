@@ -72,6 +72,11 @@ type Config struct {
 	DSN string
 	// Port of the started server (0: a free one).
 	Port int
+	// ClockRate, if above 0, runs the started server's clock that many times fast
+	// (libfaketime, ServerConfig.ClockRate): it ends a silent session after TTL/ClockRate
+	// in real time. At 3 or more it ends every session, busy or not: the client pings
+	// every TTL/3.
+	ClockRate float64
 
 	name string // the registered name (default Name)
 }
@@ -94,7 +99,13 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("%s: token must be %q, %q or %q, got %q", Name, TokenCounter, TokenConnID, TokenNone, c.Token)
 	}
+	if c.ClockRate < 0 || c.ClockRate > 100 {
+		return fmt.Errorf("%s: clock rate must be between 0 (real time) and 100, got %g", Name, c.ClockRate)
+	}
 	if c.DSN != "" {
+		if c.ClockRate != 0 {
+			return fmt.Errorf("%s: a clock rate needs the server fencecheck starts (libfaketime is preloaded when mariadbd starts), not an existing one (--%s)", Name, OptionDSN)
+		}
 		if _, err := parseDSN(c.DSN); err != nil {
 			return err
 		}
@@ -153,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	b := &Backend{cfg: cfg, lock: "fencecheck-" + hex.EncodeToString(k[:]), Group: proc.Group[*Server]{Name: Name}}
 	dsn := cfg.DSN
 	if dsn == "" {
-		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter})
+		s, err := StartServer(ctx, ServerConfig{Dir: cfg.Dir, Port: cfg.Port, Log: cfg.LogWriter, ClockRate: cfg.ClockRate})
 		if err != nil {
 			return nil, err
 		}
@@ -214,6 +225,10 @@ func (b *Backend) Name() string {
 
 // LeaseTTL is the session's wait_timeout (registry.LeaseTimed).
 func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }
+
+// ClockRate implements registry.FastClocked: how many times fast the started server's
+// clock runs (0: real time).
+func (b *Backend) ClockRate() float64 { return b.cfg.ClockRate }
 
 // LeasesExpire implements harness.ExpiringBackend: leases know their end by the
 // client's clock (the last confirmed ping plus the TTL).

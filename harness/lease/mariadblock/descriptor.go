@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -28,6 +29,51 @@ func entries() sqlsession.Entries {
 
 const externalWords = "an existing MariaDB (--" + OptionDSN + ")"
 
+// SkewRate is how many times fast the private mariadbd's clock runs in a run with the
+// skew fault. Not the registry's 20: a holder pings its session every TTL/3, which at
+// rate r is r*TTL/3 by the server's clock, so at 3x or more the server ends every
+// session, busy or not. At 2x a healthy session keeps a third of its wait_timeout in
+// hand (TTL/6 of real time for a late ping), and a silent one is ended after TTL/2 in
+// real time, while its holder, by its own clock, is well inside its TTL.
+const SkewRate = 2.0
+
+// skewed says whether settings run the private server's clock fast: only in a run with
+// the skew fault (libfaketime can set it only when mariadbd starts), never on an
+// existing server.
+func skewed(s registry.Settings) bool {
+	return slices.Contains(s.Faults, "skew") && s.Option(OptionDSN) == ""
+}
+
+func clockRate(s registry.Settings) float64 {
+	if skewed(s) {
+		return SkewRate
+	}
+	return 0
+}
+
+// caps are the shared database-lock caps, plus a clock that can start fast on the
+// private server.
+func caps(s registry.Settings, noToken string) registry.Caps {
+	c := entries().Caps(s, noToken)
+	if s.Option(OptionDSN) == "" {
+		c.FastClock, c.ClockRate = true, clockRate(s)
+	}
+	return c
+}
+
+// unavailable adds libfaketime to what a private server needs in a skew run.
+func unavailable(s registry.Settings) string {
+	if why := entries().Unavailable(s); why != "" {
+		return why
+	}
+	if skewed(s) {
+		if err := FaketimeAvailable(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
 // Descriptors returns the registry entries: mariadb-lock (counter token),
 // mariadb-lock-connid and mariadb-lock-notoken.
 func Descriptors() []registry.Backend {
@@ -49,14 +95,17 @@ func Descriptors() []registry.Backend {
 				}
 				return nil
 			},
-			Caps: func(s registry.Settings) registry.Caps { return entries().Caps(s, noToken) },
+			Caps: func(s registry.Settings) registry.Caps { return caps(s, noToken) },
 			Setup: func(s registry.Settings) string {
-				if s.Option(OptionDSN) != "" {
+				switch {
+				case s.Option(OptionDSN) != "":
 					return "an existing MariaDB, wait_timeout = TTL"
+				case skewed(s):
+					return fmt.Sprintf("a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL, its clock %gx fast (libfaketime)", SkewRate)
 				}
 				return "a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL"
 			},
-			Unavailable: entries().Unavailable,
+			Unavailable: unavailable,
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)
 			},
@@ -71,21 +120,48 @@ func Descriptors() []registry.Backend {
 	}
 }
 
-// external is the backend on a server fencecheck did not start.
-type external struct{ *Backend }
+var _ registry.FastClocked = (*Backend)(nil)
+
+// external is the backend on a server fencecheck did not start: the plain Backend
+// methods only, so that it is neither ProcessNodes nor FastClocked and no node or
+// clock fault reaches it.
+type external struct{ b *Backend }
+
+var (
+	_ harness.External        = external{}
+	_ harness.ExpiringBackend = external{}
+	_ harness.Tokenless       = external{}
+	_ harness.Crasher         = external{}
+)
+
+func (e external) Name() string        { return e.b.Name() }
+func (e external) Endpoints() []string { return e.b.Endpoints() }
+func (e external) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+	return e.b.NewLocker(ctx, id, addrs)
+}
+func (e external) Close() error           { return e.b.Close() }
+func (e external) LeasesExpire()          {}
+func (e external) NoFencingToken() string { return e.b.NoFencingToken() }
+
+// Crash and Restart refuse: there is no node fencecheck could crash (the declared caps
+// keep harness.Crasher, which the registry's ownService check refuses first).
+func (e external) Crash(ctx context.Context, i int) error { return e.b.Crash(ctx, i) }
+func (e external) Restart(ctx context.Context, i int, keepData bool) error {
+	return e.b.Restart(ctx, i, keepData)
+}
 
 // External implements harness.External.
 func (external) External() string { return externalWords }
 
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
 	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
-		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, name: name}
+		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, ClockRate: clockRate(env.Settings), name: name}
 	}, Start)
 	switch {
 	case err != nil:
 		return nil, err
 	case b.cfg.DSN != "":
-		return external{b}, nil
+		return external{b: b}, nil
 	}
 	return b, nil
 }
