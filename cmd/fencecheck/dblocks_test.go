@@ -152,20 +152,41 @@ func TestRunDBLockInterrupted(t *testing.T) {
 	}
 }
 
-// A run on an existing MariaDB (here one the test starts): client-side faults only, and
+// A run on an existing server (here one the test starts): client-side faults only, and
 // its started value declares what its descriptor does (no node or clock faults).
 func TestRunDBLockExistingServer(t *testing.T) {
-	needDBLock(t, "mariadb-lock")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, err := mariadblock.Start(ctx, mariadblock.Config{TTL: time.Second, Dir: t.TempDir()})
-	require.NoError(t, err)
-	defer srv.Close()
-	dsn := "root@tcp(" + srv.Endpoints()[0] + ")/fencecheck"
-	code, stdout, stderr := run(t, "run", "--out", t.TempDir(), "--backend", "mariadb-lock", "--resource", "unfenced", "--fault", "pause", "--mariadb-lock-dsn", dsn)
-	require.Equal(t, exitViolated, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	require.Contains(t, stdout, "result: UNSAFE")
-	code, _, stderr = run(t, "run", "--out", t.TempDir(), "--backend", "mariadb-lock", "--fault", "crash", "--mariadb-lock-dsn", dsn)
-	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "only takes client-side faults")
+	for _, tc := range []struct {
+		backend, option string
+		start           func(ctx context.Context, dir string) (string, func() error, error)
+	}{
+		{"mariadb-lock", "--mariadb-lock-dsn", func(ctx context.Context, dir string) (string, func() error, error) {
+			srv, err := mariadblock.Start(ctx, mariadblock.Config{TTL: time.Second, Dir: dir})
+			if err != nil {
+				return "", nil, err
+			}
+			return "root@tcp(" + srv.Endpoints()[0] + ")/fencecheck", srv.Close, nil
+		}},
+		{"postgres-advisory", "--postgres-lock-dsn", func(ctx context.Context, dir string) (string, func() error, error) {
+			srv, err := pgadvisory.StartServer(ctx, pgadvisory.ServerConfig{Dir: dir})
+			if err != nil {
+				return "", nil, err
+			}
+			return srv.DSN(), srv.Close, nil
+		}},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			needDBLock(t, tc.backend)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			dsn, stop, err := tc.start(ctx, t.TempDir())
+			require.NoError(t, err)
+			defer func() { require.NoError(t, stop()) }()
+			code, stdout, stderr := run(t, "run", "--out", t.TempDir(), "--backend", tc.backend, "--resource", "unfenced", "--fault", "pause", tc.option, dsn)
+			require.Equal(t, exitViolated, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Contains(t, stdout, "result: UNSAFE")
+			code, _, stderr = run(t, "run", "--out", t.TempDir(), "--backend", tc.backend, "--fault", "crash", tc.option, dsn)
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, stderr, "only takes client-side faults")
+		})
+	}
 }

@@ -65,14 +65,16 @@ func Summary(xs []int64) Percentiles {
 // Duration formats nanoseconds for people: "1.52 s", "350 ms", "12 µs".
 func Duration(ns int64) string {
 	d := time.Duration(ns)
+	// Each unit from where its rounding would reach it (999.6 ms prints "1.00 s", not
+	// "1000 ms").
 	switch {
-	case d >= time.Minute:
+	case d >= time.Minute-time.Second/2:
 		return d.Round(time.Second).String()
-	case d >= time.Second:
+	case d >= time.Second-time.Millisecond/2:
 		return fmt.Sprintf("%.2f s", d.Seconds())
-	case d >= time.Millisecond:
+	case d >= time.Millisecond-time.Microsecond/2:
 		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
-	case d >= time.Microsecond:
+	case d >= time.Microsecond-time.Nanosecond/2:
 		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
 	}
 	return fmt.Sprintf("%d ns", ns)

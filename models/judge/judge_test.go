@@ -73,3 +73,26 @@ func TestScorecardRowsKey(t *testing.T) {
 		require.Equal(t, "pause", sc.Rows[0].Fault)
 	}
 }
+
+// Durations print in the unit their rounded value belongs to.
+func TestDuration(t *testing.T) {
+	for _, tc := range []struct {
+		ns   int64
+		want string
+	}{
+		{500, "500 ns"},
+		{999, "999 ns"},
+		{1_000, "1 µs"},
+		{999_400, "999 µs"},
+		{999_600, "1 ms"},
+		{664_000, "664 µs"},
+		{999_400_000, "999 ms"},
+		{999_600_000, "1.00 s"},
+		{1_010_000_000, "1.01 s"},
+		{59_400_000_000, "59.40 s"},
+		{59_600_000_000, "1m0s"},
+		{90_000_000_000, "1m30s"},
+	} {
+		require.Equal(t, tc.want, Duration(tc.ns), "%d ns", tc.ns)
+	}
+}

@@ -122,37 +122,6 @@ func Descriptors() []registry.Backend {
 
 var _ registry.FastClocked = (*Backend)(nil)
 
-// external is the backend on a server fencecheck did not start: the plain Backend
-// methods only, so that it is neither ProcessNodes nor FastClocked and no node or
-// clock fault reaches it.
-type external struct{ b *Backend }
-
-var (
-	_ harness.External        = external{}
-	_ harness.ExpiringBackend = external{}
-	_ harness.Tokenless       = external{}
-	_ harness.Crasher         = external{}
-)
-
-func (e external) Name() string        { return e.b.Name() }
-func (e external) Endpoints() []string { return e.b.Endpoints() }
-func (e external) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
-	return e.b.NewLocker(ctx, id, addrs)
-}
-func (e external) Close() error           { return e.b.Close() }
-func (e external) LeasesExpire()          {}
-func (e external) NoFencingToken() string { return e.b.NoFencingToken() }
-
-// Crash and Restart refuse: there is no node fencecheck could crash (the declared caps
-// keep harness.Crasher, which the registry's ownService check refuses first).
-func (e external) Crash(ctx context.Context, i int) error { return e.b.Crash(ctx, i) }
-func (e external) Restart(ctx context.Context, i int, keepData bool) error {
-	return e.b.Restart(ctx, i, keepData)
-}
-
-// External implements harness.External.
-func (external) External() string { return externalWords }
-
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
 	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
 		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, ClockRate: clockRate(env.Settings), name: name}
@@ -161,7 +130,7 @@ func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (h
 	case err != nil:
 		return nil, err
 	case b.cfg.DSN != "":
-		return external{b: b}, nil
+		return sqlsession.External{B: b, Words: externalWords}, nil
 	}
 	return b, nil
 }

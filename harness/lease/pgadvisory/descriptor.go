@@ -120,12 +120,6 @@ func bouncerDescriptor() registry.Backend {
 	}
 }
 
-// external is the backend on a server fencecheck did not start.
-type external struct{ *Backend }
-
-// External implements harness.External.
-func (external) External() string { return externalWords }
-
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
 	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
 		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, name: name}
@@ -134,7 +128,7 @@ func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (h
 	case err != nil:
 		return nil, err
 	case b.cfg.DSN != "":
-		return external{b}, nil
+		return sqlsession.External{B: b, Words: externalWords}, nil
 	}
 	return b, nil
 }

@@ -68,3 +68,44 @@ func Start[C interface{ Validate() error }, B harness.Backend](ctx context.Conte
 	}
 	return b, err
 }
+
+// Backend is what an existing server's backend keeps of a database lock backend.
+type Backend interface {
+	harness.Backend
+	harness.Crasher
+	NoFencingToken() string
+}
+
+// External is a database lock backend on a server fencecheck did not start: the plain
+// Backend methods only, so that it is neither ProcessNodes nor FastClocked and no node
+// or clock fault reaches it. Words say how the user named the server.
+type External struct {
+	B     Backend
+	Words string
+}
+
+var (
+	_ harness.External        = External{}
+	_ harness.ExpiringBackend = External{}
+	_ harness.Tokenless       = External{}
+	_ harness.Crasher         = External{}
+)
+
+func (e External) Name() string        { return e.B.Name() }
+func (e External) Endpoints() []string { return e.B.Endpoints() }
+func (e External) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+	return e.B.NewLocker(ctx, id, addrs)
+}
+func (e External) Close() error           { return e.B.Close() }
+func (e External) LeasesExpire()          {}
+func (e External) NoFencingToken() string { return e.B.NoFencingToken() }
+
+// Crash and Restart refuse: there is no node fencecheck could crash (the declared caps
+// keep harness.Crasher, which the registry's ownService check refuses first).
+func (e External) Crash(ctx context.Context, i int) error { return e.B.Crash(ctx, i) }
+func (e External) Restart(ctx context.Context, i int, keepData bool) error {
+	return e.B.Restart(ctx, i, keepData)
+}
+
+// External implements harness.External.
+func (e External) External() string { return e.Words }

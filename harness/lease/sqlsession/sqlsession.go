@@ -267,20 +267,15 @@ func (le *Lease) keepAlive() {
 			return
 		case <-t.C:
 		}
-		// Wait for the answer no longer than the lease is valid.
+		// Wait for the answer no longer than the lease is valid. A Release meanwhile
+		// waits for it rather than cancel it: a cancelled statement makes the MySQL
+		// driver close the connection, and the release would then fail on a healthy
+		// session as an unknown outcome.
 		ctx, cancel := context.WithDeadline(context.Background(), le.ValidUntil())
-		go func() {
-			select {
-			case <-le.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		start := time.Now()
 		err := le.sess.Ping(ctx)
-		stopped := ctx.Err() != nil && isClosed(le.stop)
 		cancel()
-		if stopped {
+		if isClosed(le.stop) {
 			return // Release or Close is ending the lease
 		}
 		if err != nil {
