@@ -2,6 +2,7 @@ package judge
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,5 +95,19 @@ func TestDuration(t *testing.T) {
 		{90_000_000_000, "1m30s"},
 	} {
 		require.Equal(t, tc.want, Duration(tc.ns), "%d ns", tc.ns)
+	}
+}
+
+// A tokenless backend's verdict says once that it cannot be fenced, whether or not its
+// reason already does.
+func TestNoTokenVerdict(t *testing.T) {
+	for _, reason := range []string{
+		"no fencing token: GET_LOCK returns only 1 or 0, so the lock cannot be made safe by fencing",
+		"its leases carry no ordering",
+	} {
+		s := Scorecard{Backend: "b", NoToken: reason}
+		s.Judge()
+		require.Equal(t, 1, strings.Count(s.Verdict, "cannot be made safe by fencing"), s.Verdict)
+		require.Contains(t, strings.ToLower(s.Verdict), "no fenced resource was run against it")
 	}
 }

@@ -253,9 +253,12 @@ func (s *Scorecard) Judge() {
 	}
 	var p []string
 	if s.NoToken != "" {
-		// The reason already says it cannot be fenced ("no fencing token: ... cannot be
-		// made safe by fencing").
-		p = append(p, fmt.Sprintf("%s: %s. No fenced resource was run against it.", s.Backend, s.NoToken))
+		if strings.Contains(s.NoToken, "cannot be made safe by fencing") {
+			// The built-in reasons say it themselves: say it once.
+			p = append(p, fmt.Sprintf("%s: %s. No fenced resource was run against it.", s.Backend, s.NoToken))
+		} else {
+			p = append(p, fmt.Sprintf("%s hands out no fencing token (%s): it cannot be made safe by fencing, so no fenced resource was run against it.", s.Backend, s.NoToken))
+		}
 	} else if s.Safe {
 		p = append(p, fmt.Sprintf("%s is safe to adopt with a fenced resource that uses %s as its fencing token: under every applicable fault (%s) the fence rejected every stale write (%d in all) and tokens stayed strictly increasing.",
 			s.Backend, s.Token, list(faults), staleRejected))
