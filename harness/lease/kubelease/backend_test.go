@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
@@ -45,28 +46,7 @@ func start(t *testing.T, cfg kubelease.Config) *kubelease.Backend {
 
 func locker(t *testing.T, b harness.Backend, addr string, id int) harness.Locker {
 	t.Helper()
-	l, err := b.NewLocker(context.Background(), id, []string{addr})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	return l
-}
-
-func acquire(t *testing.T, l harness.Locker) harness.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	le, err := l.Acquire(ctx)
-	require.NoError(t, err)
-	return le
-}
-
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: not closed within 30s", what)
-	}
+	return harnesstest.NewLocker(t, b, id, addr)
 }
 
 // Every grant is a change of holder (one identity per grant), so leaseTransitions goes
@@ -79,7 +59,7 @@ func TestTokensAndMutualExclusion(t *testing.T) {
 	a, c := locker(t, b, b.Endpoints()[0], 0), locker(t, b, b.Endpoints()[0], 1)
 	want := int64(1) // the Lease is created with no holder and 0 transitions
 	for i, l := range []harness.Locker{a, a, c, a} {
-		le := acquire(t, l)
+		le := harnesstest.Acquire(t, l)
 		require.Equal(t, want, le.Token(), "grant %d", i)
 		want++
 		other := c
@@ -109,7 +89,7 @@ func TestResourceVersionTokens(t *testing.T) {
 	l := locker(t, b, b.Endpoints()[0], 0)
 	var last int64
 	for i := range 3 {
-		le := acquire(t, l)
+		le := harnesstest.Acquire(t, l)
 		require.Greater(t, le.Token(), last, "grant %d", i)
 		last = le.Token()
 		time.Sleep(ttl / 2) // a few renewals
@@ -128,18 +108,18 @@ func TestTakeoverWhenHolderStalls(t *testing.T) {
 	t.Cleanup(func() { _ = link.Close() })
 	a, c := locker(t, b, link.Addr(), 0), locker(t, b, b.Endpoints()[0], 1)
 	for range 2 {
-		le := acquire(t, a)
+		le := harnesstest.Acquire(t, a)
 		time.Sleep(ttl / 2) // renewed at least once
 		link.Stall()
 		stalled := time.Now()
-		le2 := acquire(t, c)
+		le2 := harnesstest.Acquire(t, c)
 		took := time.Since(stalled)
 		t.Logf("taken over %v after the holder's link stalled (LeaseDuration %v)", took.Round(time.Millisecond), ttl)
 		// The holder renewed within RenewDeadline of the stall (or it would have stepped
 		// down), and a candidate waits LeaseDuration from when it saw that renewal.
 		require.GreaterOrEqual(t, took, ttl-kubelease.TimingFor(ttl).RenewDeadline, "taken over before the holder's renewals could have lapsed")
 		require.Equal(t, le.Token()+1, le2.Token())
-		waitClosed(t, le.Lost(), "Lost after the link stalled")
+		harnesstest.WaitClosed(t, le.Lost(), "Lost after the link stalled")
 		link.Pass()
 		require.ErrorIs(t, le.Release(context.Background()), harness.ErrNoEffect)
 		require.NoError(t, le2.Release(context.Background()))
@@ -150,10 +130,10 @@ func TestTakeoverWhenHolderStalls(t *testing.T) {
 func TestLostWhenAPIServerPaused(t *testing.T) {
 	t.Parallel()
 	b := start(t, kubelease.Config{})
-	le := acquire(t, locker(t, b, b.Endpoints()[0], 0))
+	le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()[0], 0))
 	ctx := context.Background()
 	require.NoError(t, b.PauseNode(ctx, 0))
-	waitClosed(t, le.Lost(), "Lost while the apiserver is stopped")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost while the apiserver is stopped")
 	require.NoError(t, b.ResumeNode(ctx, 0))
 }
 
@@ -164,7 +144,7 @@ func TestCrashRestartKeepsTokens(t *testing.T) {
 	for _, tok := range []kubelease.TokenKind{kubelease.TokenTransitions, kubelease.TokenResourceVersion} {
 		b := start(t, kubelease.Config{Token: tok})
 		l := locker(t, b, b.Endpoints()[0], 0)
-		le := acquire(t, l)
+		le := harnesstest.Acquire(t, l)
 		last := le.Token()
 		require.NoError(t, le.Release(context.Background()))
 		ctx := context.Background()
@@ -172,7 +152,7 @@ func TestCrashRestartKeepsTokens(t *testing.T) {
 		require.NoError(t, b.Crash(ctx, 0))
 		require.NoError(t, b.Restart(ctx, 0, true))
 		require.NotEqual(t, pid, b.NodePID(0))
-		le = acquire(t, l)
+		le = harnesstest.Acquire(t, l)
 		require.Greater(t, le.Token(), last, "token kind %d", tok)
 		require.NoError(t, le.Release(ctx))
 		require.Error(t, b.Restart(ctx, 0, false), "a running server")
@@ -211,10 +191,10 @@ func TestCloseTwice(t *testing.T) {
 	t.Parallel()
 	b := start(t, kubelease.Config{})
 	l := locker(t, b, b.Endpoints()[0], 0)
-	le := acquire(t, l)
+	le := harnesstest.Acquire(t, l)
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
-	waitClosed(t, le.Lost(), "Lost after the locker closed")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the locker closed")
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
@@ -52,13 +53,13 @@ func TestExternalCluster(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = link.Close() })
 	a, c := locker(t, b, link.Addr(), 0), locker(t, b, b.Endpoints()[0], 1)
-	le := acquire(t, a)
+	le := harnesstest.Acquire(t, a)
 	require.EqualValues(t, 1, le.Token())
 	require.NotZero(t, link.Stats().Accepted, "the client did not go through its proxy")
 	link.Stall()
-	le2 := acquire(t, c)
+	le2 := harnesstest.Acquire(t, c)
 	require.EqualValues(t, 2, le2.Token())
-	waitClosed(t, le.Lost(), "Lost after the link stalled")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the link stalled")
 	link.Pass()
 	require.NoError(t, le2.Release(context.Background()))
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/nats"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
@@ -40,28 +41,7 @@ func start(t *testing.T, cfg nats.Config) *nats.Backend {
 
 func locker(t *testing.T, b harness.Backend, addr string) harness.Locker {
 	t.Helper()
-	l, err := b.NewLocker(context.Background(), 0, []string{addr})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	return l
-}
-
-func acquire(t *testing.T, l harness.Locker) harness.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	le, err := l.Acquire(ctx)
-	require.NoError(t, err)
-	return le
-}
-
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: not closed within 20s", what)
-	}
+	return harnesstest.NewLocker(t, b, 0, addr)
 }
 
 // exclusionTTL is long enough that a loaded machine (with -race) does not miss three
@@ -77,7 +57,7 @@ func TestTokensAndMutualExclusion(t *testing.T) {
 		if i%2 == 1 {
 			l, other = c, a
 		}
-		le := acquire(t, l)
+		le := harnesstest.Acquire(t, l)
 		require.Greater(t, le.Token(), last, "grant %d", i)
 		last = le.Token()
 		// Held past its TTL by renewals, the other client cannot take it.
@@ -105,16 +85,16 @@ func TestLostWhenLinkStalls(t *testing.T) {
 	t.Cleanup(func() { _ = link.Close() })
 	a, c := locker(t, b, link.Addr()), locker(t, b, b.Endpoints()[0])
 	for range 3 {
-		le := acquire(t, a)
+		le := harnesstest.Acquire(t, a)
 		time.Sleep(ttl / 2) // renewed at least once
 		link.Stall()
-		le2 := acquire(t, c)
+		le2 := harnesstest.Acquire(t, c)
 		granted := time.Now()
 		until := le.(harness.Expiring).ValidUntil()
 		t.Logf("second grant %v after the first lease's validity ended (TTL %v)", granted.Sub(until).Round(time.Millisecond), ttl)
 		require.False(t, granted.Before(until.Add(-ttl/10)), "the key expired before its TTL: granted %v before the holder's validity ended", until.Sub(granted))
 		require.Greater(t, le2.Token(), le.Token())
-		waitClosed(t, le.Lost(), "Lost after the link stalled")
+		harnesstest.WaitClosed(t, le.Lost(), "Lost after the link stalled")
 		link.Pass()
 		require.ErrorIs(t, le.Release(context.Background()), harness.ErrNoEffect)
 		require.NoError(t, le2.Release(context.Background()))
@@ -123,10 +103,10 @@ func TestLostWhenLinkStalls(t *testing.T) {
 
 func TestLostWhenServerPaused(t *testing.T) {
 	b := start(t, nats.Config{})
-	le := acquire(t, locker(t, b, b.Endpoints()[0]))
+	le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()[0]))
 	ctx := context.Background()
 	require.NoError(t, b.PauseNode(ctx, 0))
-	waitClosed(t, le.Lost(), "Lost while the server is stopped")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost while the server is stopped")
 	require.NoError(t, b.ResumeNode(ctx, 0))
 }
 
@@ -143,7 +123,7 @@ func TestCrashRestart(t *testing.T) {
 			l := locker(t, b, b.Endpoints()[0])
 			var last int64
 			for range 3 {
-				le := acquire(t, l)
+				le := harnesstest.Acquire(t, l)
 				last = le.Token()
 				require.NoError(t, le.Release(context.Background()))
 			}
@@ -154,7 +134,7 @@ func TestCrashRestart(t *testing.T) {
 			require.NoError(t, b.Crash(ctx, 0))
 			require.NoError(t, b.Restart(ctx, 0, tc.keepData))
 			require.NotEqual(t, pid, b.NodePID(0))
-			le := acquire(t, l)
+			le := harnesstest.Acquire(t, l)
 			require.Equal(t, tc.monotonic, le.Token() > last, "token %d after %d", le.Token(), last)
 			require.NoError(t, le.Release(ctx))
 		})
@@ -207,7 +187,7 @@ func TestBadStarts(t *testing.T) {
 		b := start(t, nats.Config{URL: "nats://" + real.Endpoints()[0]})
 		require.Zero(t, b.Nodes())
 		require.Error(t, b.Crash(context.Background(), 0))
-		le := acquire(t, locker(t, b, b.Endpoints()[0]))
+		le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()[0]))
 		require.NoError(t, le.Release(context.Background()))
 	})
 }
@@ -215,10 +195,10 @@ func TestBadStarts(t *testing.T) {
 func TestCloseTwice(t *testing.T) {
 	b := start(t, nats.Config{})
 	l := locker(t, b, b.Endpoints()[0])
-	le := acquire(t, l)
+	le := harnesstest.Acquire(t, l)
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
-	waitClosed(t, le.Lost(), "Lost after the locker closed")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the locker closed")
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
 }
@@ -227,10 +207,10 @@ func TestCloseTwice(t *testing.T) {
 // Lost closes well before the lease's TTL would have run out.
 func TestLostWhenServerForgets(t *testing.T) {
 	b := start(t, nats.Config{TTL: 3 * time.Second})
-	le := acquire(t, locker(t, b, b.Endpoints()[0]))
+	le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()[0]))
 	ctx := context.Background()
 	require.NoError(t, b.Crash(ctx, 0))
 	require.NoError(t, b.Restart(ctx, 0, false))
-	waitClosed(t, le.Lost(), "Lost after the server forgot the key")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the server forgot the key")
 	require.True(t, time.Now().Before(le.(harness.Expiring).ValidUntil()), "Lost only by the clock, not by the refusal")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
@@ -41,28 +42,7 @@ func start(t *testing.T, cfg redis.Config) *redis.Backend {
 
 func locker(t *testing.T, b harness.Backend, addr string) harness.Locker {
 	t.Helper()
-	l, err := b.NewLocker(context.Background(), 0, []string{addr})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	return l
-}
-
-func acquire(t *testing.T, l harness.Locker) harness.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	le, err := l.Acquire(ctx)
-	require.NoError(t, err)
-	return le
-}
-
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: not closed within 20s", what)
-	}
+	return harnesstest.NewLocker(t, b, 0, addr)
 }
 
 // exclusionTTL is long enough that a loaded machine (with -race) does not miss three
@@ -85,7 +65,7 @@ func TestTokensAndMutualExclusion(t *testing.T) {
 				if i%2 == 1 {
 					l = c
 				}
-				le := acquire(t, l)
+				le := harnesstest.Acquire(t, l)
 				// Both kinds increase here (TokenNone: the order the backend saw).
 				require.Greater(t, le.Token(), last, "grant %d", i)
 				last = le.Token()
@@ -119,10 +99,10 @@ func TestLostWhenLinkStalls(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = link.Close() })
 	a, c := locker(t, b, link.Addr()), locker(t, b, b.Endpoints()[0])
-	le := acquire(t, a)
+	le := harnesstest.Acquire(t, a)
 	link.Stall()
-	waitClosed(t, le.Lost(), "Lost after the link stalled")
-	le2 := acquire(t, c)
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the link stalled")
+	le2 := harnesstest.Acquire(t, c)
 	require.Greater(t, le2.Token(), le.Token())
 	link.Pass()
 	// The old holder's release must not delete the new holder's key.
@@ -135,10 +115,10 @@ func TestLostWhenLinkStalls(t *testing.T) {
 func TestLostWhenServerPaused(t *testing.T) {
 	b := start(t, redis.Config{})
 	require.Positive(t, b.NodePID(0))
-	le := acquire(t, locker(t, b, b.Endpoints()[0]))
+	le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()[0]))
 	ctx := context.Background()
 	require.NoError(t, b.PauseNode(ctx, 0))
-	waitClosed(t, le.Lost(), "Lost while the server is stopped")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost while the server is stopped")
 	require.NoError(t, b.ResumeNode(ctx, 0))
 	require.Error(t, le.Release(ctx))
 }
@@ -161,7 +141,7 @@ func TestCrashRestart(t *testing.T) {
 			l := locker(t, b, b.Endpoints()[0])
 			var last int64
 			for range 3 {
-				le := acquire(t, l)
+				le := harnesstest.Acquire(t, l)
 				last = le.Token()
 				require.NoError(t, le.Release(context.Background()))
 			}
@@ -171,7 +151,7 @@ func TestCrashRestart(t *testing.T) {
 			require.Zero(t, b.NodePID(0))
 			require.NoError(t, b.Restart(ctx, 0, tc.keepData))
 			require.NotEqual(t, pid, b.NodePID(0))
-			le := acquire(t, l)
+			le := harnesstest.Acquire(t, l)
 			require.Equal(t, tc.monotonic, le.Token() > last, "token %d after %d", le.Token(), last)
 			require.NoError(t, le.Release(ctx))
 		})
@@ -228,10 +208,10 @@ func TestBadStarts(t *testing.T) {
 func TestCloseTwice(t *testing.T) {
 	b := start(t, redis.Config{})
 	l := locker(t, b, b.Endpoints()[0])
-	le := acquire(t, l)
+	le := harnesstest.Acquire(t, l)
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
-	waitClosed(t, le.Lost(), "Lost after the locker closed")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the locker closed")
 	require.Error(t, le.Release(context.Background()))
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
@@ -243,10 +223,10 @@ func TestCloseTwice(t *testing.T) {
 // renewal: Lost closes well before the lease's TTL would have run out.
 func TestLostWhenServerForgets(t *testing.T) {
 	b := start(t, redis.Config{TTL: 3 * time.Second})
-	le := acquire(t, locker(t, b, b.Endpoints()[0]))
+	le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()[0]))
 	ctx := context.Background()
 	require.NoError(t, b.Crash(ctx, 0))
 	require.NoError(t, b.Restart(ctx, 0, false))
-	waitClosed(t, le.Lost(), "Lost after the server forgot the key")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the server forgot the key")
 	require.True(t, time.Now().Before(le.(harness.Expiring).ValidUntil()), "Lost only by the clock, not by the refusal")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/redlock"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
@@ -40,28 +41,7 @@ func start(t *testing.T, cfg redlock.Config) *redlock.Backend {
 
 func locker(t *testing.T, b harness.Backend, addrs []string) harness.Locker {
 	t.Helper()
-	l, err := b.NewLocker(context.Background(), 0, addrs)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	return l
-}
-
-func acquire(t *testing.T, l harness.Locker) harness.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	le, err := l.Acquire(ctx)
-	require.NoError(t, err)
-	return le
-}
-
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: not closed within 20s", what)
-	}
+	return harnesstest.NewLocker(t, b, 0, addrs...)
 }
 
 func TestMutualExclusion(t *testing.T) {
@@ -77,7 +57,7 @@ func TestMutualExclusion(t *testing.T) {
 				if i%2 == 1 {
 					l, other = c, a
 				}
-				le := acquire(t, l)
+				le := harnesstest.Acquire(t, l)
 				// Past the TTL: the holder's Extends keep the lock.
 				ctx, cancel := context.WithTimeout(context.Background(), ttl+ttl/5)
 				_, err := other.Acquire(ctx)
@@ -108,12 +88,12 @@ func TestLostWhenLinksStall(t *testing.T) {
 		links, addrs = append(links, l), append(addrs, l.Addr())
 	}
 	a, c := locker(t, b, addrs), locker(t, b, b.Endpoints())
-	le := acquire(t, a)
+	le := harnesstest.Acquire(t, a)
 	for _, l := range links {
 		l.Stall()
 	}
-	waitClosed(t, le.Lost(), "Lost after the links stalled")
-	le2 := acquire(t, c)
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the links stalled")
+	le2 := harnesstest.Acquire(t, c)
 	for _, l := range links {
 		l.Pass()
 	}
@@ -136,7 +116,7 @@ func TestCrashWithoutPersistenceGrantsTwice(t *testing.T) {
 			}
 			b := start(t, cfg)
 			a, c := locker(t, b, b.Endpoints()), locker(t, b, b.Endpoints())
-			le := acquire(t, a)
+			le := harnesstest.Acquire(t, a)
 			ctx := context.Background()
 			for i := range 2 {
 				pid := b.NodePID(i)
@@ -165,12 +145,12 @@ func TestCrashWithoutPersistenceGrantsTwice(t *testing.T) {
 
 func TestNodePause(t *testing.T) {
 	b := start(t, redlock.Config{})
-	le := acquire(t, locker(t, b, b.Endpoints()))
+	le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()))
 	ctx := context.Background()
 	for i := range 2 {
 		require.NoError(t, b.PauseNode(ctx, i))
 	}
-	waitClosed(t, le.Lost(), "Lost while a majority is stopped")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost while a majority is stopped")
 	for i := range 2 {
 		require.NoError(t, b.ResumeNode(ctx, i))
 	}
@@ -212,7 +192,7 @@ func TestBadStarts(t *testing.T) {
 		b := start(t, redlock.Config{Addrs: eps})
 		require.Zero(t, b.Nodes())
 		require.Error(t, b.PauseNode(context.Background(), 0))
-		le := acquire(t, locker(t, b, b.Endpoints()))
+		le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()))
 		require.NoError(t, le.Release(context.Background()))
 	})
 }
@@ -220,10 +200,10 @@ func TestBadStarts(t *testing.T) {
 func TestCloseTwice(t *testing.T) {
 	b := start(t, redlock.Config{})
 	l := locker(t, b, b.Endpoints())
-	le := acquire(t, l)
+	le := harnesstest.Acquire(t, l)
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
-	waitClosed(t, le.Lost(), "Lost after the locker closed")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after the locker closed")
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close())
 }
@@ -232,12 +212,12 @@ func TestCloseTwice(t *testing.T) {
 // lease's validity would have run out.
 func TestLostWhenMajorityForgets(t *testing.T) {
 	b := start(t, redlock.Config{TTL: 3 * time.Second})
-	le := acquire(t, locker(t, b, b.Endpoints()))
+	le := harnesstest.Acquire(t, locker(t, b, b.Endpoints()))
 	ctx := context.Background()
 	for i := range 2 {
 		require.NoError(t, b.Crash(ctx, i))
 		require.NoError(t, b.Restart(ctx, i, true)) // no persistence: empty anyway
 	}
-	waitClosed(t, le.Lost(), "Lost after a majority forgot the key")
+	harnesstest.WaitClosed(t, le.Lost(), "Lost after a majority forgot the key")
 	require.True(t, time.Now().Before(le.(harness.Expiring).ValidUntil()), "Lost only by the clock, not by the refusal")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
@@ -61,19 +62,7 @@ func locker(t *testing.T, b harness.Backend, addrs []string) harness.Locker {
 	if addrs == nil {
 		addrs = b.Endpoints()
 	}
-	l, err := b.NewLocker(context.Background(), 0, addrs)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	return l
-}
-
-func acquire(t *testing.T, l harness.Locker) harness.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	le, err := l.Acquire(ctx)
-	require.NoError(t, err)
-	return le
+	return harnesstest.NewLocker(t, b, 0, addrs...)
 }
 
 // Two lockers take turns on the lock: never both inside, and each grant's token is
@@ -141,7 +130,7 @@ func TestLostWhenTheClientGoesSilent(t *testing.T) {
 	link, err := proxy.New(b.Endpoints()[0])
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = link.Close() })
-	holder := acquire(t, locker(t, b, []string{link.Addr()}))
+	holder := harnesstest.Acquire(t, locker(t, b, []string{link.Addr()}))
 	select {
 	case <-holder.Lost():
 		t.Fatal("lease lost before any fault")
@@ -149,7 +138,7 @@ func TestLostWhenTheClientGoesSilent(t *testing.T) {
 	}
 	link.Stall()
 	stalled := time.Now()
-	next := acquire(t, locker(t, b, nil)) // blocks until the server expired the holder
+	next := harnesstest.Acquire(t, locker(t, b, nil)) // blocks until the server expired the holder
 	t.Logf("another locker got the lock %v after the stall", time.Since(stalled).Round(time.Millisecond))
 	require.GreaterOrEqual(t, time.Since(stalled), b.Config().TTL, "granted before the holder's session could expire")
 	require.Greater(t, next.Token(), holder.Token())
@@ -172,7 +161,7 @@ func TestSequenceRestartsWithTheParent(t *testing.T) {
 	l := locker(t, b, nil)
 	var first *zookeeper.Lease
 	for range 3 {
-		le := acquire(t, l).(*zookeeper.Lease)
+		le := harnesstest.Acquire(t, l).(*zookeeper.Lease)
 		if first == nil {
 			first = le
 		}
@@ -184,7 +173,7 @@ func TestSequenceRestartsWithTheParent(t *testing.T) {
 		ok, _, err := conn.Exists(zookeeper.DefaultLockPath)
 		return err == nil && !ok
 	}, 30*time.Second, 20*time.Millisecond, "the empty container parent was never deleted")
-	le := acquire(t, l).(*zookeeper.Lease)
+	le := harnesstest.Acquire(t, l).(*zookeeper.Lease)
 	defer le.Release(context.Background())
 	require.Equal(t, int64(0), le.Sequence(), "the sequence restarts with the parent")
 	require.Equal(t, le.Sequence()+1, le.Token())
@@ -272,7 +261,7 @@ func TestCloseTwice(t *testing.T) {
 	b := start(t, zookeeper.Config{})
 	l, err := b.NewLocker(context.Background(), 0, b.Endpoints())
 	require.NoError(t, err)
-	le := acquire(t, l)
+	le := harnesstest.Acquire(t, l)
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
 	<-le.Lost()
@@ -292,9 +281,9 @@ func TestStandaloneCrashRestart(t *testing.T) {
 			b := start(t, zookeeper.Config{})
 			l := locker(t, b, nil)
 			for range 5 { // some history, so that a restart from nothing shows
-				require.NoError(t, acquire(t, l).Release(context.Background()))
+				require.NoError(t, harnesstest.Acquire(t, l).Release(context.Background()))
 			}
-			holder := acquire(t, l).(*zookeeper.Lease)
+			holder := harnesstest.Acquire(t, l).(*zookeeper.Lease)
 			pid := b.NodePID(0)
 			require.NoError(t, b.Crash(context.Background(), 0))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -308,12 +297,12 @@ func TestStandaloneCrashRestart(t *testing.T) {
 				require.True(t, ok, "the holder's znode survived the crash")
 				<-holder.Lost() // disconnected for a TTL
 				require.ErrorIs(t, holder.Release(context.Background()), harness.ErrNoEffect)
-				require.Greater(t, acquire(t, l).Token(), holder.Token())
+				require.Greater(t, harnesstest.Acquire(t, l).Token(), holder.Token())
 				return
 			}
 			require.False(t, ok, "a server without its data knows no znode")
 			<-holder.Lost()
-			next := acquire(t, l)
+			next := harnesstest.Acquire(t, l)
 			t.Logf("token before the restart without data %d, after %d", holder.Token(), next.Token())
 			require.Less(t, next.Token(), holder.Token(), "the token went back")
 		})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 )
 
@@ -32,14 +33,14 @@ func leader(t *testing.T, e *zookeeper.Ensemble) int {
 func TestEnsembleLeaderPause(t *testing.T) {
 	e := startEnsemble(t)
 	l0 := leader(t, e)
-	before := acquire(t, locker(t, e, nil))
+	before := harnesstest.Acquire(t, locker(t, e, nil))
 	require.NoError(t, before.Release(context.Background()))
 	pid := e.NodePID(l0)
 	require.NotZero(t, pid)
 	require.NoError(t, e.PauseNode(context.Background(), l0))
 	paused := time.Now()
 	l := locker(t, e, avoid(e, l0))
-	after := acquire(t, l)
+	after := harnesstest.Acquire(t, l)
 	t.Logf("leader node %d (pid %d) stopped; a new grant after %v", l0, pid, time.Since(paused).Round(time.Millisecond))
 	require.Greater(t, after.Token(), before.Token())
 	require.Greater(t, after.Token()>>32, before.Token()>>32, "a new epoch")
@@ -53,18 +54,18 @@ func TestEnsembleLeaderPause(t *testing.T) {
 func TestEnsembleCrashRestart(t *testing.T) {
 	e := startEnsemble(t)
 	l0 := leader(t, e)
-	before := acquire(t, locker(t, e, nil))
+	before := harnesstest.Acquire(t, locker(t, e, nil))
 	require.NoError(t, before.Release(context.Background()))
 	require.NoError(t, e.Crash(context.Background(), l0))
 	require.Zero(t, e.NodePID(l0))
-	mid := acquire(t, locker(t, e, nil))
+	mid := harnesstest.Acquire(t, locker(t, e, nil))
 	require.Greater(t, mid.Token(), before.Token())
 	require.NoError(t, mid.Release(context.Background()))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, e.Restart(ctx, l0, true))
 	require.NotZero(t, e.NodePID(l0))
-	after := acquire(t, locker(t, e, only(e, l0)))
+	after := harnesstest.Acquire(t, locker(t, e, only(e, l0)))
 	require.Greater(t, after.Token(), mid.Token())
 	require.NoError(t, after.Release(context.Background()))
 }
@@ -74,7 +75,7 @@ func TestEnsembleCrashRestart(t *testing.T) {
 func TestEnsembleLeaderIsolation(t *testing.T) {
 	e := startEnsemble(t)
 	l0 := leader(t, e)
-	before := acquire(t, locker(t, e, nil))
+	before := harnesstest.Acquire(t, locker(t, e, nil))
 	require.NoError(t, before.Release(context.Background()))
 	require.NoError(t, e.Isolate(context.Background(), l0))
 	isolated := time.Now()
@@ -83,7 +84,7 @@ func TestEnsembleLeaderIsolation(t *testing.T) {
 	var l1 int
 	require.Eventually(t, func() bool { l1 = leader(t, e); return l1 != l0 }, 60*time.Second, 50*time.Millisecond)
 	t.Logf("leader %d isolated; node %d leads after %v", l0, l1, time.Since(isolated).Round(time.Millisecond))
-	after := acquire(t, locker(t, e, only(e, l1)))
+	after := harnesstest.Acquire(t, locker(t, e, only(e, l1)))
 	require.Greater(t, after.Token()>>32, before.Token()>>32, "a new epoch")
 	require.NoError(t, after.Release(context.Background()))
 	require.NoError(t, e.Heal(context.Background()))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
@@ -30,10 +31,10 @@ func TestFastServerClockExpiresSilentSessionsEarly(t *testing.T) {
 	link, err := proxy.New(b.Endpoints()[0])
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = link.Close() })
-	holder := acquire(t, locker(t, b, []string{link.Addr()}))
+	holder := harnesstest.Acquire(t, locker(t, b, []string{link.Addr()}))
 	link.Stall()
 	stalled := time.Now()
-	next := acquire(t, locker(t, b, nil))
+	next := harnesstest.Acquire(t, locker(t, b, nil))
 	gap := time.Since(stalled)
 	t.Logf("server clock 2x fast: a silent %v session lost the lock after %v", ttl, gap.Round(time.Millisecond))
 	require.Less(t, gap, ttl*4/5, "the server expired the session by its own fast clock")

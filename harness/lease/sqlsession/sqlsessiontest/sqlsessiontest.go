@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -34,15 +35,6 @@ func Locker(t *testing.T, b harness.Backend, id int) (harness.Locker, *proxy.Lin
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk, l
-}
-
-func acquire(t *testing.T, lk harness.Locker) harness.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	le, err := lk.Acquire(ctx)
-	require.NoError(t, err)
-	return le
 }
 
 // MutualExclusion: two lockers take the lock in turn, never both at once, and (when
@@ -109,10 +101,10 @@ func LostOnStall(t *testing.T, b harness.Backend) {
 	t.Helper()
 	a, link := Locker(t, b, 0)
 	other, _ := Locker(t, b, 1)
-	le := acquire(t, a)
+	le := harnesstest.Acquire(t, a)
 	link.Stall()
 	start := time.Now()
-	le2 := acquire(t, other) // granted only once the server has ended le's session
+	le2 := harnesstest.Acquire(t, other) // granted only once the server has ended le's session
 	t.Logf("second grant %v after the stall (TTL %v)", time.Since(start), le.TTL())
 	require.GreaterOrEqual(t, time.Since(start), le.TTL()*9/10, "granted before the TTL had passed")
 	select {
@@ -134,7 +126,7 @@ func CloseTwice(t *testing.T, b harness.Backend) {
 	t.Helper()
 	a, _ := Locker(t, b, 0)
 	other, _ := Locker(t, b, 1)
-	le := acquire(t, a)
+	le := harnesstest.Acquire(t, a)
 	require.NoError(t, a.Close())
 	require.NoError(t, a.Close())
 	select {
@@ -142,7 +134,7 @@ func CloseTwice(t *testing.T, b harness.Backend) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Lost did not close after the locker closed")
 	}
-	le2 := acquire(t, other)
+	le2 := harnesstest.Acquire(t, other)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, le2.Release(ctx))
@@ -152,7 +144,7 @@ func CloseTwice(t *testing.T, b harness.Backend) {
 func Grant(t *testing.T, b harness.Backend) int64 {
 	t.Helper()
 	lk, _ := Locker(t, b, 9)
-	le := acquire(t, lk)
+	le := harnesstest.Acquire(t, lk)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, le.Release(ctx))
@@ -171,7 +163,7 @@ func LostOnNodeFault(t *testing.T, b interface {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	a, _ := Locker(t, b, 0)
-	le := acquire(t, a)
+	le := harnesstest.Acquire(t, a)
 	require.NotZero(t, b.NodePID(0))
 	require.NoError(t, b.PauseNode(ctx, 0))
 	select {
@@ -180,7 +172,7 @@ func LostOnNodeFault(t *testing.T, b interface {
 		t.Fatal("Lost did not close while the server was stopped")
 	}
 	require.NoError(t, b.ResumeNode(ctx, 0))
-	le = acquire(t, a)
+	le = harnesstest.Acquire(t, a)
 	pid := b.NodePID(0)
 	require.NoError(t, b.Crash(ctx, 0))
 	select {
@@ -190,6 +182,6 @@ func LostOnNodeFault(t *testing.T, b interface {
 	}
 	require.NoError(t, b.Restart(ctx, 0, true))
 	require.NotEqual(t, pid, b.NodePID(0))
-	le = acquire(t, a)
+	le = harnesstest.Acquire(t, a)
 	require.NoError(t, le.Release(ctx))
 }
