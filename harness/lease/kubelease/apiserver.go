@@ -128,12 +128,11 @@ func StartAPIServer(ctx context.Context, cfg APIServerConfig) (*APIServer, error
 		cfg.ReadyTimeout = 60 * time.Second
 	}
 	if cfg.Port == 0 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := proc.FreePort()
 		if err != nil {
-			return nil, fmt.Errorf("kube-lease: find a free port: %w", err)
+			return nil, fmt.Errorf("kube-lease: %w", err)
 		}
-		cfg.Port = ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
+		cfg.Port = port
 	}
 	token, err := writeCredentials(cfg.Dir)
 	if err != nil {

@@ -100,9 +100,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 	}
 	if cfg.Port == 0 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", Name, err)
 		}
 		cfg.Port = port
 	}
@@ -192,15 +192,6 @@ func ping(ctx context.Context, addr string) error {
 type quiet struct{}
 
 func (quiet) Print(...any) {}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("%s: find a free port: %w", Name, err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
 
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return s.addr }

@@ -56,12 +56,11 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		cfg.ReadyTimeout = 10 * time.Second
 	}
 	if cfg.Port == 0 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := proc.FreePort()
 		if err != nil {
-			return nil, fmt.Errorf("nats: find a free port: %w", err)
+			return nil, fmt.Errorf("nats: %w", err)
 		}
-		cfg.Port = ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
+		cfg.Port = port
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("nats: store dir: %w", err)

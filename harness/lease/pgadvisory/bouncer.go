@@ -81,9 +81,9 @@ func StartBouncer(ctx context.Context, s *Server, cfg BouncerConfig) (*Bouncer, 
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pgbouncer: %w", err)
 	}
 	host, sport, _ := net.SplitHostPort(s.Addr())
 	b := &Bouncer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), ini: filepath.Join(s.dir(), "pgbouncer.ini")}

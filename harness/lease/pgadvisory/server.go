@@ -93,9 +93,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		cfg.ReadyTimeout = 30 * time.Second
 	}
 	if cfg.Port == 0 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("postgres-advisory: %w", err)
 		}
 		cfg.Port = port
 	}
@@ -247,15 +247,6 @@ func ping(ctx context.Context, dsn string) error {
 	defer c.Close(context.WithoutCancel(cctx))
 	_, err = c.Exec(cctx, "SELECT 1")
 	return err
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("postgres-advisory: find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Addr is the server's host:port.

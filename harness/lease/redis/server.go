@@ -58,9 +58,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		cfg.ReadyTimeout = 10 * time.Second
 	}
 	if cfg.Port == 0 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("redis: %w", err)
 		}
 		cfg.Port = port
 	}
@@ -89,18 +89,6 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	return &Server{Node: n, cfg: cfg, addr: addr}, nil
-}
-
-// freePort asks the kernel for a free loopback port. Another process may take it before
-// redis-server binds it; the server then exits with "Address already in use" and the
-// start fails with that line.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redis: find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Ping sends PING to addr and wants +PONG (a server still loading its AOF answers

@@ -41,7 +41,7 @@ func StartRedis(t testing.TB) (addr string, pid int) {
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 { // the free port may be taken between probe and bind: try another
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func StartZooKeeper(t testing.TB) (addr string, pid int) {
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,15 +125,6 @@ func ruok(ctx context.Context, addr string) error {
 		return fmt.Errorf("ZooKeeper answered %q to ruok", b)
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ping sends PING in RESP and wants +PONG.
