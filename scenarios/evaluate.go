@@ -78,7 +78,8 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 		}
 	}
 	unfenced := "unfenced"
-	caps := be.DeclaredCaps(registry.Settings{Members: max(be.Members, 1), Options: cfg.Options})
+	def := be.Defaults(registry.Settings{Options: cfg.Options})
+	caps := be.DeclaredCaps(registry.Settings{Members: max(def.Members, 1), Options: cfg.Options})
 	// The faults are tried on the resource the verdict rests on: a fenced register, or
 	// the unfenced one for a backend without tokens (whose fenced runs cannot be made).
 	probe := "fenced"
@@ -108,10 +109,10 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 		return nil, fmt.Errorf("%w: no fault applies to backend %s", ErrSpec, be.Name)
 	}
 	resources := append([]string{unfenced, "fenced"}, be.Native...)
-	members := max(be.Members, 1)
+	members := max(def.Members, 1)
 	for _, f := range chosen {
-		if isServiceFault(reg, f) && be.NodeFaultMembers > 0 {
-			members = be.NodeFaultMembers
+		if isServiceFault(reg, f) && def.NodeFaultMembers > 0 {
+			members = def.NodeFaultMembers
 		}
 	}
 	sc := &judge.Scorecard{

@@ -190,7 +190,7 @@ func TestExecSpecErrors(t *testing.T) {
 		{Spec{Backend: "exec", Options: x("client-timeout", "soon")}, "--client-timeout must be a duration"},
 		{Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "an existing lock service (--lock-endpoints) only takes client-side faults"},
 		{Spec{Backend: "exec", Options: x(), Faults: []string{"leader-isolation"}}, "fault \"leader-isolation\" needs a lock-service cluster"},
-		{Spec{Backend: "exec", Options: x("lock-service", "etcd")}, "lock service etcd: etcd leases are whole seconds"},
+		{Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: 500 * time.Millisecond}, "lock service etcd: etcd leases are whole seconds"},
 		{Spec{Backend: "exec", Options: x(), Policy: "careful"}, "the careful policy needs a lease that knows its end"},
 		{Spec{Backend: "exec", Options: x(), Resource: "etcd-txn"}, "resource etcd-txn needs the etcd backend"},
 		{Spec{Backend: "exec", Options: x(), Keys: 4}, "--keys"},
@@ -209,6 +209,20 @@ func TestExecSpecErrors(t *testing.T) {
 	require.Equal(t, 3, n.Members)
 	_, err = Normalize(Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: time.Second, Faults: []string{"crash"}})
 	require.NoError(t, err)
+	// Without --ttl and --members, the lock service's defaults: etcd's 1 s, and its 3
+	// members for a fault on the service in evaluate.
+	n, err = Normalize(Spec{Backend: "exec", Options: x("lock-service", "etcd")})
+	require.NoError(t, err)
+	require.Equal(t, time.Second, n.TTL)
+	n, err = Normalize(Spec{Backend: "exec", Options: x("lock-service", "naive")})
+	require.NoError(t, err)
+	require.Equal(t, DefaultTTL, n.TTL)
+	plan, err := PlanEvaluate(EvaluateConfig{Backend: "exec", Options: x("lock-service", "etcd"), Faults: []string{"leader-isolation"}})
+	require.NoError(t, err)
+	require.NotEmpty(t, plan.Jobs)
+	for _, j := range plan.Jobs {
+		require.Equal(t, 3, j.Spec.Members, "%s", j.Spec.Name)
+	}
 	// --client-cmd alone implies the exec backend.
 	n, err = Normalize(Spec{Options: x()})
 	require.NoError(t, err)

@@ -53,10 +53,10 @@ func cellSpec(reg *registry.Registry, backend, resource string, faults []string,
 			s.Options[k] = v
 		}
 	}
-	if ok && be.NodeFaultMembers > 0 && !be.IsExternal(registry.Settings{Options: s.Options}) {
+	if def := be.Defaults(registry.Settings{Options: s.Options}); ok && def.NodeFaultMembers > 0 && !be.IsExternal(registry.Settings{Options: s.Options}) {
 		for _, f := range faults {
 			if isServiceFault(reg, f) {
-				s.Members = be.NodeFaultMembers
+				s.Members = def.NodeFaultMembers
 			}
 		}
 	}

@@ -161,16 +161,17 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 		s.Clients = DefaultClients
 	}
 	be, beOK := reg.Backend(s.Backend)
+	def := be.Defaults(registry.Settings{Options: s.Options})
 	if s.TTL == 0 {
 		s.TTL = DefaultTTL
-		if beOK && be.TTL > 0 {
-			s.TTL = be.TTL
+		if beOK && def.TTL > 0 {
+			s.TTL = def.TTL
 		}
 	}
 	if s.Members == 0 {
 		s.Members = 1
-		if beOK && be.Members > 0 {
-			s.Members = be.Members
+		if beOK && def.Members > 0 {
+			s.Members = def.Members
 		}
 	}
 	if s.Duration == 0 {

@@ -161,6 +161,17 @@ func (b Backend) SetupOf(s Settings) string {
 
 // IsExternal reports whether settings point the backend at servers fencecheck does not
 // own (an External option is set).
+// Defaults is the backend whose TTL, Members and NodeFaultMembers are the defaults with
+// these settings: b, or the one its DefaultsFrom names.
+func (b Backend) Defaults(s Settings) Backend {
+	if b.DefaultsFrom != nil {
+		if d, ok := b.DefaultsFrom(s.WithOptions(b.Options)); ok {
+			return d
+		}
+	}
+	return b
+}
+
 func (b Backend) IsExternal(s Settings) bool {
 	for _, o := range b.Options {
 		if o.External && s.Options[o.Name] != "" {

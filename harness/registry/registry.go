@@ -119,6 +119,10 @@ type Backend struct {
 	// (0: 1).
 	TTL     time.Duration
 	Members int
+	// DefaultsFrom, if set, names the backend whose TTL, Members and NodeFaultMembers a
+	// run takes as its defaults with these settings (the exec backend: its lock
+	// service's, so that --lock-service etcd runs at etcd's 1 s).
+	DefaultsFrom func(Settings) (Backend, bool)
 	// NodeFaultMembers, if set, is the cluster size matrix and evaluate cells use when
 	// a fault acts on the lock service (a leader to isolate needs followers).
 	NodeFaultMembers int

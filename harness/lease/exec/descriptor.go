@@ -49,6 +49,14 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 			{Name: OptionClientTimeout, Usage: "backend exec: how long your client may take to answer a request, pauses not counted (default 30s or 30x TTL, whichever is longer)"},
 		},
 		Check: d.check,
+		// Without a --ttl or --members, the lock service's defaults.
+		DefaultsFrom: func(s registry.Settings) (registry.Backend, bool) {
+			if len(s.List(OptionLockEndpoints)) > 0 {
+				return registry.Backend{}, false
+			}
+			svc, err := d.service(s)
+			return svc, err == nil
+		},
 		Caps:  d.caps,
 		Setup: d.setup,
 		Start: d.start,
