@@ -2,6 +2,7 @@ package harnesstest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -47,5 +48,36 @@ func WaitClosed(t testing.TB, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(Ceiling):
 		t.Fatalf("%s: not closed within %v", what, Ceiling)
+	}
+}
+
+// HeldAgainst checks that other cannot take the lock within wait while le holds it (a
+// wait past the TTL shows that renewals keep it), and that le was not lost meanwhile.
+func HeldAgainst(t testing.TB, le harness.Lease, other harness.Locker, wait time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if got, err := other.Acquire(ctx); err == nil {
+		_ = got.Release(context.Background())
+		t.Fatalf("another client got the lock (token %d) while token %d held it", got.Token(), le.Token())
+	} else if !errors.Is(err, harness.ErrNoEffect) {
+		t.Fatalf("the refused Acquire's error %v does not wrap harness.ErrNoEffect", err)
+	}
+	select {
+	case <-le.Lost():
+		t.Fatalf("lease %d lost while renewed", le.Token())
+	default:
+	}
+}
+
+// ReleaseOnce releases le and checks that a second Release has no effect
+// (harness.ErrNoEffect).
+func ReleaseOnce(t testing.TB, le harness.Lease) {
+	t.Helper()
+	if err := le.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := le.Release(context.Background()); !errors.Is(err, harness.ErrNoEffect) {
+		t.Fatalf("a second Release returned %v, not an error wrapping harness.ErrNoEffect", err)
 	}
 }

@@ -61,17 +61,8 @@ func TestTokensAndMutualExclusion(t *testing.T) {
 		require.Greater(t, le.Token(), last, "grant %d", i)
 		last = le.Token()
 		// Held past its TTL by renewals, the other client cannot take it.
-		ctx, cancel := context.WithTimeout(context.Background(), exclusionTTL+exclusionTTL/5)
-		_, err := other.Acquire(ctx)
-		cancel()
-		require.ErrorIs(t, err, harness.ErrNoEffect)
-		select {
-		case <-le.Lost():
-			t.Fatal("lease lost while renewed")
-		default:
-		}
-		require.NoError(t, le.Release(context.Background()))
-		require.ErrorIs(t, le.Release(context.Background()), harness.ErrNoEffect)
+		harnesstest.HeldAgainst(t, le, other, exclusionTTL+exclusionTTL/5)
+		harnesstest.ReleaseOnce(t, le)
 	}
 }
 

@@ -75,17 +75,8 @@ func TestTokensAndMutualExclusion(t *testing.T) {
 				if l == c {
 					other = a
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), exclusionTTL+exclusionTTL/5)
-				_, err := other.Acquire(ctx)
-				cancel()
-				require.ErrorIs(t, err, harness.ErrNoEffect)
-				select {
-				case <-le.Lost():
-					t.Fatal("lease lost while renewed")
-				default:
-				}
-				require.NoError(t, le.Release(context.Background()))
-				require.ErrorIs(t, le.Release(context.Background()), harness.ErrNoEffect)
+				harnesstest.HeldAgainst(t, le, other, exclusionTTL+exclusionTTL/5)
+				harnesstest.ReleaseOnce(t, le)
 			}
 		})
 	}
