@@ -22,14 +22,7 @@ func start(t *testing.T, cfg mariadblock.Config) *mariadblock.Backend {
 	if cfg.DSN == "" {
 		cfg.Dir = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	b, err := mariadblock.Start(ctx, cfg)
-	require.NoError(t, err)
-	t.Logf("%s (token %s) ready in %v at %v", b.Name(), b.Token(), time.Since(t0), b.Endpoints())
-	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return sqlsessiontest.Start(t, func(ctx context.Context) (*mariadblock.Backend, error) { return mariadblock.Start(ctx, cfg) })
 }
 
 func TestBackend(t *testing.T) {

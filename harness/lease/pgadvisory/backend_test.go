@@ -33,14 +33,7 @@ func start(t *testing.T, cfg pgadvisory.Config) *pgadvisory.Backend {
 	if cfg.DSN == "" {
 		cfg.Dir = tempDir(t)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	b, err := pgadvisory.Start(ctx, cfg)
-	require.NoError(t, err)
-	t.Logf("%s (token %s) ready in %v at %v", b.Name(), b.Token(), time.Since(t0), b.Endpoints())
-	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return sqlsessiontest.Start(t, func(ctx context.Context) (*pgadvisory.Backend, error) { return pgadvisory.Start(ctx, cfg) })
 }
 
 func TestBackend(t *testing.T) {

@@ -16,6 +16,23 @@ import (
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
+// Start starts a backend with start (given a generous ceiling), logs how long it took
+// and closes it when t ends.
+func Start[B interface {
+	harness.Backend
+	Token() T
+}, T any](t *testing.T, start func(context.Context) (B, error)) B {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	b, err := start(ctx)
+	require.NoError(t, err)
+	t.Logf("%s (token %v) ready in %v at %v", b.Name(), b.Token(), time.Since(t0), b.Endpoints())
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
 // Link returns a fault-proxy link to the backend's only endpoint, closed when t ends.
 func Link(t *testing.T, b harness.Backend) *proxy.Link {
 	t.Helper()
