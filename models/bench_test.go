@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models/internal/histgen"
@@ -196,5 +198,44 @@ func directOne(p Property, h *history.History) bool {
 		return analyzeTokens(h).Violated
 	default:
 		return analyzeMutex(h).Violated
+	}
+}
+
+// BenchmarkCheckFile times what `fencecheck check` does with a file: read and decode
+// it, validate, and give the verdict (the direct analysis and the certification of
+// every violation; no second opinion), on histories of the built-in shape and of the
+// realistic one (histgen.Config.Realistic: the field mix of a real run), held and with
+// one accepted stale write near the end.
+func BenchmarkCheckFile(b *testing.B) {
+	for _, ops := range []int{100_000, 1_000_000} {
+		for _, realistic := range []bool{false, true} {
+			for _, violated := range []bool{false, true} {
+				c := histgen.Config{Ops: ops, Seed: uint64(ops), Unknown: 0.01, Pause: 0.01, Realistic: realistic}
+				if violated {
+					c.StaleAt = 0.99
+				}
+				name := checkShape{ops: ops, keys: 1, violated: violated}.String()
+				if realistic {
+					name += "/realistic"
+				}
+				b.Run(name, func(b *testing.B) {
+					path := filepath.Join(b.TempDir(), "history.json")
+					require.NoError(b, history.WriteFile(path, histgen.Generate(c)))
+					for b.Loop() {
+						h, err := history.ReadFile(path)
+						if err != nil {
+							b.Fatal(err)
+						}
+						rep, err := Check(context.Background(), h, Options{PorcupineBudget: NoPorcupine})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if got := rep.Verdicts[Register] == Violated; got != violated {
+							b.Fatalf("register violated=%v, want %v", got, violated)
+						}
+					}
+				})
+			}
+		}
 	}
 }

@@ -22,6 +22,8 @@ func TestHistgen(t *testing.T) {
 		{"held, 4 keys", histgen.Config{Ops: 3000, Seed: 4, Keys: 4, Unknown: 0.01, Pause: 0.02}, Held},
 		{"monotonic", histgen.Config{Ops: 3000, Seed: 5, Fence: "monotonic", Unknown: 0.05, Pause: 0.02}, Held},
 		{"one stale write", histgen.Config{Ops: 3000, Seed: 6, Unknown: 0.01, Pause: 0.02, StaleAt: 0.9}, Violated},
+		{"realistic", histgen.Config{Ops: 3000, Seed: 7, Unknown: 0.02, Pause: 0.02, Realistic: true}, Held},
+		{"realistic, one stale write", histgen.Config{Ops: 3000, Seed: 8, Unknown: 0.02, Pause: 0.02, Realistic: true, StaleAt: 0.9}, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := histgen.Generate(tc.cfg)

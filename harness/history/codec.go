@@ -77,22 +77,28 @@ func Decode(r io.Reader, name string) (*History, error) {
 // decodeBytes decodes and validates one history held in memory: the fast parser for
 // the usual shape, encoding/json (and its error messages) for everything else.
 func decodeBytes(data []byte, name string) (*History, error) {
-	if h, ok := decodeFast(data); ok {
-		if err := h.Validate(); err != nil {
+	h, ok := decodeFast(data)
+	if !ok {
+		var err error
+		if h, err = decodeJSON(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		return h, nil
-	}
-	var h History
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, describeJSONError(data, err))
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%s: trailing data after the history object", name)
 	}
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return h, nil
+}
+
+// decodeJSON decodes one history with encoding/json, without validating it.
+func decodeJSON(data []byte) (*History, error) {
+	var h History
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&h); err != nil {
+		return nil, describeJSONError(data, err)
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the history object")
 	}
 	return &h, nil
 }

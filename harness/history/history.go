@@ -133,6 +133,9 @@ type History struct {
 	// Effects are the side effects delivered outside the resource (optional extension,
 	// see Effect); absent when the run had none.
 	Effects []Effect `json:"effects,omitempty"`
+	// Lost are the moments clients learned they had lost their lease (optional
+	// extension, see Lost); absent when none did or the backend does not say.
+	Lost []Lost `json:"lost,omitempty"`
 }
 
 // FenceRule returns the run's fence rule, defaulting to strict.
@@ -247,6 +250,9 @@ func (h *History) Validate() error {
 		}
 	}
 	if err := h.validateEffects(ids); err != nil {
+		return err
+	}
+	if err := h.validateLost(ids); err != nil {
 		return err
 	}
 	for i, f := range h.Faults {

@@ -15,6 +15,7 @@ type Recorder struct {
 	ops     []Op
 	faults  []Fault
 	effects []Effect
+	lost    []Lost
 	// watchers are told about every op that completes.
 	watchers []func(Op)
 }
@@ -162,5 +163,8 @@ func (r *Recorder) History(run Run) *History {
 		h.Ops = []Op{}
 	}
 	h.Effects = r.effectsLocked(h.Ops)
+	if len(r.lost) > 0 {
+		h.Lost = append([]Lost(nil), r.lost...)
+	}
 	return h
 }

@@ -37,6 +37,13 @@ type Config struct {
 	// StaleAt > 0 makes the register accept exactly one stale write: that of the first
 	// critical section, started after StaleAt×Ops ops, which is forced to pause.
 	StaleAt float64
+	// Realistic gives the history the field mix a real `fencecheck run` or `soak`
+	// writes (see realistic.go): acquires that wait for the lock and time out, tokens
+	// granted out of call order, error texts with quotes (escaped in JSON), unknown
+	// acquires and writes, refused releases after a pause, long tagged values, a fault
+	// with a detail sentence for every pause and the run's free-form fields. Zero
+	// Clients/Observers then default to 5 and 2.
+	Realistic bool
 }
 
 // withDefaults fills the zero fields.
@@ -48,6 +55,9 @@ func (c Config) withDefaults() Config {
 		c.Observers = 0
 	} else if c.Observers == 0 {
 		c.Observers = 1
+		if c.Realistic {
+			c.Observers = 2
+		}
 	}
 	if c.Keys <= 0 {
 		c.Keys = 1
@@ -65,6 +75,11 @@ const (
 	think   = 500_000
 	backoff = 5_000_000
 	pauseNs = 4 * ttl
+	// Realistic acquires wait for the lock, re-checking about every pollNs, and give
+	// up after acquireTimeout.
+	pollNs         = 1_000_000
+	acquireTimeout = 10 * ttl
+	observerThink  = 5_000_000
 )
 
 type keyState struct {
@@ -138,6 +153,11 @@ func Generate(c Config) *history.History {
 		Ops:    make([]history.Op, 0, c.Ops+len(clients)),
 		Faults: []history.Fault{},
 	}
+	var real *realism
+	if c.Realistic {
+		real = newRealism(c, r)
+		h.Run = real.run(h.Run)
+	}
 	ops := h.Ops
 	keyOf := make([]int, 0, cap(ops)) // ops[i]'s key index
 	var q queue
@@ -174,6 +194,9 @@ func Generate(c Config) *history.History {
 					o.Kind, o.Token = history.Write, cl.token
 					cl.writes++
 					o.Value = fmt.Sprintf("c%d-%d", cl.id, cl.writes)
+					if real != nil {
+						o.Value = real.value(o.Value)
+					}
 					rid := cl.readID
 					o.ReadID = &rid
 				case 3:
@@ -182,6 +205,9 @@ func Generate(c Config) *history.History {
 			}
 			o.Key = keyName(cl.key)
 			unknown := o.Kind == history.Write && !cl.stale && r.Float64() < c.Unknown
+			if real != nil && o.Kind == history.Acquire && r.Float64() < c.Unknown/5 {
+				unknown = true
+			}
 			d := r.Int64N(maxDur) + 1
 			at := e.at + r.Int64N(d+1)
 			idx := len(ops)
@@ -194,23 +220,48 @@ func Generate(c Config) *history.History {
 				}
 				// The client gives up waiting and goes on; no return is recorded.
 				ops[idx].Error = "timeout"
-				cl.step = 3
+				if real != nil {
+					ops[idx].Error = real.timeout(o.Kind, cl.id)
+				}
+				if o.Kind == history.Acquire {
+					cl.step = 0
+				} else {
+					cl.step = 3
+				}
 				push(event{at: e.at + d + r.Int64N(think) + 1, kind: 0, cl: cl.id})
 				continue
 			}
 			push(event{at: at, kind: 1, cl: cl.id, op: idx})
+			if real != nil && o.Kind == history.Acquire {
+				continue // a waiting acquire returns when its effect settles (below)
+			}
 			push(event{at: e.at + d, kind: 2, cl: cl.id, op: idx})
 		case 1: // effect
 			o := &ops[e.op]
 			k := &keys[keyOf[e.op]]
 			switch o.Kind {
 			case history.Acquire:
-				if k.holder < 0 || k.expiry <= e.at {
+				free := k.holder < 0 || k.expiry <= e.at
+				switch {
+				case free && o.Status != history.Unknown:
 					k.counter++
 					k.holder, k.token, k.expiry = o.Client, k.counter, e.at+ttl
 					o.Status, o.Token = history.OK, k.counter
-				} else {
+				case free: // an unknown acquire granted: nobody knows it holds
+					k.counter++
+					k.holder, k.token, k.expiry = -2, k.counter, e.at+ttl
+				case o.Status == history.Unknown:
+				case real == nil:
 					o.Status, o.Error = history.Fail, "held"
+				case e.at-o.Call < acquireTimeout:
+					// The server holds the request until the lock frees or it gives up.
+					push(event{at: e.at + pollNs/2 + r.Int64N(pollNs), kind: 1, cl: e.cl, op: e.op})
+					continue
+				default:
+					o.Status, o.Error = history.Fail, real.held(k.holder)
+				}
+				if real != nil && o.Status != history.Unknown {
+					push(event{at: e.at + r.Int64N(maxDur/4) + 1, kind: 2, cl: e.cl, op: e.op})
 				}
 			case history.Read:
 				o.Status, o.Value, o.Token = history.OK, k.value, k.stored
@@ -223,6 +274,9 @@ func Generate(c Config) *history.History {
 					}
 				} else if o.Status != history.Unknown {
 					o.Status = history.Rejected
+					if real != nil {
+						o.Error = "refused by the fence"
+					}
 				}
 			case history.Release:
 				if k.holder == o.Client && k.token == o.Token {
@@ -230,6 +284,9 @@ func Generate(c Config) *history.History {
 					o.Status = history.OK
 				} else {
 					o.Status, o.Error = history.Fail, "not the holder"
+					if real != nil {
+						o.Error = "definitely no effect: lease is no longer held"
+					}
 				}
 			}
 		case 2: // return
@@ -237,6 +294,9 @@ func Generate(c Config) *history.History {
 			ret := e.at
 			o.Return = &ret
 			next := e.at + r.Int64N(think) + 1
+			if cl.observer && real != nil {
+				next += observerThink // an observer polls, it does not spin
+			}
 			if !cl.observer {
 				switch o.Kind {
 				case history.Acquire:
@@ -253,6 +313,9 @@ func Generate(c Config) *history.History {
 					}
 					if cl.pause {
 						next += pauseNs
+						if real != nil {
+							h.Faults = append(h.Faults, real.pause(cl.id, e.at, next))
+						}
 					}
 				case history.Write:
 					if cl.stale {
