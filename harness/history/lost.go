@@ -38,40 +38,46 @@ func (e *LostError) Error() string {
 
 // validateLost checks the lost records against the ops (ids finds an op by id).
 func (h *History) validateLost(ids opIndex) error {
+	if err := CheckLost(h.Lost); err != nil {
+		return err
+	}
 	for i, l := range h.Lost {
-		if err := l.check(i); err != nil {
-			return err
+		var a *Op
+		if j, ok := ids.find(l.AcquireID); ok {
+			a = &h.Ops[j]
 		}
-		j, ok := ids.find(l.AcquireID)
-		if !ok {
-			return &LostError{i, "acquire_id", fmt.Sprintf("names op %d, which does not exist", l.AcquireID)}
-		}
-		if err := l.checkAcquire(i, &h.Ops[j]); err != nil {
+		if err := l.CheckAcquire(i, a); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// check is the part of a lost record's validation that needs no op.
-func (l Lost) check(i int) error {
-	if l.Client < 0 {
-		return &LostError{i, "client", fmt.Sprintf("negative client %d", l.Client)}
-	}
-	if l.At < 0 {
-		return &LostError{i, "at", fmt.Sprintf("negative time %d", l.At)}
+// CheckLost validates what the lost records say on their own; the acquire_id of each
+// is checked against the ops by CheckAcquire.
+func CheckLost(lost []Lost) error {
+	for i, l := range lost {
+		if l.Client < 0 {
+			return &LostError{i, "client", fmt.Sprintf("negative client %d", l.Client)}
+		}
+		if l.At < 0 {
+			return &LostError{i, "at", fmt.Sprintf("negative time %d", l.At)}
+		}
 	}
 	return nil
 }
 
-// checkAcquire checks that o, the op a lost record's acquire_id names, is an acquire of
-// its client.
-func (l Lost) checkAcquire(i int, o *Op) error {
-	if o.Kind != Acquire {
-		return &LostError{i, "acquire_id", fmt.Sprintf("names op %d, a %s, not an acquire", o.ID, o.Kind)}
+// CheckAcquire validates lost record l (lost[i]) against a, the op its acquire_id
+// names (nil when no op has that id): it must be an acquire of l's client.
+func (l Lost) CheckAcquire(i int, a *Op) error {
+	if a == nil {
+		return &LostError{i, "acquire_id", fmt.Sprintf("names op %d, which does not exist", l.AcquireID)}
 	}
-	if o.Client != l.Client {
-		return &LostError{i, "acquire_id", fmt.Sprintf("names op %d, an acquire of client %d, not of client %d", o.ID, o.Client, l.Client)}
+	if a.Kind != Acquire {
+		return &LostError{i, "acquire_id", fmt.Sprintf("names op %d, a %s, not an acquire", a.ID, a.Kind)}
+	}
+	if a.Client != l.Client {
+		return &LostError{i, "acquire_id", fmt.Sprintf("names op %d, an acquire of client %d, not of client %d", a.ID, a.Client, l.Client)}
 	}
 	return nil
 }
