@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -92,20 +93,43 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "fencecheck check: no history files given")
 		return exitUsage
 	}
-	// Load every file first: a malformed one is a usage error and nothing is checked.
+	// Open every file first: one that is missing or not a history is a usage error and
+	// nothing is checked. With --html each is read whole (the pages draw every op);
+	// otherwise models.CheckFile streams the large ones.
 	hs := make([]*history.History, fs.NArg())
 	for i, path := range fs.Args() {
-		h, err := history.ReadFile(path)
+		var err error
+		if *htmlDir != "" {
+			hs[i], err = history.ReadFile(path)
+		} else {
+			var sc *history.Scanner
+			if sc, err = history.OpenScanner(path); err == nil {
+				err = sc.Close()
+			}
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "fencecheck check:", err)
 			return exitUsage
 		}
-		hs[i] = h
 	}
 	code := exitSafe
 	enc := json.NewEncoder(stdout)
 	for i, path := range fs.Args() {
-		rep, err := models.Check(ctx, hs[i], models.Options{Timeout: *timeout, PorcupineBudget: budget.d})
+		opt := models.Options{Timeout: *timeout, PorcupineBudget: budget.d}
+		var rep *models.Report
+		var err error
+		if hs[i] != nil {
+			rep, err = models.Check(ctx, hs[i], opt)
+		} else {
+			var res *models.FileResult
+			if res, err = models.CheckFile(ctx, path, opt); err == nil {
+				rep, hs[i] = res.Report, res.History
+			}
+		}
+		if errors.Is(err, models.ErrInvalid) {
+			fmt.Fprintln(stderr, "fencecheck check:", err)
+			return exitUsage
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "fencecheck check: %s: %v\n", path, err)
 			return exitInternal

@@ -130,7 +130,12 @@ func (r *Recorder) Effect(value string, token int64, via string) {
 	now := r.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.effects = append(r.effects, Effect{ID: len(r.effects) + 1, Value: value, Token: token, At: now, Via: via})
+	e := Effect{ID: len(r.effects) + 1, Value: value, Token: token, At: now, Via: via}
+	if r.spill != nil && r.spill.w != nil {
+		r.spill.effect(r, e)
+		return
+	}
+	r.effects = append(r.effects, e)
 }
 
 // effectsLocked copies the recorded effects and links each to the write op with its
