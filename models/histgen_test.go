@@ -1,11 +1,13 @@
 package models
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models/internal/histgen"
 )
 
@@ -41,4 +43,13 @@ func TestHistgen(t *testing.T) {
 			require.Equal(t, OpinionAgreed, r.Porcupine, r.PorcupineNote)
 		})
 	}
+}
+
+// histgen.Write streams the history Generate returns, as history.Encode writes it.
+func TestHistgenWrite(t *testing.T) {
+	c := histgen.Config{Ops: 2000, Seed: 9, Unknown: 0.02, Pause: 0.02, Realistic: true, StaleAt: 0.5}
+	var streamed, encoded bytes.Buffer
+	require.NoError(t, histgen.Write(&streamed, c))
+	require.NoError(t, history.Encode(&encoded, histgen.Generate(c)))
+	require.Equal(t, encoded.String(), streamed.String())
 }

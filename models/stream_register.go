@@ -356,13 +356,13 @@ func (r *streamReg) write(c *streamChecker, ks *keyState, o *sop) error {
 			}
 		}
 	}
+	r.vals[o.value] = w // first: a witness of what accept finds looks it up
 	if w.accepted {
 		r.accept(c, ks, w)
 	}
 	if o.status == history.Rejected {
 		r.refused(c, ks, w)
 	}
-	r.vals[o.value] = w
 	i := sort.Search(len(r.byTok), func(i int) bool { return r.byTok[i].op.token > o.token })
 	r.byTok = slices.Insert(r.byTok, i, w)
 	// The reads that returned its value before it was called, or while it was.

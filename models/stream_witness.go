@@ -31,6 +31,9 @@ type capture struct {
 	core     map[int]bool
 	left     int
 	holding  map[int]bool // clients with a hold begun in the capture and not released
+	// want are ops to take whenever they come: the reads that showed an unknown write
+	// the finding names took effect (without them the write may never have).
+	want     map[int]bool
 	finished bool
 }
 
@@ -64,10 +67,11 @@ func (w *witnessState) record(s *sop) {
 		case cp.left > 0:
 			cp.add(s)
 			cp.left--
-		case s.kind == history.Release && cp.holding[s.client]:
+		case s.kind == history.Release && cp.holding[s.client] || cp.want[s.id]:
 			cp.add(s)
 		}
-		if cp.left <= 0 && len(cp.holding) == 0 {
+		delete(cp.want, s.id)
+		if cp.left <= 0 && len(cp.holding) == 0 && len(cp.want) == 0 {
 			cp.finished = true
 			w.open--
 		}
@@ -90,7 +94,7 @@ func (cp *capture) add(s *sop) {
 // begin opens the capture of p's first violation f on key ks, with the ring and the
 // ops the finding names (refs).
 func (w *witnessState) begin(c *streamChecker, ks *keyState, p Property, f *streamFinding, refs []*sop) {
-	cp := &capture{p: p, f: f, ops: map[int]sop{}, core: map[int]bool{}, left: witnessAfter, holding: map[int]bool{}}
+	cp := &capture{p: p, f: f, ops: map[int]sop{}, core: map[int]bool{}, left: witnessAfter, holding: map[int]bool{}, want: map[int]bool{}}
 	for i := range w.ring {
 		cp.add(&w.ring[(w.next+i)%len(w.ring)])
 	}
@@ -103,6 +107,20 @@ func (w *witnessState) begin(c *streamChecker, ks *keyState, p Property, f *stre
 	}
 	for _, id := range f.ops {
 		cp.core[id] = true
+	}
+	for _, s := range refs {
+		if s == nil || s.kind != history.Write || s.status != history.Unknown {
+			continue
+		}
+		if w := ks.reg.vals[s.value]; w != nil && w.accepted && w.seen.seen {
+			if _, ok := cp.ops[w.seen.read]; !ok && w.seen.read > c.lastOp {
+				cp.want[w.seen.read] = true
+			}
+			if !slices.Contains(f.ops, w.seen.read) {
+				f.ops = append(f.ops, w.seen.read) // the read is part of the counterexample
+				cp.core[w.seen.read] = true
+			}
+		}
 	}
 	// A refusal's candidates: every write with a token it fails against called before
 	// it returned, which the register still holds (its token is above what it forgot).

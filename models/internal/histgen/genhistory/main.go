@@ -6,7 +6,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -41,11 +40,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err := history.Encode(w, histgen.Generate(c))
-	if err == nil {
-		err = w.Flush()
-	}
+	err := histgen.Write(f, c)
 	if err == nil {
 		err = f.Close()
 	}
