@@ -181,7 +181,9 @@ func TestCheckFileLateReader(t *testing.T) {
 			seen[o.Value] = true
 		}
 	}
-	w := slices.IndexFunc(h.Ops, func(o history.Op) bool { return o.Kind == history.Write && o.Status == history.Unknown && !seen[o.Value] })
+	w := slices.IndexFunc(h.Ops, func(o history.Op) bool {
+		return o.Kind == history.Write && o.Status == history.Unknown && !seen[o.Value]
+	})
 	require.GreaterOrEqual(t, w, 0)
 	last := h.Ops[len(h.Ops)-1]
 	end := h.LastTime() + 10

@@ -25,12 +25,12 @@ const (
 )
 
 type capture struct {
-	p        Property
-	f        *streamFinding
-	ops      map[int]sop
-	core     map[int]bool
-	left     int
-	holding  map[int]bool // clients with a hold begun in the capture and not released
+	p       Property
+	f       *streamFinding
+	ops     map[int]sop
+	core    map[int]bool
+	left    int
+	holding map[int]bool // clients with a hold begun in the capture and not released
 	// want are ops to take whenever they come: the reads that showed an unknown write
 	// the finding names took effect (without them the write may never have).
 	want     map[int]bool
