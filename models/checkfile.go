@@ -199,7 +199,7 @@ func classify(err error) error {
 // and to put ops slightly out of call order back in order.
 const (
 	batchOps  = 4096
-	lookAhead = 1 << 16
+	lookAhead = 1 << 14
 )
 
 // feed decodes the scanner's ops in a goroutine of its own and hands them to c in

@@ -104,6 +104,7 @@ type event struct {
 	seq  uint64
 	ks   *keyState
 	op   *sop
+	s    sop // the op, when the event carries it (a read resolved at its call, a grant)
 	pr   *pendRead
 	w    *regWrite
 	x    *refusal
@@ -343,9 +344,12 @@ func (c *streamChecker) handle(e *event) {
 // returned handles an op's return.
 func (c *streamChecker) returned(ks *keyState, e *event) {
 	o := e.op
+	if o == nil {
+		o = &e.s
+	}
 	switch o.kind {
 	case history.Read:
-		ks.reg.readReturned(c, ks, e.pr)
+		ks.reg.readReturned(c, ks, &e.s, e.w, e.pr)
 	case history.Write:
 		if e.uw != nil {
 			ks.upd.writeEnded(e.uw)

@@ -12,26 +12,25 @@ import (
 type tokState struct {
 	maxSet bool
 	max    int64
-	maxOp  *sop
-	open   []*sop
+	maxOp  sop
+	open   []sop
 }
 
 func (t *tokState) grant(c *streamChecker, ks *keyState, s *sop) {
 	if c.noToken != "" {
 		return // violated by the backend's declaration (result)
 	}
-	a := &sop{}
-	*a = *s
+	a := s
 	if a.token <= 0 {
 		ks.violate(c, Tokens, []*sop{a}, "Acquire #%d was granted token %d; tokens must be positive (above the initial 0).", a.id, a.token)
 	}
-	for _, g := range t.open {
-		if g.token == a.token {
+	for i := range t.open {
+		if g := &t.open[i]; g.token == a.token {
 			ks.violate(c, Tokens, []*sop{g, a}, "Acquires #%d (client %d) and #%d (client %d) were both granted token %d: a token was reused.", g.id, g.client, a.id, a.client, a.token)
 		}
 	}
 	if t.maxSet && t.max >= a.token {
-		m := t.maxOp
+		m := &t.maxOp
 		if t.max == a.token {
 			ks.violate(c, Tokens, []*sop{m, a}, "Acquires #%d (client %d) and #%d (client %d) were both granted token %d: a token was reused.", m.id, m.client, a.id, a.client, a.token)
 		} else {
@@ -39,14 +38,14 @@ func (t *tokState) grant(c *streamChecker, ks *keyState, s *sop) {
 				a.id, a.client, a.token, m.id, m.client, m.token)
 		}
 	}
-	t.open = append(t.open, a)
-	c.events.push(event{at: a.ret, kind: evReturn, ks: ks, op: a})
+	t.open = append(t.open, *a)
+	c.events.push(event{at: a.ret, kind: evReturn, ks: ks, s: *a})
 }
 
 func (t *tokState) returned(a *sop) {
-	t.open = slices.DeleteFunc(t.open, func(g *sop) bool { return g == a })
+	t.open = slices.DeleteFunc(t.open, func(g sop) bool { return g.id == a.id })
 	if !t.maxSet || a.token > t.max {
-		t.maxSet, t.max, t.maxOp = true, a.token, a
+		t.maxSet, t.max, t.maxOp = true, a.token, *a
 	}
 }
 

@@ -39,8 +39,10 @@ type regWrite struct {
 	optional bool // unknown and read by no one: it may apply or not
 	seen     seenInfo
 	// The block: latest call and earliest return among the write and its reads.
-	end, due     int64
-	endOp, dueOp *sop
+	end, due int64
+	// Their ops, copied (a pointer into a read would keep it, and through it older
+	// writes, alive).
+	endOp, dueOp sop
 	inEffect     bool // an op of the block has returned
 	reads        int
 }
@@ -80,7 +82,7 @@ type staleRec struct {
 type streamReg struct {
 	fSet bool
 	f    int64 // the highest token known to be stored by now
-	fOp  *sop  // the op that showed it
+	fOp  sop   // the op that showed it
 	vals map[string]*regWrite
 	// byTok is the live writes sorted by token (for forgetting and candidates).
 	byTok []*regWrite
@@ -114,7 +116,7 @@ const lruSize = 1 << 12
 
 // earlyText says what set F: "write #n (token t) returned" and the like.
 func (r *streamReg) earlyText() string {
-	o := r.fOp
+	o := &r.fOp
 	switch {
 	case o.kind == history.Read:
 		return fmt.Sprintf("read #%d saw token %d and returned", o.id, o.token)
@@ -133,7 +135,7 @@ func (r *streamReg) read(c *streamChecker, ks *keyState, o *sop) {
 		case o.token != 0:
 			ks.violate(c, Register, []*sop{o}, "Read #%d returned the initial empty value with token %d, but the initial token is 0.", o.id, o.token)
 		case r.fSet:
-			ks.violate(c, Register, []*sop{o, r.fOp}, "Read #%d returned the initial empty value although it was called after %s.", o.id, r.earlyText())
+			ks.violate(c, Register, []*sop{o, &r.fOp}, "Read #%d returned the initial empty value although it was called after %s.", o.id, r.earlyText())
 		}
 		return
 	}
@@ -141,30 +143,32 @@ func (r *streamReg) read(c *streamChecker, ks *keyState, o *sop) {
 		c.err = errLateSeen
 		return
 	}
-	pr := &pendRead{op: *o, b1: r.best1, b2: r.best2}
 	w := r.vals[o.value]
 	if r.fSet && o.token < r.f {
 		if w != nil && w.op.token == o.token {
-			ks.violate(c, Register, []*sop{&w.op, r.fOp, o}, "Read #%d still saw write #%d (client %d, token %d) although it was called after %s: the token went backwards, a stale write got through.", o.id, w.op.id, w.op.client, w.op.token, r.earlyText())
+			ks.violate(c, Register, []*sop{&w.op, &r.fOp, o}, "Read #%d still saw write #%d (client %d, token %d) although it was called after %s: the token went backwards, a stale write got through.", o.id, w.op.id, w.op.client, w.op.token, r.earlyText())
 		} else {
-			ks.violate(c, Register, []*sop{o, r.fOp}, "Read #%d returned value %q with token %d although it was called after %s: the token went backwards, a stale write got through.", o.id, o.value, o.token, r.earlyText())
+			ks.violate(c, Register, []*sop{o, &r.fOp}, "Read #%d returned value %q with token %d although it was called after %s: the token went backwards, a stale write got through.", o.id, o.value, o.token, r.earlyText())
 		}
 	}
-	switch {
-	case w != nil:
-		r.resolve(c, ks, pr, w)
-	default:
-		if fw, ok := r.lru.get(o.value); ok {
-			pr.forgot = true
-			if r.checkRead(c, ks, pr, fw) && fw.accepted {
-				r.staleRead(c, pr, fw)
-			}
-			break
+	if w != nil {
+		// Resolved at once: its return needs only what the event carries.
+		pr := pendRead{op: *o, b1: r.best1, b2: r.best2}
+		r.resolve(c, ks, &pr, w)
+		c.events.push(event{at: o.ret, kind: evReturn, ks: ks, s: *o, w: pr.w})
+		return
+	}
+	pr := &pendRead{op: *o, b1: r.best1, b2: r.best2}
+	if fw, ok := r.lru.get(o.value); ok {
+		pr.forgot = true
+		if r.checkRead(c, ks, pr, fw) && fw.accepted {
+			r.staleRead(c, pr, fw)
 		}
+	} else {
 		r.unresolved[o.value] = append(r.unresolved[o.value], pr)
 		c.events.push(event{at: o.ret, kind: evReadDeadline, ks: ks, pr: pr})
 	}
-	c.events.push(event{at: o.ret, kind: evReturn, ks: ks, op: &pr.op, pr: pr})
+	c.events.push(event{at: o.ret, kind: evReturn, ks: ks, s: *o, pr: pr})
 }
 
 // checkRead checks a read against the write of its value; it reports whether the read
@@ -193,12 +197,13 @@ func (r *streamReg) resolve(c *streamChecker, ks *keyState, pr *pendRead, w *reg
 	pr.w = w
 	o := &pr.op
 	w.reads++
+	defer func() { pr.b1, pr.b2 = nil, nil }() // only the query below needs them
 	r.classPairs(c, ks, w, o)
 	if o.call > w.end {
-		w.end, w.endOp = o.call, o
+		w.end, w.endOp = o.call, *o
 	}
 	if o.ret < w.due {
-		w.due, w.dueOp = o.ret, o
+		w.due, w.dueOp = o.ret, *o
 	}
 	r.staleRead(c, pr, w)
 }
@@ -230,7 +235,7 @@ func (r *streamReg) classPairs(c *streamChecker, ks *keyState, w *regWrite, o *s
 			continue
 		}
 		if b.due < o.call && b.end > w.due {
-			ks.violate(c, Register, []*sop{&b.op, &w.op, o, b.endOp}, "Write #%d and write #%d (token %d) fit no order: an op of each was called after the other's had returned (#%d and #%d).", b.op.id, w.op.id, w.op.token, o.id, b.endOp.id)
+			ks.violate(c, Register, []*sop{&b.op, &w.op, o, &b.endOp}, "Write #%d and write #%d (token %d) fit no order: an op of each was called after the other's had returned (#%d and #%d).", b.op.id, w.op.id, w.op.token, o.id, b.endOp.id)
 			return
 		}
 	}
@@ -245,13 +250,17 @@ func (r *streamReg) readDeadline(c *streamChecker, ks *keyState, pr *pendRead) {
 	}
 }
 
-// readReturned: an ok read's return shows its token stored.
-func (r *streamReg) readReturned(c *streamChecker, ks *keyState, pr *pendRead) {
-	if pr.w == nil {
+// readReturned: an ok read's return shows its token stored, if it belongs to the block
+// of w (the write of its value), or of the write its pending read pr found.
+func (r *streamReg) readReturned(c *streamChecker, ks *keyState, o *sop, w *regWrite, pr *pendRead) {
+	if pr != nil {
+		w = pr.w
+	}
+	if w == nil {
 		return
 	}
-	r.raise(c, ks, pr.op.token, &pr.op)
-	r.inEffect(c, ks, pr.w)
+	r.raise(c, ks, o.token, o)
+	r.inEffect(c, ks, w)
 }
 
 // writeReturned: an ok write's return shows its token stored.
@@ -265,7 +274,7 @@ func (r *streamReg) raise(c *streamChecker, ks *keyState, t int64, by *sop) {
 	if r.fSet && t <= r.f {
 		return
 	}
-	r.fSet, r.f, r.fOp = true, t, by
+	r.fSet, r.f, r.fOp = true, t, *by
 	if len(r.classWait) > 0 {
 		var done []int64
 		for m := range r.classWait {
@@ -341,7 +350,7 @@ func (r *streamReg) write(c *streamChecker, ks *keyState, o *sop) error {
 		return history.DuplicateValue(&oo, dup.op.id)
 	}
 	w := &regWrite{op: *o, end: o.call, due: o.ret}
-	w.endOp, w.dueOp = &w.op, &w.op
+	w.endOp, w.dueOp = *o, *o
 	switch o.status {
 	case history.OK:
 		w.accepted = true
@@ -388,7 +397,7 @@ func (r *streamReg) accept(c *streamChecker, ks *keyState, w *regWrite) {
 		ks.violate(c, Register, []*sop{o}, "Write #%d was accepted with token %d, which does not pass the fence over the initial token 0.", o.id, t)
 	}
 	if r.fSet && !history.Passes(c.fence, t, r.f) {
-		ks.violate(c, Register, []*sop{o, r.fOp}, "Write #%d (client %d, token %d) was accepted although it was called after %s: a stale write got through.", o.id, o.client, t, r.earlyText())
+		ks.violate(c, Register, []*sop{o, &r.fOp}, "Write #%d (client %d, token %d) was accepted although it was called after %s: a stale write got through.", o.id, o.client, t, r.earlyText())
 	}
 	ties := r.accTok[t]
 	if c.fence != history.FenceMonotonic && len(ties) > 0 {
@@ -573,7 +582,7 @@ func (r *streamReg) staleList() []StaleWrite {
 			Write: s.w.id, Client: s.w.client, Token: s.w.token, At: s.w.call, Status: statusAccepted,
 			Newer: n.op.id, NewerClient: n.op.client, NewerToken: n.op.token, NewerAt: n.due,
 		}
-		if n.dueOp != nil && n.dueOp.id != n.op.id {
+		if n.dueOp.id != n.op.id {
 			sw.NewerSeenBy = n.dueOp.id
 		}
 		if s.w.status == history.Rejected {
