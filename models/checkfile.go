@@ -211,10 +211,9 @@ func feed(ctx context.Context, sc opSource, c *streamChecker, lookahead bool) er
 		err error
 	}
 	ch := make(chan batch, 4)
+	// Batches go back and forth; the first are small, so a small history costs little.
 	free := make(chan []history.Op, 6)
-	for range cap(free) {
-		free <- make([]history.Op, batchOps)
-	}
+	made, size := 0, 64
 	dctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -227,8 +226,18 @@ func feed(ctx context.Context, sc opSource, c *streamChecker, lookahead bool) er
 			var buf []history.Op
 			select {
 			case buf = <-free:
-			case <-dctx.Done():
-				return
+			default:
+				if made < cap(free) {
+					made++
+					buf = make([]history.Op, size)
+					size = min(2*size, batchOps)
+					break
+				}
+				select {
+				case buf = <-free:
+				case <-dctx.Done():
+					return
+				}
 			}
 			n, err := sc.Read(buf)
 			select {
@@ -289,7 +298,10 @@ func feed(ctx context.Context, sc opSource, c *streamChecker, lookahead bool) er
 				}
 			}
 		}
-		free <- b.ops
+		select {
+		case free <- b.ops:
+		default:
+		}
 		if b.err == io.EOF {
 			break
 		}

@@ -623,10 +623,13 @@ type lru struct {
 	n         int
 }
 
-func newLRU(n int) *lru { return &lru{cur: make(map[string]*regWrite, n), n: n} }
+func newLRU(n int) *lru { return &lru{n: n} }
 
 func (l *lru) put(v string, o *regWrite) {
-	if len(l.cur) >= l.n {
+	switch {
+	case l.cur == nil:
+		l.cur = map[string]*regWrite{}
+	case len(l.cur) >= l.n:
 		l.prev, l.cur = l.cur, make(map[string]*regWrite, l.n)
 	}
 	l.cur[v] = o
