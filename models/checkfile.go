@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,11 @@ func CheckFile(ctx context.Context, path string, opt Options) (*FileResult, erro
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, invalid(err)
+	}
+	if head := filepath.Join(path, "history.json"); st.IsDir() {
+		if hst, err := os.Stat(head); err == nil {
+			path, st = head, hst // a run's directory: its history
+		}
 	}
 	if !st.IsDir() && opt.streamAbove() > 0 && st.Size() <= opt.streamAbove() {
 		sc, err := history.OpenScanner(path)
