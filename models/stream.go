@@ -246,8 +246,10 @@ type streamChecker struct {
 	keys    map[string]*keyState
 	order   []*keyState
 	lastKey *keyState
-	// lastRead is the read the current op's read_id names.
-	lastRead recentOp
+	// lastRead is the read the current op's read_id names; lastReadOf each client's
+	// last read decoded.
+	lastRead   recentOp
+	lastReadOf map[int]recentOp
 	events   eventHeap
 	now      int64
 	// seenAll, in a second run, maps every unknown write (key, value) to its first
@@ -395,6 +397,13 @@ func (c *streamChecker) add(o *history.Op) error {
 		c.err = err
 		return err
 	}
+	if s.kind == history.Read {
+		// The read a write names is almost always its client's last one.
+		if c.lastReadOf == nil {
+			c.lastReadOf = map[int]recentOp{}
+		}
+		c.lastReadOf[s.client] = recentOp{id: s.id, client: s.client, kind: s.kind, status: s.status, key: s.key, value: s.value}
+	}
 	ks := c.key(s.key)
 	ks.wit.record(&s)
 	switch s.kind {
@@ -478,7 +487,10 @@ func (c *streamChecker) checkRefs(s *sop) error {
 	if !s.hasRead {
 		return nil
 	}
-	r, ok := c.findRecent(s.readID)
+	r, ok := c.lastReadOf[s.client], true
+	if r.id != s.readID || r.kind != history.Read {
+		r, ok = c.findRecent(s.readID)
+	}
 	c.lastRead = r
 	o := s.op()
 	if !ok {

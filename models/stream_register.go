@@ -86,8 +86,11 @@ type streamReg struct {
 	vals map[string]*regWrite
 	// byTok is the live writes sorted by token (for forgetting and candidates).
 	byTok []*regWrite
-	// accTok is the live accepted writes by token (ties, classes).
-	accTok     map[int64][]*regWrite
+	// acc1 and accN are the live accepted writes by token (ties, classes): acc1 the one
+	// of a token, accN every one of a token that has more (class gives either).
+	acc1       map[int64]*regWrite
+	accN       map[int64][]*regWrite
+	one        [1]*regWrite
 	unresolved map[string][]*pendRead
 	unseen     map[string]bool // unknown writes taken as read by no one
 	forbidden  []forbidden
@@ -101,7 +104,8 @@ type streamReg struct {
 
 func (r *streamReg) init(c *streamChecker) {
 	r.vals = map[string]*regWrite{}
-	r.accTok = map[int64][]*regWrite{}
+	r.acc1 = map[int64]*regWrite{}
+	r.accN = map[int64][]*regWrite{}
 	r.unresolved = map[string][]*pendRead{}
 	r.unseen = map[string]bool{}
 	r.classWait = map[int64][]*refusal{}
@@ -158,16 +162,10 @@ func (r *streamReg) read(c *streamChecker, ks *keyState, o *sop) {
 		c.events.push(event{at: o.ret, kind: evReturn, ks: ks, s: *o, w: pr.w})
 		return
 	}
+	// Its write is called later (while it runs), or was forgotten: its return tells.
 	pr := &pendRead{op: *o, b1: r.best1, b2: r.best2}
-	if fw, ok := r.lru.get(o.value); ok {
-		pr.forgot = true
-		if r.checkRead(c, ks, pr, fw) && fw.accepted {
-			r.staleRead(c, pr, fw)
-		}
-	} else {
-		r.unresolved[o.value] = append(r.unresolved[o.value], pr)
-		c.events.push(event{at: o.ret, kind: evReadDeadline, ks: ks, pr: pr})
-	}
+	r.unresolved[o.value] = append(r.unresolved[o.value], pr)
+	c.events.push(event{at: o.ret, kind: evReadDeadline, ks: ks, pr: pr})
 	c.events.push(event{at: o.ret, kind: evReturn, ks: ks, s: *o, pr: pr})
 }
 
@@ -230,7 +228,7 @@ func (r *streamReg) classPairs(c *streamChecker, ks *keyState, w *regWrite, o *s
 	if !r.monotonic(c) {
 		return
 	}
-	for _, b := range r.accTok[w.op.token] {
+	for _, b := range r.class(w.op.token) {
 		if b == w {
 			continue
 		}
@@ -241,13 +239,30 @@ func (r *streamReg) classPairs(c *streamChecker, ks *keyState, w *regWrite, o *s
 	}
 }
 
-// readDeadline: read pr returned, and no write of its value had been called by then.
+// readDeadline: read pr returned, and no write of its value was called while it ran:
+// it returned the value of a write forgotten before it was called (whose token is
+// below F, so the read was already found stale at its call, unless it named another
+// token), or of a write not called yet, or of none.
 func (r *streamReg) readDeadline(c *streamChecker, ks *keyState, pr *pendRead) {
-	if pr.w == nil && !pr.dead {
-		pr.dead = true
-		o := &pr.op
-		ks.violate(c, Register, []*sop{o}, "Read #%d returned value %q, which no write had written by the time it returned.", o.id, o.value)
+	if pr.w != nil || pr.dead {
+		return
 	}
+	o := &pr.op
+	if fw, ok := r.lru.get(o.value); ok {
+		pr.forgot = true
+		prs := slices.DeleteFunc(r.unresolved[o.value], func(x *pendRead) bool { return x == pr })
+		if len(prs) == 0 {
+			delete(r.unresolved, o.value)
+		} else {
+			r.unresolved[o.value] = prs
+		}
+		if r.checkRead(c, ks, pr, fw) && fw.accepted {
+			r.staleRead(c, pr, fw)
+		}
+		return
+	}
+	pr.dead = true
+	ks.violate(c, Register, []*sop{o}, "Read #%d returned value %q, which no write had written by the time it returned.", o.id, o.value)
 }
 
 // readReturned: an ok read's return shows its token stored, if it belongs to the block
@@ -326,13 +341,7 @@ func (r *streamReg) forget(c *streamChecker, t int64) {
 			delete(r.vals, w.op.value)
 		}
 		if w.accepted {
-			ws := r.accTok[w.op.token]
-			ws = slices.DeleteFunc(ws, func(x *regWrite) bool { return x == w })
-			if len(ws) == 0 {
-				delete(r.accTok, w.op.token)
-			} else {
-				r.accTok[w.op.token] = ws
-			}
+			r.unclass(w)
 		}
 		r.lru.put(w.op.value, w)
 		r.byTok[n] = nil
@@ -399,9 +408,8 @@ func (r *streamReg) accept(c *streamChecker, ks *keyState, w *regWrite) {
 	if r.fSet && !history.Passes(c.fence, t, r.f) {
 		ks.violate(c, Register, []*sop{o, &r.fOp}, "Write #%d (client %d, token %d) was accepted although it was called after %s: a stale write got through.", o.id, o.client, t, r.earlyText())
 	}
-	ties := r.accTok[t]
-	if c.fence != history.FenceMonotonic && len(ties) > 0 {
-		ks.violate(c, Register, []*sop{&ties[0].op, o}, "Writes #%d and #%d were both accepted with token %d; a strict fence accepts a token only once.", ties[0].op.id, o.id, t)
+	if tie := r.acc1[t]; c.fence != history.FenceMonotonic && tie != nil {
+		ks.violate(c, Register, []*sop{&tie.op, o}, "Writes #%d and #%d were both accepted with token %d; a strict fence accepts a token only once.", tie.op.id, o.id, t)
 	}
 	for _, fb := range r.forbidden {
 		if fb.lo <= t && t < fb.hi {
@@ -411,7 +419,7 @@ func (r *streamReg) accept(c *streamChecker, ks *keyState, w *regWrite) {
 		}
 	}
 	r.classPairs(c, ks, w, o)
-	r.accTok[t] = append(ties, w)
+	r.enclass(w)
 	// staleWrites: an ok write called after a newer accepted write was in effect.
 	if o.status == history.OK {
 		newer := r.best1
@@ -527,7 +535,7 @@ func (r *streamReg) forbid(x *refusal, lo, hi int64) {
 func (r *streamReg) closeClass(c *streamChecker, ks *keyState, m int64) {
 	xs := r.classWait[m]
 	delete(r.classWait, m)
-	class := r.accTok[m]
+	class := slices.Clone(r.class(m))
 	for _, x := range xs {
 		ok := false
 		for _, y := range x.cands {
@@ -605,6 +613,47 @@ func sops(ws []*regWrite) []*sop {
 	return out
 }
 
+// class is the live accepted writes with token t (valid until the next change).
+func (r *streamReg) class(t int64) []*regWrite {
+	if ws, ok := r.accN[t]; ok {
+		return ws
+	}
+	if w := r.acc1[t]; w != nil {
+		r.one[0] = w
+		return r.one[:]
+	}
+	return nil
+}
+
+func (r *streamReg) enclass(w *regWrite) {
+	t := w.op.token
+	switch first := r.acc1[t]; {
+	case first == nil:
+		r.acc1[t] = w
+	case r.accN[t] == nil:
+		r.accN[t] = []*regWrite{first, w}
+	default:
+		r.accN[t] = append(r.accN[t], w)
+	}
+}
+
+func (r *streamReg) unclass(w *regWrite) {
+	t := w.op.token
+	if ws, ok := r.accN[t]; ok {
+		ws = slices.DeleteFunc(ws, func(x *regWrite) bool { return x == w })
+		r.acc1[t] = ws[0]
+		if len(ws) == 1 {
+			delete(r.accN, t)
+		} else {
+			r.accN[t] = ws
+		}
+		return
+	}
+	if r.acc1[t] == w {
+		delete(r.acc1, t)
+	}
+}
+
 // writer is the write of value v the register knows of (live or forgotten), or nil.
 func (r *streamReg) writer(v string) *sop {
 	if w := r.vals[v]; w != nil {
@@ -616,29 +665,30 @@ func (r *streamReg) writer(v string) *sop {
 	return nil
 }
 
-// lru remembers at least the last lruSize forgotten writes by value, in two
-// generations of maps (no deletes: a write is forgotten once, and lookups are rare).
+// lru remembers the last lruSize forgotten writes, newest last; a lookup scans it
+// (lookups are rare: a read or a read-modify-write of a value no live write wrote).
 type lru struct {
-	cur, prev map[string]*regWrite
-	n         int
+	ring []*regWrite
+	next int
+	n    int
 }
 
 func newLRU(n int) *lru { return &lru{n: n} }
 
-func (l *lru) put(v string, o *regWrite) {
-	switch {
-	case l.cur == nil:
-		l.cur = map[string]*regWrite{}
-	case len(l.cur) >= l.n:
-		l.prev, l.cur = l.cur, make(map[string]*regWrite, l.n)
+func (l *lru) put(_ string, w *regWrite) {
+	if len(l.ring) < l.n {
+		l.ring = append(l.ring, w)
+		return
 	}
-	l.cur[v] = o
+	l.ring[l.next] = w
+	l.next = (l.next + 1) % l.n
 }
 
 func (l *lru) get(v string) (*regWrite, bool) {
-	if o, ok := l.cur[v]; ok {
-		return o, true
+	for i := len(l.ring) - 1; i >= 0; i-- {
+		if w := l.ring[(l.next+i)%len(l.ring)]; w.op.value == v {
+			return w, true
+		}
 	}
-	o, ok := l.prev[v]
-	return o, ok
+	return nil, false
 }
