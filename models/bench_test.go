@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -201,11 +202,12 @@ func directOne(p Property, h *history.History) bool {
 	}
 }
 
-// BenchmarkCheckFile times what `fencecheck check` does with a file: read and decode
-// it, validate, and give the verdict (the direct analysis and the certification of
-// every violation; no second opinion), on histories of the built-in shape and of the
+// BenchmarkCheckFile times what `fencecheck check` does with a file — read, decode,
+// validate and give the verdicts (the direct analysis and the certification of every
+// violation; no second opinion) — on histories of the built-in shape and of the
 // realistic one (histgen.Config.Realistic: the field mix of a real run), held and with
-// one accepted stale write near the end.
+// one accepted stale write near the end: "memory" reads the file whole and runs Check,
+// "stream" runs CheckFile as a stream. docs/performance.md has the figures.
 func BenchmarkCheckFile(b *testing.B) {
 	for _, ops := range []int{100_000, 1_000_000} {
 		for _, realistic := range []bool{false, true} {
@@ -218,9 +220,27 @@ func BenchmarkCheckFile(b *testing.B) {
 				if realistic {
 					name += "/realistic"
 				}
-				b.Run(name, func(b *testing.B) {
-					path := filepath.Join(b.TempDir(), "history.json")
-					require.NoError(b, history.WriteFile(path, histgen.Generate(c)))
+				var path string
+				parent := b
+				prepare := func(b *testing.B) {
+					if path == "" {
+						path = filepath.Join(parent.TempDir(), "history.json")
+						f, err := os.Create(path)
+						require.NoError(b, err)
+						require.NoError(b, histgen.Write(f, c))
+						require.NoError(b, f.Close())
+					}
+				}
+				check := func(b *testing.B, rep *Report) {
+					if got := rep.Verdicts[Register] == Violated; got != violated {
+						b.Fatalf("register violated=%v, want %v", got, violated)
+					}
+					if tr := rep.Trouble(); tr != "" {
+						b.Fatal(tr)
+					}
+				}
+				b.Run(name+"/memory", func(b *testing.B) {
+					prepare(b)
 					for b.Loop() {
 						h, err := history.ReadFile(path)
 						if err != nil {
@@ -230,9 +250,17 @@ func BenchmarkCheckFile(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						if got := rep.Verdicts[Register] == Violated; got != violated {
-							b.Fatalf("register violated=%v, want %v", got, violated)
+						check(b, rep)
+					}
+				})
+				b.Run(name+"/stream", func(b *testing.B) {
+					prepare(b)
+					for b.Loop() {
+						res, err := CheckFile(context.Background(), path, Options{StreamAbove: -1})
+						if err != nil {
+							b.Fatal(err)
 						}
+						check(b, res.Report)
 					}
 				})
 			}
