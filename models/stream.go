@@ -250,8 +250,8 @@ type streamChecker struct {
 	// last read decoded.
 	lastRead   recentOp
 	lastReadOf map[int]recentOp
-	events   eventHeap
-	now      int64
+	events     eventHeap
+	now        int64
 	// seenAll, in a second run, maps every unknown write (key, value) to its first
 	// reader; nil in a first run, which looks ahead instead (ahead).
 	seenAll map[keyValue]seenInfo
