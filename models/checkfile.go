@@ -162,11 +162,12 @@ func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResu
 			final.Effects, final.Lost = tail.Effects, tail.Lost
 		}
 		for _, f := range final.Faults {
-			c.lastTime = max(c.lastTime, f.Start)
+			c.faultsEnd = max(c.faultsEnd, f.Start)
 			if f.End != nil {
-				c.lastTime = max(c.lastTime, *f.End)
+				c.faultsEnd = max(c.faultsEnd, *f.End)
 			}
 		}
+		c.lastTime = max(c.lastTime, c.faultsEnd)
 		c.finish()
 		if c.effects != nil {
 			if err := c.effects.check(); err != nil {

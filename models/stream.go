@@ -197,6 +197,7 @@ func (h *eventHeap) pop(e *event) {
 // keyState is the analysis of one key (independent lock and register).
 type keyState struct {
 	key      string
+	lastTime int64 // the latest time its ops record
 	reg      streamReg
 	upd      updState
 	tok      tokState
@@ -270,6 +271,7 @@ type streamChecker struct {
 	recent         []recentOp // the last ops, for read_id
 	recentNext     int
 	lastOp         int
+	faultsEnd      int64 // the latest time the faults record
 	decodedAny     bool
 	effects        *effectIndex
 	lost           *lostIndex
@@ -389,10 +391,11 @@ func (c *streamChecker) add(o *history.Op) error {
 	c.now, c.lastOp = o.Call, o.ID
 	c.ops++
 	s := toSop(o)
-	c.lastTime = max(c.lastTime, s.call)
+	last := s.call
 	if s.ret != history.Infinity {
-		c.lastTime = max(c.lastTime, s.ret)
+		last = max(last, s.ret)
 	}
+	c.lastTime = max(c.lastTime, last)
 	if err := c.checkRefs(&s); err != nil {
 		c.err = err
 		return err
@@ -405,6 +408,7 @@ func (c *streamChecker) add(o *history.Op) error {
 		c.lastReadOf[s.client] = recentOp{id: s.id, client: s.client, kind: s.kind, status: s.status, key: s.key, value: s.value}
 	}
 	ks := c.key(s.key)
+	ks.lastTime = max(ks.lastTime, last)
 	ks.wit.record(&s)
 	switch s.kind {
 	case history.Read:
@@ -548,8 +552,8 @@ func (c *streamChecker) seen(ks *keyState, s *sop) seenInfo {
 	return si
 }
 
-// finish handles every remaining event; the history ends at lastTime (which the caller
-// has raised to the faults' times).
+// finish handles every remaining event; the history ends at lastTime, and a key's
+// sub-history at its own last time or the faults' (the caller has set faultsEnd).
 func (c *streamChecker) finish() {
 	c.advance(math.MaxInt64)
 	var e event

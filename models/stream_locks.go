@@ -177,8 +177,9 @@ func (m *muxState) sweep(t int64) {
 }
 
 // finish ends the beliefs that were never released, at the end of the history.
-func (m *muxState) finish(c *streamChecker, _ *keyState) {
+func (m *muxState) finish(c *streamChecker, ks *keyState) {
+	end := max(ks.lastTime, c.faultsEnd) // the key's sub-history's end
 	for len(m.beliefs) > 0 {
-		m.endBelief(m.beliefs[0], c.lastTime)
+		m.endBelief(m.beliefs[0], end)
 	}
 }

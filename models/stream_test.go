@@ -61,7 +61,7 @@ func streamCheck(t testing.TB, h *history.History, step int) (*FileResult, error
 
 // TestStreamAgreesWithDirect holds the streaming analysis to the direct analysis
 // (which TestDirectAgreesWithPorcupine holds to porcupine) on the same generated
-// histories: every verdict, the evidence and the stale writes equal, and every
+// histories, and on multi-key ones: every verdict, the evidence and the stale writes equal, and every
 // violation certified on the witness the stream kept: 20,000 histories (2,000 with
 // -short); FENCECHECK_AGREE_N sets the number.
 func TestStreamAgreesWithDirect(t *testing.T) {
@@ -89,10 +89,15 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 		seed := uint64(20240601)*1_000_003 + uint64(i)
 		r := rand.New(rand.NewPCG(seed, 1))
 		var h *history.History
-		switch i % 4 {
-		case 2:
+		switch {
+		case i%10 == 9: // independent keys
+			cfg := randomConfig(r)
+			cfg.cycles, cfg.keys = true, 2+r.IntN(3)
+			cfg.ops *= 3
+			h = simulate(cfg, r)
+		case i%4 == 2:
 			h = arbitraryHistory(r)
-		case 3:
+		case i%4 == 3:
 			h = mutate(simulate(randomConfig(r), r), r)
 		default:
 			h = simulate(randomConfig(r), r)
