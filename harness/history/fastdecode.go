@@ -124,15 +124,22 @@ func (p *opParser) shared(b []byte) string {
 }
 
 func (p *opParser) ws() {
-	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
+	i, data := p.i, p.data
+	for i < len(data) && space[data[i]] {
+		i++
 	}
+	p.i = i
 }
+
+// space marks JSON's white space; plain marks the bytes a string may hold as they are
+// (not a quote, a backslash, a control character or a byte of a multi-byte rune).
+var space, plain = func() (s, pl [256]bool) {
+	s[' '], s['\t'], s['\n'], s['\r'] = true, true, true, true
+	for c := 0x20; c < 0x80; c++ {
+		pl[c] = c != '"' && c != '\\'
+	}
+	return s, pl
+}()
 
 func (p *opParser) eat(c byte) bool {
 	if p.i < len(p.data) && p.data[p.i] == c {
@@ -261,7 +268,8 @@ func (p *opParser) op(o *Op) parseResult {
 			}
 			var s string
 			if escaped {
-				if err := json.Unmarshal(b, &s); err != nil {
+				var ok bool
+				if s, ok = unquote(b); !ok {
 					return parseOther
 				}
 			} else {
@@ -320,6 +328,16 @@ func (p *opParser) op(o *Op) parseResult {
 	}
 }
 
+// unquote decodes a JSON string with escapes as encoding/json does (kept apart so that
+// only such strings pay for it).
+func unquote(b []byte) (string, bool) {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
 // rawString returns the bytes of a string without escapes (an object key), without
 // its quotes.
 func (p *opParser) rawString() ([]byte, parseResult) {
@@ -347,6 +365,10 @@ func (p *opParser) stringBytes() (b []byte, escaped bool, res parseResult) {
 	p.i++
 	ascii := true
 	for p.i < len(p.data) {
+		if plain[p.data[p.i]] {
+			p.i++
+			continue
+		}
 		c := p.data[p.i]
 		switch {
 		case c == '"':
