@@ -99,7 +99,7 @@ type streamReg struct {
 	best2      *regWrite
 	stale      map[int]*staleRec
 	raced      []*refusal
-	lru        *lru
+	lru        *lru[*regWrite]
 }
 
 func (r *streamReg) init(c *streamChecker) {
@@ -110,7 +110,7 @@ func (r *streamReg) init(c *streamChecker) {
 	r.unseen = map[string]bool{}
 	r.classWait = map[int64][]*refusal{}
 	r.stale = map[int]*staleRec{}
-	r.lru = newLRU(lruSize)
+	r.lru = newLRU[*regWrite](lruSize)
 }
 
 // lruSize is how many forgotten writes a key remembers at least, for explanations and
@@ -343,12 +343,13 @@ func (r *streamReg) forget(c *streamChecker, t int64) {
 		if w.accepted {
 			r.unclass(w)
 		}
-		r.lru.put(w.op.value, w)
-		r.byTok[n] = nil
+		r.lru.put(w)
 		n++
 	}
-	if n > 0 {
-		r.byTok = r.byTok[n:]
+	if n > 0 { // move the live ones down, so that the slice keeps its room
+		k := copy(r.byTok, r.byTok[n:])
+		clear(r.byTok[k:])
+		r.byTok = r.byTok[:k]
 	}
 }
 
@@ -665,17 +666,17 @@ func (r *streamReg) writer(v string) *sop {
 	return nil
 }
 
-// lru remembers the last lruSize forgotten writes, newest last; a lookup scans it
-// (lookups are rare: a read or a read-modify-write of a value no live write wrote).
-type lru struct {
-	ring []*regWrite
+// lru remembers the last lruSize forgotten writes, newest last; a lookup by value scans
+// it (lookups are rare: a read or a read-modify-write of a value no live write wrote).
+type lru[W interface{ val() string }] struct {
+	ring []W
 	next int
 	n    int
 }
 
-func newLRU(n int) *lru { return &lru{n: n} }
+func newLRU[W interface{ val() string }](n int) *lru[W] { return &lru[W]{n: n} }
 
-func (l *lru) put(_ string, w *regWrite) {
+func (l *lru[W]) put(w W) {
 	if len(l.ring) < l.n {
 		l.ring = append(l.ring, w)
 		return
@@ -684,11 +685,14 @@ func (l *lru) put(_ string, w *regWrite) {
 	l.next = (l.next + 1) % l.n
 }
 
-func (l *lru) get(v string) (*regWrite, bool) {
+func (l *lru[W]) get(v string) (W, bool) {
 	for i := len(l.ring) - 1; i >= 0; i-- {
-		if w := l.ring[(l.next+i)%len(l.ring)]; w.op.value == v {
+		if w := l.ring[(l.next+i)%len(l.ring)]; w.val() == v {
 			return w, true
 		}
 	}
-	return nil, false
+	var zero W
+	return zero, false
 }
+
+func (w *regWrite) val() string { return w.op.value }

@@ -86,7 +86,7 @@ type updState struct {
 	best2   *chain
 	lost    []lostRec
 	lostFor map[int]bool
-	lru     *lru
+	lru     *lru[*streamUpdWrite]
 	// first is the earliest-called write a violation names, for the finding's ops.
 }
 
@@ -94,7 +94,7 @@ func (u *updState) init() {
 	u.vals = map[string]*streamUpdWrite{}
 	u.pending = map[string][]*pendRMW{}
 	u.lostFor = map[int]bool{}
-	u.lru = newLRU(lruSize)
+	u.lru = newLRU[*streamUpdWrite](lruSize)
 }
 
 func (u *updState) addLost(w *sop, r recentOp, hasRead bool, lost int, format string, args ...any) {
@@ -336,7 +336,7 @@ func (u *updState) writeEnded(w *streamUpdWrite) {
 		x := u.popEnd()
 		if u.vals[x.op.value] == x {
 			delete(u.vals, x.op.value)
-			u.lru.put(x.op.value, &regWrite{op: x.op})
+			u.lru.put(x)
 		}
 	}
 }
@@ -368,6 +368,8 @@ func (u *updState) finish(c *streamChecker, ks *keyState) {
 }
 
 func (u *updState) lostList() []lostRec { return u.lost }
+
+func (w *streamUpdWrite) val() string { return w.op.value }
 
 // writer is the applied write of value v the key knows of (live or forgotten), or nil.
 func (u *updState) writer(v string) *sop {
