@@ -2,11 +2,13 @@ package leasetable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -77,14 +79,11 @@ func Descriptors() []registry.Backend {
 			Check:   func(s registry.Settings) error { return check(name, s) },
 			Caps:    func(s registry.Settings) registry.Caps { return caps(s, clock) },
 			Setup:   func(s registry.Settings) string { return setup(s, clock) },
-			Unavailable: func(s registry.Settings) string {
-				if kindOf(s) != kindPostgres {
-					return ""
+			Needs: func(s registry.Settings) []proc.Need {
+				if kindOf(s) == kindPostgres {
+					return []proc.Need{pgadvisory.ServerNeed}
 				}
-				if err := pgadvisory.Available(); err != nil {
-					return err.Error()
-				}
-				return ""
+				return nil
 			},
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, clock)
@@ -169,8 +168,8 @@ func start(ctx context.Context, env registry.Env, name string, clock Clock) (har
 		}
 		return e, nil
 	case kindPostgres:
-		if err := pgadvisory.Available(); err != nil {
-			return nil, registry.Input(err) // a package to install: one line, exit 2
+		if why := proc.Missing(pgadvisory.ServerNeed); why != "" {
+			return nil, registry.Input(errors.New(why)) // a package to install: one line, exit 2
 		}
 		dir, err := env.TempDir()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -16,10 +17,10 @@ func withOptions(d registry.Backend, opts map[string]string) registry.Backend {
 		s.Options = maps.Clone(opts)
 		return s.WithOptions(d.Options)
 	}
-	check, caps, unavailable, start := d.Check, d.Caps, d.Unavailable, d.Start
+	check, caps, needs, start := d.Check, d.Caps, d.Needs, d.Start
 	d.Check = func(s registry.Settings) error { return check(set(s)) }
 	d.Caps = func(s registry.Settings) registry.Caps { return caps(set(s)) }
-	d.Unavailable = func(s registry.Settings) string { return unavailable(set(s)) }
+	d.Needs = func(s registry.Settings) []proc.Need { return needs(set(s)) }
 	d.Start = func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 		env.Settings = set(env.Settings)
 		return start(ctx, env)
@@ -33,7 +34,7 @@ func TestDescriptorContract(t *testing.T) {
 		for _, d := range Descriptors() {
 			t.Run(st.name+"/"+d.Name, func(t *testing.T) {
 				d := withOptions(d, st.opts)
-				if why := d.Unavailable(registry.Settings{}); why != "" {
+				if why := d.Unavailability(registry.Settings{}); why != "" {
 					t.Skip(why)
 				}
 				harnesstest.Descriptor(t, d)

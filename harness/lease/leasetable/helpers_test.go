@@ -11,6 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
@@ -44,7 +45,7 @@ func startWith(t *testing.T, name string, ttl time.Duration, opts map[string]str
 	t.Helper()
 	d := descriptor(t, name)
 	s := registry.Settings{TTL: ttl, Members: 1, Clients: 3, Options: opts}.WithOptions(d.Options)
-	if why := d.Unavailable(s); why != "" {
+	if why := d.Unavailability(s); why != "" {
 		t.Skip(why)
 	}
 	require.NoError(t, d.CheckSettings(s))
@@ -86,9 +87,7 @@ func locker(t *testing.T, b harness.Backend, id int) (harness.Locker, *proxy.Lin
 // havePostgres skips t without the Debian package.
 func havePostgres(t *testing.T) {
 	t.Helper()
-	if err := pgadvisory.Available(); err != nil {
-		t.Skip(err)
-	}
+	proctest.Skip(t, pgadvisory.ServerNeed)
 }
 
 // acquireAfterRestart takes the lock through a store that has just restarted: the first

@@ -10,6 +10,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/lease/leasetable"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/scenarios"
 )
@@ -47,9 +48,7 @@ func TestScenarios(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.spec.Options[leasetable.OptionStore] == leasetable.StorePostgres {
-				if err := pgadvisory.Available(); err != nil {
-					t.Skip(err)
-				}
+				proctest.Skip(t, pgadvisory.ServerNeed)
 			}
 			o := execute(t, tc.spec)
 			ev := o.Report.Evidence
