@@ -76,6 +76,9 @@ func crashTarget(ctx context.Context, svc harness.Backend) (int, error) {
 }
 
 func tokensAcrossCrash(t *testing.T, cfg Config) {
+	if cfg.declared != nil && cfg.declared.NoToken != "" {
+		t.Skipf("backend has no fencing tokens: %s", cfg.declared.NoToken)
+	}
 	if cfg.declared != nil && !cfg.declared.Crasher {
 		if cfg.TokensResetOnCrash {
 			t.Skip("the backend declares TokensResetOnCrash but cannot be crashed (not a harness.Crasher): the reset cannot be shown")
