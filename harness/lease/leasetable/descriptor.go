@@ -74,7 +74,7 @@ func Descriptors() []registry.Backend {
 	d := func(name string, clock Clock, meaning string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning,
-			Token:   "the row's fence column, bumped by the granting UPDATE",
+			Token:   "the row's fence column (bumped by the granting UPDATE)",
 			Options: options(),
 			Check:   func(s registry.Settings) error { return check(name, s) },
 			Caps:    func(s registry.Settings) registry.Caps { return caps(s, clock) },
