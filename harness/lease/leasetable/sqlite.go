@@ -20,6 +20,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -73,12 +74,14 @@ func startSQLite(ctx context.Context, dir string, clock *nemesis.Clock) (*sqlite
 		return nil, fmt.Errorf("%s: sqlite: %w", Name, err)
 	}
 	s := &sqliteStore{path: filepath.Join(dir, DBFile), clock: clock, drv: drv}
-	if err := s.start(ctx, "127.0.0.1:0"); err != nil {
+	if err := s.start(ctx, ""); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// start opens the database and serves it on addr ("": a free port below the ephemeral
+// range, so that no outgoing connection can hold the number when a restart binds it again).
 func (s *sqliteStore) start(ctx context.Context, addr string) error {
 	q := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(5000)"} {
@@ -92,7 +95,13 @@ func (s *sqliteStore) start(ctx context.Context, addr string) error {
 		_ = db.Close()
 		return fmt.Errorf("%s: sqlite %s: create the lock table: %w", Name, s.path, err)
 	}
-	ln, err := net.Listen("tcp", addr)
+	var ln net.Listener
+	var err error
+	if addr == "" {
+		ln, err = proc.ListenFree()
+	} else {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		_ = db.Close()
 		return fmt.Errorf("%s: sqlite statement server on %s: %w", Name, addr, err)
