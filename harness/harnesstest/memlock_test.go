@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // memlock is a small lock service for the suite's own tests: a line protocol on
@@ -40,14 +41,22 @@ var (
 
 func startMemlock(ttl time.Duration, persist, lie bool) (*memlock, error) {
 	m := &memlock{ttl: ttl, persist: persist, lie: lie}
-	if err := m.listen("127.0.0.1:0"); err != nil {
+	if err := m.listen(""); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
+// listen serves on addr ("": a free port below the ephemeral range, which a restart can
+// bind again).
 func (m *memlock) listen(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	var ln net.Listener
+	var err error
+	if addr == "" {
+		ln, err = proc.ListenFree()
+	} else {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
