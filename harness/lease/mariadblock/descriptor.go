@@ -80,8 +80,10 @@ func Descriptors() []registry.Backend {
 		}
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
-			TTL:     time.Second, // wait_timeout is whole seconds
-			Options: []registry.Option{dsnOption()},
+			// Connection ids restart at 1 when the server restarts.
+			TokensResetOnCrash: tok == TokenConnID,
+			TTL:                time.Second, // wait_timeout is whole seconds
+			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
 				if s.Members != 1 {
 					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)

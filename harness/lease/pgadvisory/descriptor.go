@@ -39,7 +39,10 @@ func Descriptors() []registry.Backend {
 		}
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
-			Options: []registry.Option{dsnOption()},
+			// A crash loses the commit records the WAL writer had not flushed, and the
+			// restarted server hands their transaction ids out again.
+			TokensResetOnCrash: tok == TokenXact,
+			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
 				if s.Members != 1 {
 					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)
