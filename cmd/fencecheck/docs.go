@@ -103,6 +103,40 @@ never produced a stale write), safe. verdict.json in every run folder has the sa
 	for _, c := range cmds {
 		writeCommandDoc(w, c)
 	}
+	writeOptionsDoc(w, a)
+}
+
+// writeOptionsDoc writes the one table of the registry's options, with who takes each.
+func writeOptionsDoc(w io.Writer, a *app) {
+	fmt.Fprint(w, `
+## Backend and resource options
+
+The commands that run backends (run, matrix, evaluate, soak, doctor) take one flag per
+option a backend or resource declares. An option of another backend than the run's is an
+error; one of another resource is ignored (a DSN given for a run that uses no database).
+An option marked as a secret has its credentials masked in every output.
+
+| flag | for | meaning |
+|---|---|---|
+`)
+	for _, o := range a.reg.Options() {
+		backends, resources := a.reg.OptionOwners(o.Name)
+		var owners []string
+		if len(backends) > 0 {
+			owners = append(owners, "backends "+strings.Join(backends, ", "))
+		}
+		if len(resources) > 0 {
+			owners = append(owners, "resources "+strings.Join(resources, ", "))
+		}
+		usage := o.Usage
+		if o.Secret {
+			usage += " (secret: masked in every output)"
+		}
+		if o.Env != "" && !strings.Contains(usage, "$"+o.Env) {
+			usage += " (default $" + o.Env + ")"
+		}
+		fmt.Fprintf(w, "| `--%s string` | %s | %s |\n", o.Name, cell(strings.Join(owners, "; ")), cell(usage))
+	}
 }
 
 // writeCommandDoc writes one command's section.
@@ -119,7 +153,9 @@ func writeCommandDoc(w io.Writer, c *cobra.Command) {
 		own = pflag.NewFlagSet("", pflag.ContinueOnError)
 	}
 	flagTable(w, "Flags", own)
-	flagTable(w, "Backend and resource options", options)
+	if options.HasFlags() {
+		fmt.Fprint(w, "\nAnd every [backend and resource option](#backend-and-resource-options).\n")
+	}
 	if c.HasParent() {
 		if codes := c.Annotations; len(codes) > 0 {
 			if e := exitCodesOf(c); len(e) > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -127,11 +126,15 @@ func useLine(c *cobra.Command) string {
 	return line
 }
 
-// commandTree lists c and its documented descendants, depth first.
+// commandTree lists c and its documented descendants, depth first (completion's one
+// subcommand per shell is left to its own help).
 func commandTree(c *cobra.Command) []*cobra.Command {
 	out := []*cobra.Command{c}
+	if c.Name() == "completion" {
+		return out
+	}
 	for _, s := range c.Commands() {
-		if s.IsAvailableCommand() && !slices.Contains([]string{"help"}, s.Name()) {
+		if s.IsAvailableCommand() && s.Name() != "help" {
 			out = append(out, commandTree(s)...)
 		}
 	}
