@@ -49,6 +49,9 @@ type SoakConfig struct {
 	Log      io.Writer
 	// Progress, if set, is called after every run.
 	Progress func(scenario string, r SoakRun)
+	// Failed, if set, is called with the error of every run that failed (before
+	// Progress), so that a caller can tell the user's input from its own failure.
+	Failed func(scenario string, err error)
 	// Redact masks secrets in every run's log and error (see Campaign.Redact).
 	Redact *redact.Redactor
 }
@@ -145,6 +148,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			sc := cfg.Scenarios[i/cfg.Runs]
+			if res.Err != nil && cfg.Failed != nil {
+				cfg.Failed(sc.Name, res.Err)
+			}
 			r := soakRun(sc, specs[i].Seed, res, cfg.Random)
 			switch {
 			case keepAll && res.Dir != "":

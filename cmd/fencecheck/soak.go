@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -93,9 +94,16 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		return fail(err)
 	}
 	began := time.Now()
+	var mu sync.Mutex
+	failedCode := exitSafe // of the runs that failed
 	res, err := scenarios.Soak(ctx, scenarios.SoakConfig{
 		Scenarios: list, Runs: f.runs, Random: f.random, Store: f.out, CheckTimeout: f.checkTimeout, Parallel: f.parallel, Log: logTo,
 		Registry: a.reg, Redact: a.red,
+		Failed: func(_ string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			failedCode = worst(failedCode, codeOf(err))
+		},
 		Progress: func(name string, r scenarios.SoakRun) {
 			status := "as expected"
 			switch {
@@ -136,14 +144,15 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		}
 		defer fmt.Fprintf(out, "soak page: %s\n", page)
 	}
-	code := exitSafe
+	code := failedCode
 	switch {
 	case res.Mismatches() > 0:
 		code = exitViolated
-	case res.Errors() > 0:
+	case res.Errors() > 0 && code == exitSafe:
 		code = exitInternal
-	case interrupted:
-		code = exitUsage
+	}
+	if interrupted {
+		code = worst(code, exitUsage)
 	}
 	if f.json {
 		doc := soakJSON{Outcome: "as-expected", Exit: code, SoakResult: res}
@@ -221,7 +230,7 @@ func (a *app) selectScenarios(cmd string, names []string, opts map[string]string
 	for k := range opts {
 		if !used[k] {
 			backends, resources := a.reg.OptionOwners(k)
-			return nil, badInput("--%s is for %s; none of the scenarios chosen uses them", k, strings.Join(append(backends, resources...), ", "))
+			return nil, badInput("--%s is for %s, and none of the scenarios chosen uses one", k, strings.Join(append(backends, resources...), ", "))
 		}
 	}
 	for _, why := range reasons {
