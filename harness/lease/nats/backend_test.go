@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/nats"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -133,9 +134,7 @@ func TestCrashRestart(t *testing.T) {
 }
 
 func TestBadStarts(t *testing.T) {
-	if _, err := os.Stat("/usr/sbin/nats-server"); err != nil {
-		t.Skip("nats-server not installed (Debian package nats-server)")
-	}
+	proctest.Skip(t, nats.ServerNeed)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()

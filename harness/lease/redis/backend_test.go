@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -150,9 +151,7 @@ func TestCrashRestart(t *testing.T) {
 }
 
 func TestBadStarts(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
-		t.Skip("redis-server not installed (Debian package redis-server)")
-	}
+	proctest.Skip(t, redis.ServerNeed)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -149,9 +152,7 @@ func TestNodePause(t *testing.T) {
 }
 
 func TestBadStarts(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
-		t.Skip("redis-server not installed (Debian package redis-server)")
-	}
+	proctest.Skip(t, redis.ServerNeed)
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	freeAddr := free.Addr().String()
