@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -28,20 +29,20 @@ type availability struct {
 	Setup bool `json:"setup,omitempty"`
 }
 
-var (
-	debianPackage = regexp.MustCompile(`(?:Debian package|apt-get install) ([a-z0-9][a-z0-9.+-]*)`)
-	buildScript   = regexp.MustCompile(`\b([\w./-]+/build\.sh)\b`)
-)
+// buildScript finds a build command in a reason that names one (a descriptor whose
+// requirement is not a proc.Need).
+var buildScript = regexp.MustCompile(`\b([\w./-]+/build\.sh)\b`)
 
-// fixOf derives the command that provides what an Unavailable message says is missing.
-func fixOf(why string) (fix string, pkgs []string) {
-	for _, m := range debianPackage.FindAllStringSubmatch(why, -1) {
-		if !slices.Contains(pkgs, m[1]) {
-			pkgs = append(pkgs, m[1])
+// fixFor is the command that provides what is missing: the install line of the missing
+// needs, else a build script the reason names.
+func fixFor(needs []proc.Need, why string) (fix string, pkgs []string) {
+	for _, n := range needs {
+		if _, err := n.Find(); err != nil && n.Build == "" && n.Package != "" && !slices.Contains(pkgs, n.Package) {
+			pkgs = append(pkgs, n.Package)
 		}
 	}
-	if len(pkgs) > 0 {
-		return "apt-get install " + strings.Join(pkgs, " "), pkgs
+	if fix = proc.InstallLine(needs...); fix != "" {
+		return fix, pkgs
 	}
 	if m := buildScript.FindStringSubmatch(why); m != nil {
 		return m[1], nil
@@ -53,29 +54,32 @@ func fixOf(why string) (fix string, pkgs []string) {
 // here with the given options.
 func (a *app) available(opts map[string]string) []availability {
 	var out []availability
-	check := func(kind, name string, declared []registry.Option, unavailable func(registry.Settings) string, s registry.Settings) {
-		e := availability{Kind: kind, Name: name, OK: true}
-		if unavailable != nil {
-			own := map[string]string{}
-			for k, v := range opts {
-				if registry.HasOption(declared, k) {
-					own[k] = v
-				}
+	settings := func(declared []registry.Option, s registry.Settings) registry.Settings {
+		own := map[string]string{}
+		for k, v := range opts {
+			if registry.HasOption(declared, k) {
+				own[k] = v
 			}
-			s.Options = own
-			if why := unavailable(s.WithOptions(declared)); why != "" {
-				e.OK, e.Why = false, why
-				e.Fix, e.Packages = fixOf(why)
-				e.Setup = e.Fix == ""
-			}
+		}
+		s.Options = own
+		return s
+	}
+	add := func(kind, name, why string, needs []proc.Need) {
+		e := availability{Kind: kind, Name: name, OK: why == ""}
+		if !e.OK {
+			e.Why = why
+			e.Fix, e.Packages = fixFor(needs, why)
+			e.Setup = e.Fix == ""
 		}
 		out = append(out, e)
 	}
 	for _, b := range a.reg.Backends() {
-		check("backend", b.Name, b.Options, b.Unavailable, registry.Settings{TTL: b.TTL, Members: max(b.Members, 1), Clients: 3})
+		s := settings(b.Options, registry.Settings{TTL: b.TTL, Members: max(b.Members, 1), Clients: 3})
+		add("backend", b.Name, b.Unavailability(s), b.NeedsOf(s))
 	}
 	for _, r := range a.reg.Resources() {
-		check("resource", r.Name, r.Options, r.Unavailable, registry.Settings{Clients: 3})
+		s := settings(r.Options, registry.Settings{Clients: 3})
+		add("resource", r.Name, r.Unavailability(s), r.NeedsOf(s))
 	}
 	return out
 }
@@ -172,8 +176,10 @@ func (a *app) doctor(f *doctorFlags) error {
 			fmt.Fprintf(a.stdout, "  %-*s  ok\n", width, e.Name)
 		case e.Setup:
 			fmt.Fprintf(a.stdout, "  %-*s  needs setup: %s\n", width, e.Name, e.Why)
+		case strings.Contains(e.Why, e.Fix):
+			fmt.Fprintf(a.stdout, "  %-*s  MISSING: %s\n", width, e.Name, e.Why)
 		default:
-			fmt.Fprintf(a.stdout, "  %-*s  MISSING: %s\n  %-*s  fix: %s\n", width, e.Name, e.Why, width, "", e.Fix)
+			fmt.Fprintf(a.stdout, "  %-*s  MISSING: %s; fix: %s\n", width, e.Name, e.Why, e.Fix)
 		}
 	}
 	if missing == 0 {

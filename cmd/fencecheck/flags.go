@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -55,9 +56,23 @@ func checkTimeoutFlag(fs *pflag.FlagSet, p *time.Duration, alias bool) {
 	}
 }
 
-// deprecate hides an old flag name; using it prints what replaced it.
+// deprecatedFlag marks an old flag name with what replaced it.
+const deprecatedFlag = "fencecheck-deprecated"
+
+// deprecate hides an old flag name; using it works and says on stderr what replaced it
+// (warnDeprecated).
 func deprecate(fs *pflag.FlagSet, old, now string) {
-	_ = fs.MarkDeprecated(old, "use --"+now)
+	_ = fs.SetAnnotation(old, deprecatedFlag, []string{now})
+	fs.Lookup(old).Hidden = true
+}
+
+// warnDeprecated says which old flag names a command line used.
+func (a *app) warnDeprecated(c *cobra.Command) {
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if now, ok := f.Annotations[deprecatedFlag]; ok {
+			fmt.Fprintf(a.stderr, "%s: --%s is deprecated; use --%s\n", c.CommandPath(), f.Name, now[0])
+		}
+	})
 }
 
 // trimList trims the names of a list flag and drops empty ones.

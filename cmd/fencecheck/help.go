@@ -52,7 +52,7 @@ func flagGroups(c *cobra.Command) (own, options *pflag.FlagSet) {
 	own = pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
 	options = pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
 	c.NonInheritedFlags().VisitAll(func(f *pflag.Flag) {
-		if f.Hidden {
+		if f.Hidden || f.Name == "help" { // every command has -h; the help says so once
 			return
 		}
 		if _, ok := f.Annotations[optionGroup]; ok {
@@ -117,11 +117,19 @@ func (a *app) help(w io.Writer, c *cobra.Command) {
 // usage writes a command's help where an error was: the same text.
 func (a *app) usage(w io.Writer, c *cobra.Command) { a.help(w, c) }
 
-// useLine is a command's usage line: its path and arguments, and [flags] when it has any.
+// useLine is a command's usage line: its path and arguments, and [flags] when it has
+// flags of its own.
 func useLine(c *cobra.Command) string {
-	line := c.UseLine()
-	if !c.HasParent() {
-		line = c.CommandPath() + " <command> [flags]"
+	if !c.HasParent() || c.HasAvailableSubCommands() && !c.Runnable() {
+		return c.CommandPath() + " <command> [flags]"
+	}
+	line := c.CommandPath()
+	if _, args, ok := strings.Cut(c.Use, " "); ok {
+		line += " " + args
+	}
+	own, options := flagGroups(c)
+	if (own.HasFlags() || options.HasFlags()) && !strings.Contains(line, "[flags]") {
+		line += " [flags]"
 	}
 	return line
 }

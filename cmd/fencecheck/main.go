@@ -93,9 +93,12 @@ records what every client did, and checks the history for stale writes and lost 
 			a.usage(a.stderr, cmd)
 			return &exitError{code: exitUsage}
 		},
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { a.warnDeprecated(cmd) },
 	}
 	root.Flags().Bool("version", false, "print fencecheck's version (module version, VCS revision, Go version) and exit")
 	root.SetVersionTemplate("{{.Version}}\n")
+	// cobra writes completion scripts and completions to Out, and nothing else (help and
+	// errors are this CLI's own).
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { a.help(a.stdout, c) })

@@ -14,8 +14,13 @@ import (
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "fencecheck (no build information) " + runtime.Version()
+		return "fencecheck (no build information), " + runtime.Version()
 	}
+	return versionOf(bi)
+}
+
+// versionOf is the version line of a build.
+func versionOf(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
