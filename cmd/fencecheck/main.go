@@ -266,9 +266,25 @@ func (a *app) exit(cmd *cobra.Command, err error) int {
 	return ee.code
 }
 
-// oneLine joins a multi-line message with "; ".
+// oneLine joins the lines of a multi-line message with "; " (after a line that ends
+// with a colon, with a space).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ; ")), " ")
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.Join(strings.Fields(l), " ")
+		if l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 // flagError turns pflag's parse errors into one short line (exit 2).

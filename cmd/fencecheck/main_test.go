@@ -208,3 +208,8 @@ func TestExitForTrouble(t *testing.T) {
 		})
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	require.Equal(t, "cannot connect: a; b", oneLine("cannot connect:\n\ta\n\tb\n"))
+	require.Equal(t, "x y", oneLine("x   y"))
+}
