@@ -225,7 +225,7 @@ func TestStartFailures(t *testing.T) {
 		{"not up in time", zookeeper.Config{StartTimeout: time.Millisecond}, "was not ready within 1ms"},
 		{"ensemble not up in time", zookeeper.Config{Nodes: 3, StartTimeout: time.Millisecond}, "did not serve in time"},
 		{"nothing at the external address", zookeeper.Config{Servers: []string{deadAddr}}, "no server answers at [" + deadAddr + "]"},
-		{"missing jar", zookeeper.Config{Jar: "/nonexistent/zookeeper.jar"}, "install the Debian package zookeeper"},
+		{"missing jar", zookeeper.Config{Jar: "/nonexistent/zookeeper.jar"}, "apt-get install zookeeper"},
 		{"bad ttl", zookeeper.Config{TTL: 1500 * time.Microsecond}, "below 20ms"},
 		{"bad nodes", zookeeper.Config{Nodes: 2}, "nodes must be 1, 3 or 5"},
 		{"bad server", zookeeper.Config{Servers: []string{"localhost"}}, "is not host:port"},
