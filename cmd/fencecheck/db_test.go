@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 7's acceptance: etcd + SQLite under a pause exits 0 with a stale write rejected by
+// etcd + SQLite under a pause exits 0 with a stale write rejected by
 // the database; the check-then-write variant exits 1; the saved history re-checks alike.
 func TestRunSQLite(t *testing.T) {
 	for _, tc := range []struct {
