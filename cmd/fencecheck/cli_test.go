@@ -394,3 +394,37 @@ func TestStoreConsistency(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(index2), "failed")
 }
+
+// matrix, evaluate and soak refuse, in one line with exit 2, a backend or scenario asked
+// for that cannot run here; the default rows and soak's "all" leave such ones out, each
+// named on stderr.
+func TestMissingProgramOtherCommands(t *testing.T) {
+	t.Setenv(proc.HideEnv, "redis-server")
+	for _, args := range [][]string{
+		{"matrix", "--backend", "naive,redis", "--resource", "fenced", "--fault", "pause"},
+		{"evaluate", "--backend", "redis", "--fault", "pause"},
+		{"soak", "--scenario", "redis-fenced-pause", "--runs", "1"},
+		{"matrix", "--scenario", "naive-fenced-pause,redis-fenced-pause"},
+	} {
+		out := t.TempDir()
+		code, stdout, stderr := run(t, append(args, "--out", out)...)
+		require.Equal(t, exitUsage, code, "%v\nstdout:\n%s\nstderr:\n%s", args, stdout, stderr)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+		require.Contains(t, stderr, "redis-server not found (hidden by FENCECHECK_HIDE_PROGRAMS): apt-get install redis-server")
+		entries, err := os.ReadDir(out)
+		require.NoError(t, err)
+		require.Empty(t, entries, "%v: nothing runs", args)
+	}
+
+	var errOut strings.Builder
+	a := newApp(nil, &errOut, &errOut)
+	require.Equal(t, []string{"naive"}, a.runnableBackends([]string{"naive", "redis"}))
+	require.Contains(t, errOut.String(), "fencecheck matrix: leaving out redis: redis-server not found")
+
+	scs, err := a.selectScenarios("soak", []string{"all"}, nil)
+	require.NoError(t, err)
+	for _, sc := range scs {
+		require.NotEqual(t, "redis", sc.Backend, sc.Name)
+	}
+	require.Regexp(t, `fencecheck soak: skipping [a-z0-9-, ]*redis-fenced-pause[a-z0-9-, ]*: redis-server not found`, errOut.String())
+}
