@@ -42,6 +42,9 @@ type Option struct {
 	// External marks an option that points the backend at servers fencecheck does not
 	// own: a run with it is labelled "-external" and matches no catalogue scenario.
 	External bool
+	// Secret marks an option whose value carries credentials (a DSN's password, a
+	// kubeconfig's token): the CLI masks them in everything it prints and writes.
+	Secret bool
 }
 
 // Settings are what a descriptor's functions see of a run.

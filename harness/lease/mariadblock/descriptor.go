@@ -18,7 +18,7 @@ const OptionDSN = "mariadb-lock-dsn"
 
 func dsnOption() registry.Option {
 	return registry.Option{
-		Name: OptionDSN, External: true,
+		Name: OptionDSN, External: true, Secret: true,
 		Usage: "existing MariaDB (user:password@tcp(host:port)/database) for the mariadb-lock backends, instead of a private mariadbd fencecheck starts (client-side faults only)",
 	}
 }

@@ -17,7 +17,7 @@ const OptionDSN = "postgres-lock-dsn"
 
 func dsnOption() registry.Option {
 	return registry.Option{
-		Name: OptionDSN, External: true,
+		Name: OptionDSN, External: true, Secret: true,
 		Usage: "existing PostgreSQL (libpq URL naming one TCP host) for the postgres-advisory backends, instead of a private cluster fencecheck starts (client-side faults only)",
 	}
 }
