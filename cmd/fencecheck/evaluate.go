@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -98,6 +99,10 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Registry: reg, Store: *out, Parallel: *parallel, Log: logTo,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r scenarios.RunResult) {
+			if errors.Is(r.Err, scenarios.ErrNoToken) { // found out at its first grant (exec)
+				prog.Done(r.Label, "refused: "+errText(r.Err))
+				return
+			}
 			if r.Err != nil || r.Outcome == nil || r.Outcome.Report == nil {
 				prog.Done(r.Label, "ERROR: "+errText(r.Err))
 				return

@@ -57,10 +57,28 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 			svc, err := d.service(s)
 			return svc, err == nil
 		},
-		Caps:  d.caps,
-		Setup: d.setup,
-		Start: d.start,
+		// The lock service fencecheck starts must be installed here.
+		Unavailable: d.unavailable,
+		Caps:        d.caps,
+		Setup:       d.setup,
+		Start:       d.start,
 	}
+}
+
+// unavailable is the started lock service's reason it cannot run here ("" with
+// --lock-endpoints).
+func (d descriptor) unavailable(s registry.Settings) string {
+	if len(s.List(OptionLockEndpoints)) > 0 {
+		return ""
+	}
+	svc, err := d.service(s)
+	if err != nil || svc.Unavailable == nil {
+		return "" // Check says what is wrong with the name
+	}
+	if why := svc.Unavailable(serviceSettings(s)); why != "" {
+		return "lock service " + svc.Name + ": " + why
+	}
+	return ""
 }
 
 type descriptor struct{ reg *registry.Registry }
@@ -181,7 +199,7 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 	}
 	cfg := Config{
 		Command: env.Option(OptionClientCmd), TTL: env.TTL, ReplyTimeout: timeout,
-		Endpoints: env.List(OptionLockEndpoints),
+		Endpoints: env.List(OptionLockEndpoints), TokenResource: env.TokenResource,
 	}
 	dir, err := env.TempDir()
 	if err != nil {

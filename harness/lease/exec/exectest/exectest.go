@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +26,90 @@ const SystemPython = "/usr/bin/python3"
 // SystemPython can import module.
 func RequirePythonModule(t testing.TB, module, debianPackage string) {
 	t.Helper()
-	if err := exec.Command(SystemPython, "-c", "import "+module).Run(); err != nil {
-		t.Skipf("%s cannot import %s: apt-get install %s", SystemPython, module, debianPackage)
+	require(t, need{PythonModule: module, Package: debianPackage})
+}
+
+// need is one thing an example client takes from the machine (shaped like proc.Need:
+// a program in PATH, a file, or a module of SystemPython) and its Debian package.
+type need struct{ Program, File, PythonModule, Package string }
+
+// missing is "" when n is there, else one line saying what is missing and how to get it.
+func (n need) missing() string {
+	switch {
+	case n.Program != "":
+		if _, err := exec.LookPath(n.Program); err != nil {
+			return fmt.Sprintf("%s not found: apt-get install %s", n.Program, n.Package)
+		}
+	case n.File != "":
+		if _, err := os.Stat(n.File); err != nil {
+			return fmt.Sprintf("%s not found: apt-get install %s", n.File, n.Package)
+		}
+	case n.PythonModule != "":
+		if err := exec.Command(SystemPython, "-c", "import "+n.PythonModule).Run(); err != nil {
+			return fmt.Sprintf("%s cannot import %s: apt-get install %s", SystemPython, n.PythonModule, n.Package)
+		}
+	}
+	return ""
+}
+
+// require skips the test with the first missing need's line.
+func require(t testing.TB, needs ...need) {
+	t.Helper()
+	for _, n := range needs {
+		if why := n.missing(); why != "" {
+			t.Skip(why)
+		}
+	}
+}
+
+// JavaLib is where Debian installs the jars curator_lock.sh puts on its class path.
+const JavaLib = "/usr/share/java"
+
+// curatorNeeds are what examples/curator_lock.sh runs with: a JDK (it compiles
+// CuratorLock.java once) and Debian's Curator, ZooKeeper client, Guava and SLF4J jars.
+var curatorNeeds = []need{
+	{Program: "java", Package: "openjdk-17-jdk-headless"},
+	{Program: "javac", Package: "openjdk-17-jdk-headless"},
+	{File: JavaLib + "/curator-recipes.jar", Package: "libcurator-recipes-java"},
+	{File: JavaLib + "/curator-framework.jar", Package: "libcurator-recipes-java"},
+	{File: JavaLib + "/curator-client.jar", Package: "libcurator-recipes-java"},
+	{File: JavaLib + "/zookeeper.jar", Package: "libzookeeper-java"},
+	{File: JavaLib + "/zookeeper-jute.jar", Package: "libzookeeper-java"},
+	{File: JavaLib + "/guava.jar", Package: "libguava-java"},
+	{File: JavaLib + "/slf4j-api.jar", Package: "libslf4j-java"},
+	{File: JavaLib + "/slf4j-simple.jar", Package: "libslf4j-java"},
+}
+
+// RequireCurator skips the test, in one line naming the Debian package, unless the
+// Curator example can run here.
+func RequireCurator(t testing.TB) {
+	t.Helper()
+	require(t, curatorNeeds...)
+}
+
+// RequireProgram skips the test unless program is in PATH, naming its Debian package.
+func RequireProgram(t testing.TB, program, debianPackage string) {
+	t.Helper()
+	require(t, need{Program: program, Package: debianPackage})
+}
+
+// exampleNeeds are what each shipped example needs, by the name a command runs it by.
+var exampleNeeds = map[string][]need{
+	"naive_http.py":   {{Program: "python3", Package: "python3"}},
+	"naive_http.sh":   {{Program: "curl", Package: "curl"}},
+	"redis_lock.py":   {{PythonModule: "redis", Package: "python3-redis"}},
+	"kazoo_lock.py":   {{PythonModule: "kazoo", Package: "python3-kazoo"}},
+	"curator_lock.sh": curatorNeeds,
+}
+
+// RequireClient skips the test, in one line naming the Debian package, unless every
+// shipped example the client command cmd runs can run here.
+func RequireClient(t testing.TB, cmd string) {
+	t.Helper()
+	for name, needs := range exampleNeeds {
+		if strings.Contains(cmd, name) {
+			require(t, needs...)
+		}
 	}
 }
 
