@@ -6,6 +6,8 @@
 # classes: about 0.5 s of CPU to its first grant instead of about 2 s for `java
 # CuratorLock.java`, which compiles it again in every process (docs/backends/exec.md).
 # A missing JDK or jar exits 127, which fencecheck reports as a command that cannot run.
+# `curator_lock.sh --prepare` only compiles (if needed) and exits: the first run on a
+# machine need not spend its clients' first answers on javac.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=$here/CuratorLock.java
@@ -50,6 +52,9 @@ if [ ! -f "$classes/CuratorLock.class" ]; then
 			mv "$tmp" "$classes"
 		fi
 	) 9>"$root/.curator-lock.lock"
+fi
+if [ "${1:-}" = --prepare ]; then
+	exit 0
 fi
 # SerialGC and the C1 compiler only: fewer threads and less CPU at start-up on a
 # small machine; a lock client needs no peak throughput.

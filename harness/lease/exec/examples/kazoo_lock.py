@@ -31,6 +31,7 @@ import threading
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, LockTimeout
 from kazoo.protocol.states import EventType
+from kazoo.retry import KazooRetry, RetryFailedError
 
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 HOSTS = os.environ["FENCECHECK_LOCK_ADDRS"]  # kazoo takes the comma-separated list as is
@@ -92,8 +93,8 @@ def acquire(rid):
     node = LOCK_PATH + "/" + lock.node
     try:
         # This grant's own node: its czxid, and a watch that tells us if it is deleted.
-        st = zk.exists(node, watch=on_node)
-    except KazooException as e:
+        st = retrying(zk.exists, node, watch=on_node)
+    except (KazooException, RetryFailedError) as e:
         print("reading the lock node %s: %r" % (node, e), file=sys.stderr)
         st = None
     if st is None:
@@ -105,6 +106,12 @@ def acquire(rid):
         if zk.state != KazooState.CONNECTED:
             lose(None, "session %s right after the grant" % zk.state)
     return None
+
+
+def retrying(call, *args, **kwargs):
+    """call, retried over a dropped connection for up to 10 TTLs (kazoo raises at once)."""
+    r = KazooRetry(max_tries=-1, delay=0.05, max_delay=TTL_S, deadline=10 * TTL_S, sleep_func=zk.handler.sleep_func)
+    return r(call, *args, **kwargs)
 
 
 def release_quietly():
@@ -122,9 +129,9 @@ def release(rid):
         release_quietly()
         return {"id": rid, "ok": False, "error": "not holding the lock", "definite": True}
     try:
-        there = zk.exists(node) is not None
+        there = retrying(zk.exists, node) is not None
         lock.release()  # removes our node if it still exists
-    except KazooException as e:
+    except (KazooException, RetryFailedError) as e:
         return {"id": rid, "ok": False, "error": repr(e), "definite": False}
     if not there:
         return {"id": rid, "ok": False, "error": "the lock node was already gone (the session expired)", "definite": True}

@@ -87,6 +87,18 @@ func RequireCurator(t testing.TB) {
 	require(t, curatorNeeds...)
 }
 
+// PrepareCurator compiles the Curator example (script is examples/curator_lock.sh) into
+// its cache folder before a test's clients start, so that javac's seconds do not count
+// against their first answers.
+func PrepareCurator(t testing.TB, script string) {
+	t.Helper()
+	RequireCurator(t)
+	out, err := exec.Command("sh", script, "--prepare").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --prepare: %v: %s", script, err, out)
+	}
+}
+
 // RequireProgram skips the test unless program is in PATH, naming its Debian package.
 func RequireProgram(t testing.TB, program, debianPackage string) {
 	t.Helper()
