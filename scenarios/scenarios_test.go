@@ -27,7 +27,7 @@ func TestCatalogue(t *testing.T) {
 			skipWithoutZookeeper(t, sc.Spec) // zookeeper_test.go
 			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
 			skipWithoutService(t, sc.Spec)   // catalogue_services_test.go
-			skipWithoutPython(t, sc.Spec)    // exec_test.go
+			skipWithoutClient(t, sc.Spec)    // exec_test.go
 			t.Parallel()
 			dir := t.TempDir()
 			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})
