@@ -48,7 +48,7 @@ func execScenarios() []Scenario {
 }
 
 // libraryScenarios: what Curator's, kazoo's and redis-py's locks are worth, as measured
-// (docs/backends/exec.md). Curator and kazoo report the lock node's czxid; redis-py's
+// (harness/lease/exec/doc.md). Curator and kazoo report the lock node's czxid; redis-py's
 // Lock has no token and says so ("no_token"), so its tokens are violated by declaration
 // and a fenced run of it is refused.
 func libraryScenarios() []Scenario {

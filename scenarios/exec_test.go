@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 )
@@ -30,18 +30,15 @@ func execFile(t *testing.T, rel string) string {
 }
 
 // skipWithoutClient skips an exec scenario, in one line naming the Debian package,
-// when its lock service or what its example client runs on (an interpreter, a Python
-// module, a JDK and Curator's jars) is not installed. The Curator example is compiled
-// first, so that javac's seconds do not count against the run's first answers.
+// when what its example client runs on (an interpreter, a Python module, a JDK and
+// Curator's jars) is not installed; its lock service is the backend's Needs
+// (skipUnavailable). The Curator example is compiled first, so that javac's seconds do
+// not count against the run's first answers.
 func skipWithoutClient(t *testing.T, s Spec) {
 	t.Helper()
 	if s.Backend != "exec" {
 		return
 	}
-	if why := Unavailable(s); why != "" {
-		t.Skip(why)
-	}
-	skipWithoutService(t, Spec{Backend: s.Options["lock-service"]}) // catalogue_services_test.go
 	cmd := s.Options["client-cmd"]
 	exectest.RequireClient(t, cmd)
 	if strings.Contains(cmd, "curator_lock.sh") {
@@ -90,9 +87,7 @@ func TestExecExamples(t *testing.T) {
 			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
 		}},
 		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
-			if _, err := exec.LookPath("curl"); err != nil {
-				t.Skip("curl not installed: apt-get install curl")
-			}
+			proctest.Skip(t, proc.Need{Program: "curl", Package: "curl"})
 			return map[string]string{"client-cmd": "sh " + execFile(t, "examples/naive_http.sh")}, nil
 		}},
 		{"redis-py Lock with an INCR token, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
@@ -268,8 +263,8 @@ func TestExecClientCrash(t *testing.T) {
 // no process left; evaluate's scorecard says "no fencing token" as for redis-notoken.
 func TestExecNoToken(t *testing.T) {
 	exectest.RequirePythonModule(t, "redis", "python3-redis")
-	skipWithoutService(t, Spec{Backend: "redis"})
 	opts := map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), "lock-service": "redis"}
+	skipUnavailable(t, Spec{Backend: "exec", Options: opts}) // scenarios_test.go
 	o, err := Execute(context.Background(), Spec{Backend: "exec", Options: opts, Resource: "unfenced", Faults: []string{"pause"}}, Options{})
 	require.NoError(t, err)
 	require.Contains(t, o.History.Run.NoToken, "redis-py's Lock is SET NX PX with a random value")

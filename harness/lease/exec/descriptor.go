@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -57,28 +58,11 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 			svc, err := d.service(s)
 			return svc, err == nil
 		},
-		// The lock service fencecheck starts must be installed here.
-		Unavailable: d.unavailable,
-		Caps:        d.caps,
-		Setup:       d.setup,
-		Start:       d.start,
+		Needs: d.needs,
+		Caps:  d.caps,
+		Setup: d.setup,
+		Start: d.start,
 	}
-}
-
-// unavailable is the started lock service's reason it cannot run here ("" with
-// --lock-endpoints).
-func (d descriptor) unavailable(s registry.Settings) string {
-	if len(s.List(OptionLockEndpoints)) > 0 {
-		return ""
-	}
-	svc, err := d.service(s)
-	if err != nil || svc.Unavailable == nil {
-		return "" // Check says what is wrong with the name
-	}
-	if why := svc.Unavailable(serviceSettings(s)); why != "" {
-		return "lock service " + svc.Name + ": " + why
-	}
-	return ""
 }
 
 type descriptor struct{ reg *registry.Registry }
@@ -104,6 +88,19 @@ func (d descriptor) service(s registry.Settings) (registry.Backend, error) {
 		return registry.Backend{}, fmt.Errorf("unknown lock service %q (known: %s)", name, strings.Join(known, ", "))
 	}
 	return b, nil
+}
+
+// needs are the lock service's (nothing with --lock-endpoints). The client command is the
+// user's: what it needs, they know.
+func (d descriptor) needs(s registry.Settings) []proc.Need {
+	if len(s.List(OptionLockEndpoints)) > 0 {
+		return nil
+	}
+	svc, err := d.service(s)
+	if err != nil {
+		return nil
+	}
+	return svc.NeedsOf(serviceSettings(s))
 }
 
 // serviceSettings are the run's settings as the lock service sees them: none of its own

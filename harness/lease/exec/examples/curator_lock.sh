@@ -4,7 +4,7 @@
 # into a cache folder ($FENCECHECK_CACHE, else $XDG_CACHE_HOME/fencecheck, else
 # ~/.cache/fencecheck; one folder per version of the source), so a client's JVM starts from
 # classes: about 0.5 s of CPU to its first grant instead of about 2 s for `java
-# CuratorLock.java`, which compiles it again in every process (docs/backends/exec.md).
+# CuratorLock.java`, which compiles it again in every process (harness/lease/exec/doc.md).
 # A missing JDK or jar exits 127, which fencecheck reports as a command that cannot run.
 # `curator_lock.sh --prepare` only compiles (if needed) and exits: the first run on a
 # machine need not spend its clients' first answers on javac.

@@ -16,75 +16,52 @@ import (
 	"testing"
 	"time"
 
+	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // SystemPython is Debian's interpreter, the one Debian's python3-* libraries load under.
-const SystemPython = "/usr/bin/python3"
+const SystemPython = proc.SystemPython
+
+// Python is Debian's interpreter the examples run under.
+var Python = proc.Need{Program: SystemPython, Package: "python3"}
 
 // RequirePythonModule skips the test, in one line naming the Debian package, unless
 // SystemPython can import module.
 func RequirePythonModule(t testing.TB, module, debianPackage string) {
 	t.Helper()
-	require(t, need{PythonModule: module, Package: debianPackage})
-}
-
-// need is one thing an example client takes from the machine (shaped like proc.Need:
-// a program in PATH, a file, or a module of SystemPython) and its Debian package.
-type need struct{ Program, File, PythonModule, Package string }
-
-// missing is "" when n is there, else one line saying what is missing and how to get it.
-func (n need) missing() string {
-	switch {
-	case n.Program != "":
-		if _, err := exec.LookPath(n.Program); err != nil {
-			return fmt.Sprintf("%s not found: apt-get install %s", n.Program, n.Package)
-		}
-	case n.File != "":
-		if _, err := os.Stat(n.File); err != nil {
-			return fmt.Sprintf("%s not found: apt-get install %s", n.File, n.Package)
-		}
-	case n.PythonModule != "":
-		if err := exec.Command(SystemPython, "-c", "import "+n.PythonModule).Run(); err != nil {
-			return fmt.Sprintf("%s cannot import %s: apt-get install %s", SystemPython, n.PythonModule, n.Package)
-		}
-	}
-	return ""
-}
-
-// require skips the test with the first missing need's line.
-func require(t testing.TB, needs ...need) {
-	t.Helper()
-	for _, n := range needs {
-		if why := n.missing(); why != "" {
-			t.Skip(why)
-		}
-	}
+	proctest.Skip(t, Python, proc.Need{PythonModule: module, Package: debianPackage})
 }
 
 // JavaLib is where Debian installs the jars curator_lock.sh puts on its class path.
 const JavaLib = "/usr/share/java"
 
-// curatorNeeds are what examples/curator_lock.sh runs with: a JDK (it compiles
+// CuratorNeeds are what examples/curator_lock.sh runs with: a JDK (it compiles
 // CuratorLock.java once) and Debian's Curator, ZooKeeper client, Guava and SLF4J jars.
-var curatorNeeds = []need{
-	{Program: "java", Package: "openjdk-17-jdk-headless"},
-	{Program: "javac", Package: "openjdk-17-jdk-headless"},
-	{File: JavaLib + "/curator-recipes.jar", Package: "libcurator-recipes-java"},
-	{File: JavaLib + "/curator-framework.jar", Package: "libcurator-recipes-java"},
-	{File: JavaLib + "/curator-client.jar", Package: "libcurator-recipes-java"},
-	{File: JavaLib + "/zookeeper.jar", Package: "libzookeeper-java"},
-	{File: JavaLib + "/zookeeper-jute.jar", Package: "libzookeeper-java"},
-	{File: JavaLib + "/guava.jar", Package: "libguava-java"},
-	{File: JavaLib + "/slf4j-api.jar", Package: "libslf4j-java"},
-	{File: JavaLib + "/slf4j-simple.jar", Package: "libslf4j-java"},
+func CuratorNeeds() []proc.Need {
+	jdk := "openjdk-17-jdk-headless"
+	return []proc.Need{
+		{Program: "java", Package: jdk},
+		{Program: "javac", Package: jdk},
+		{File: JavaLib + "/curator-recipes.jar", Package: "libcurator-recipes-java"},
+		{File: JavaLib + "/curator-framework.jar", Package: "libcurator-recipes-java"},
+		{File: JavaLib + "/curator-client.jar", Package: "libcurator-recipes-java"},
+		{File: JavaLib + "/zookeeper.jar", Package: "libzookeeper-java"},
+		{File: JavaLib + "/zookeeper-jute.jar", Package: "libzookeeper-java"},
+		{File: JavaLib + "/guava.jar", Package: "libguava-java"},
+		{File: JavaLib + "/slf4j-api.jar", Package: "libslf4j-java"},
+		{File: JavaLib + "/slf4j-simple.jar", Package: "libslf4j-java"},
+	}
 }
 
 // RequireCurator skips the test, in one line naming the Debian package, unless the
 // Curator example can run here.
 func RequireCurator(t testing.TB) {
 	t.Helper()
-	require(t, curatorNeeds...)
+	proctest.Skip(t, CuratorNeeds()...)
 }
 
 // PrepareCurator compiles the Curator example (script is examples/curator_lock.sh) into
@@ -99,30 +76,29 @@ func PrepareCurator(t testing.TB, script string) {
 	}
 }
 
-// RequireProgram skips the test unless program is in PATH, naming its Debian package.
-func RequireProgram(t testing.TB, program, debianPackage string) {
-	t.Helper()
-	require(t, need{Program: program, Package: debianPackage})
-}
-
-// exampleNeeds are what each shipped example needs, by the name a command runs it by.
-var exampleNeeds = map[string][]need{
-	"naive_http.py":   {{Program: "python3", Package: "python3"}},
-	"naive_http.sh":   {{Program: "curl", Package: "curl"}},
-	"redis_lock.py":   {{PythonModule: "redis", Package: "python3-redis"}},
-	"kazoo_lock.py":   {{PythonModule: "kazoo", Package: "python3-kazoo"}},
-	"curator_lock.sh": curatorNeeds,
+// ExampleNeeds are what the shipped examples that the client command cmd runs need,
+// found by their file names in cmd.
+func ExampleNeeds(cmd string) []proc.Need {
+	var needs []proc.Need
+	for name, n := range map[string][]proc.Need{
+		"naive_http.py":   {{Program: "python3", Package: "python3"}},
+		"naive_http.sh":   {{Program: "curl", Package: "curl"}},
+		"redis_lock.py":   {Python, {PythonModule: "redis", Package: "python3-redis"}},
+		"kazoo_lock.py":   {Python, {PythonModule: "kazoo", Package: "python3-kazoo"}},
+		"curator_lock.sh": CuratorNeeds(),
+	} {
+		if strings.Contains(cmd, name) {
+			needs = append(needs, n...)
+		}
+	}
+	return needs
 }
 
 // RequireClient skips the test, in one line naming the Debian package, unless every
 // shipped example the client command cmd runs can run here.
 func RequireClient(t testing.TB, cmd string) {
 	t.Helper()
-	for name, needs := range exampleNeeds {
-		if strings.Contains(cmd, name) {
-			require(t, needs...)
-		}
-	}
+	proctest.Skip(t, ExampleNeeds(cmd)...)
 }
 
 // StartRedis starts redis-server on a free loopback port (no persistence, data in a
@@ -130,9 +106,7 @@ func RequireClient(t testing.TB, cmd string) {
 // Skips the test when redis-server is not installed.
 func StartRedis(t testing.TB) (addr string, pid int) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed: apt-get install redis-server")
-	}
+	proctest.Skip(t, redislock.ServerNeed)
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 { // the free port may be taken between probe and bind: try another
@@ -142,7 +116,7 @@ func StartRedis(t testing.TB) (addr string, pid int) {
 		}
 		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		p, err := proc.Start(context.Background(), proc.Config{
-			Name: "redis-server on " + addr, Path: "redis-server",
+			Name: "redis-server on " + addr, Need: redislock.ServerNeed,
 			Args:         []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
 			Ready:        func(ctx context.Context) error { return ping(ctx, addr) },
 			ReadyTimeout: 30 * time.Second,
@@ -161,15 +135,16 @@ func StartRedis(t testing.TB) (addr string, pid int) {
 // ZooKeeperScript is Debian's ZooKeeper start script.
 const ZooKeeperScript = "/usr/share/zookeeper/bin/zkServer.sh"
 
+// ZooKeeperNeed is that script (it runs the JVM, which Debian's zookeeper brings).
+var ZooKeeperNeed = proc.Need{File: ZooKeeperScript, Package: "zookeeper"}
+
 // StartZooKeeper starts a standalone ZooKeeper on a free loopback port, with a 100 ms
 // tick so sessions may be as short as 200 ms, and returns its address and process id
 // (the JVM's group); it is stopped when the test ends. Skips the test when ZooKeeper is
 // not installed.
 func StartZooKeeper(t testing.TB) (addr string, pid int) {
 	t.Helper()
-	if _, err := os.Stat(ZooKeeperScript); err != nil {
-		t.Skip("ZooKeeper not installed: apt-get install zookeeper")
-	}
+	proctest.Skip(t, ZooKeeperNeed, zookeeper.JavaNeed)
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 {
@@ -184,7 +159,7 @@ func StartZooKeeper(t testing.TB) (addr string, pid int) {
 			t.Fatal(err)
 		}
 		p, err := proc.Start(context.Background(), proc.Config{
-			Name: "ZooKeeper on " + addr, Path: ZooKeeperScript, Args: []string{"start-foreground", cfg},
+			Name: "ZooKeeper on " + addr, Need: ZooKeeperNeed, Args: []string{"start-foreground", cfg},
 			Env:          []string{"ZOO_LOG_DIR=" + dir, "ZOO_LOG4J_PROP=WARN,CONSOLE"},
 			Ready:        func(ctx context.Context) error { return ruok(ctx, addr) },
 			ReadyTimeout: 60 * time.Second, // a JVM on a loaded machine
