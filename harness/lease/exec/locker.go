@@ -251,7 +251,7 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 			}
 		}
 		if err := l.b.grantKind(l.id, inc.proc.PID(), a.noToken); err != nil {
-			if _, ok := err.(*NoTokenError); ok {
+			if nt := (*NoTokenError)(nil); errors.As(err, &nt) {
 				return err
 			}
 			return bad("%v", err)
