@@ -157,6 +157,12 @@ func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err err
 		Keys:           spec.Keys,
 		ValueTag:       valueTag(be, runID),
 	})
+	if h != nil && h.Run.NoToken == "" {
+		// A backend may learn only while it runs that it has no token (exec's clients).
+		if t, ok := be.(harness.Tokenless); ok {
+			h.Run.NoToken = t.NoFencingToken()
+		}
+	}
 	if err != nil {
 		return nil, runError(err, h, opt.OutDir, be)
 	}

@@ -25,7 +25,7 @@ func TestCatalogue(t *testing.T) {
 	for _, sc := range Catalogue() {
 		t.Run(sc.Name, func(t *testing.T) {
 			skipUnavailable(t, sc.Spec)
-			skipWithoutPython(t, sc.Spec) // exec_test.go
+			skipWithoutClient(t, sc.Spec) // exec_test.go
 			t.Parallel()
 			dir := t.TempDir()
 			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})

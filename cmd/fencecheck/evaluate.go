@@ -145,6 +145,10 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 		Registry: reg, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r scenarios.RunResult) {
+			if errors.Is(r.Err, scenarios.ErrNoToken) { // found out at its first grant (exec)
+				prog.Done(r.Label, "refused: "+errText(r.Err))
+				return
+			}
 			if r.Err != nil || r.Outcome == nil || r.Outcome.Report == nil {
 				prog.Done(r.Label, "ERROR: "+errText(r.Err))
 				return

@@ -196,7 +196,7 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 	}
 	cfg := Config{
 		Command: env.Option(OptionClientCmd), TTL: env.TTL, ReplyTimeout: timeout,
-		Endpoints: env.List(OptionLockEndpoints),
+		Endpoints: env.List(OptionLockEndpoints), TokenResource: env.TokenResource,
 	}
 	dir, err := env.TempDir()
 	if err != nil {

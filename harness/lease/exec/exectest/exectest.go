@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +34,71 @@ var Python = proc.Need{Program: SystemPython, Package: "python3"}
 func RequirePythonModule(t testing.TB, module, debianPackage string) {
 	t.Helper()
 	proctest.Skip(t, Python, proc.Need{PythonModule: module, Package: debianPackage})
+}
+
+// JavaLib is where Debian installs the jars curator_lock.sh puts on its class path.
+const JavaLib = "/usr/share/java"
+
+// CuratorNeeds are what examples/curator_lock.sh runs with: a JDK (it compiles
+// CuratorLock.java once) and Debian's Curator, ZooKeeper client, Guava and SLF4J jars.
+func CuratorNeeds() []proc.Need {
+	jdk := "openjdk-17-jdk-headless"
+	return []proc.Need{
+		{Program: "java", Package: jdk},
+		{Program: "javac", Package: jdk},
+		{File: JavaLib + "/curator-recipes.jar", Package: "libcurator-recipes-java"},
+		{File: JavaLib + "/curator-framework.jar", Package: "libcurator-recipes-java"},
+		{File: JavaLib + "/curator-client.jar", Package: "libcurator-recipes-java"},
+		{File: JavaLib + "/zookeeper.jar", Package: "libzookeeper-java"},
+		{File: JavaLib + "/zookeeper-jute.jar", Package: "libzookeeper-java"},
+		{File: JavaLib + "/guava.jar", Package: "libguava-java"},
+		{File: JavaLib + "/slf4j-api.jar", Package: "libslf4j-java"},
+		{File: JavaLib + "/slf4j-simple.jar", Package: "libslf4j-java"},
+	}
+}
+
+// RequireCurator skips the test, in one line naming the Debian package, unless the
+// Curator example can run here.
+func RequireCurator(t testing.TB) {
+	t.Helper()
+	proctest.Skip(t, CuratorNeeds()...)
+}
+
+// PrepareCurator compiles the Curator example (script is examples/curator_lock.sh) into
+// its cache folder before a test's clients start, so that javac's seconds do not count
+// against their first answers.
+func PrepareCurator(t testing.TB, script string) {
+	t.Helper()
+	RequireCurator(t)
+	out, err := exec.Command("sh", script, "--prepare").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --prepare: %v: %s", script, err, out)
+	}
+}
+
+// ExampleNeeds are what the shipped examples that the client command cmd runs need,
+// found by their file names in cmd.
+func ExampleNeeds(cmd string) []proc.Need {
+	var needs []proc.Need
+	for name, n := range map[string][]proc.Need{
+		"naive_http.py":   {{Program: "python3", Package: "python3"}},
+		"naive_http.sh":   {{Program: "curl", Package: "curl"}},
+		"redis_lock.py":   {Python, {PythonModule: "redis", Package: "python3-redis"}},
+		"kazoo_lock.py":   {Python, {PythonModule: "kazoo", Package: "python3-kazoo"}},
+		"curator_lock.sh": CuratorNeeds(),
+	} {
+		if strings.Contains(cmd, name) {
+			needs = append(needs, n...)
+		}
+	}
+	return needs
+}
+
+// RequireClient skips the test, in one line naming the Debian package, unless every
+// shipped example the client command cmd runs can run here.
+func RequireClient(t testing.TB, cmd string) {
+	t.Helper()
+	proctest.Skip(t, ExampleNeeds(cmd)...)
 }
 
 // StartRedis starts redis-server on a free loopback port (no persistence, data in a
