@@ -16,9 +16,12 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
-// VerdictFile is the content of verdict.json.
+// VerdictFile is the content of verdict.json (its JSON Schema: docs/verdict.schema.json).
 type VerdictFile struct {
 	Format string `json:"format"`
+	// Outcome is what the run says about the protected data (Outcome: unsafe, unknown,
+	// inconclusive, safe).
+	Outcome string `json:"outcome"`
 	*models.Report
 }
 
@@ -47,7 +50,7 @@ func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.R
 // WriteVerdict writes verdict.json alone: the report of a history too long for the
 // pages, which draw every op (a segmented one).
 func WriteVerdict(dir string, rep *models.Report) error {
-	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Report: rep}, "", "  ")
+	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Outcome: Outcome(rep), Report: rep}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode verdict: %w", err)
 	}

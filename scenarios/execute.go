@@ -46,9 +46,9 @@ type Outcome struct {
 }
 
 // runError keeps the history recorded before a run failed (a client that broke, an
-// interrupt) and says where it is, in one line. A failure that is the user's input (a
-// client of theirs that broke the protocol: registry.Input) is a usage error; the
-// failure a backend's clients reported (harness.Failing) is shown as it is.
+// interrupt) and says where it is, in one line. A failure that is the user's (a client of
+// theirs that broke the protocol, registry.Input, or died: harness.Failing) means the run
+// could not be made as asked: a spec error, shown as it is.
 func runError(err error, h *history.History, outDir string, be harness.Backend) error {
 	where := ""
 	if h != nil && outDir != "" {
@@ -63,7 +63,7 @@ func runError(err error, h *history.History, outDir string, be harness.Backend) 
 		return specError{fmt.Errorf("%w%s", err, where)}
 	}
 	if f, ok := be.(harness.Failing); ok && f.Err() != nil && errors.Is(err, f.Err()) {
-		return fmt.Errorf("%w%s", err, where)
+		return specError{fmt.Errorf("%w%s", err, where)}
 	}
 	return fmt.Errorf("run: %w%s", err, where)
 }
@@ -165,6 +165,16 @@ func Execute(ctx context.Context, spec Spec, opt Options) (out *Outcome, err err
 		ValueTag:       valueTag(be, runID),
 		Spill:          spill,
 	})
+	if h != nil && h.Run.NoToken == "" {
+		// A backend may learn only while it runs that it has no token (exec's clients).
+		if t, ok := be.(harness.Tokenless); ok {
+			if h.Run.NoToken = t.NoFencingToken(); h.Ops == nil && h.Run.NoToken != "" {
+				if werr := history.SetSegmentsRun(spill.Head, h.Run); werr != nil && err == nil {
+					err = werr
+				}
+			}
+		}
+	}
 	if err != nil {
 		return nil, runError(err, h, opt.OutDir, be)
 	}

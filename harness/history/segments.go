@@ -211,3 +211,29 @@ func (w *SegmentWriter) writeHead(faults []Fault, lost []Lost, complete bool) er
 	}
 	return os.Rename(tmp, w.headPath)
 }
+
+// SetSegmentsRun rewrites the run of the segmented history whose head is headPath
+// (what a run learns only at its end, once the recorder has finished).
+func SetSegmentsRun(headPath string, run Run) error {
+	b, err := os.ReadFile(headPath)
+	if err != nil {
+		return err
+	}
+	var hd head
+	if err := json.Unmarshal(b, &hd); err != nil {
+		return fmt.Errorf("%s: %w", headPath, err)
+	}
+	if hd.Format != FormatSegments {
+		return fmt.Errorf("%s: not the head of a segmented history", headPath)
+	}
+	hd.Run = run
+	b, err = json.MarshalIndent(hd, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp := headPath + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, headPath)
+}

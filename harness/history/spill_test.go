@@ -83,3 +83,18 @@ func TestRecorderShortRunDoesNotSpill(t *testing.T) {
 	require.Len(t, h.Ops, 10)
 	require.NoFileExists(t, head)
 }
+
+// What a run learns at its end goes into the head of its segmented history.
+func TestSetSegmentsRun(t *testing.T) {
+	head := filepath.Join(t.TempDir(), "history.json")
+	w, err := CreateSegments(head, Run{Seed: 1}, 10)
+	require.NoError(t, err)
+	require.NoError(t, w.WriteOp(&Op{ID: 1, Client: 0, Kind: Read, Status: Unknown}, nil, nil))
+	require.NoError(t, w.Finish(Run{Seed: 1}, nil, nil))
+	require.NoError(t, SetSegmentsRun(head, Run{Seed: 1, NoToken: "random values"}))
+	h, err := ReadFile(head)
+	require.NoError(t, err)
+	require.Equal(t, "random values", h.Run.NoToken)
+	require.Len(t, h.Ops, 1)
+	require.Error(t, SetSegmentsRun(filepath.Join(t.TempDir(), "none.json"), Run{}))
+}
