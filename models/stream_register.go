@@ -200,7 +200,9 @@ func (r *streamReg) resolve(c *streamChecker, ks *keyState, pr *pendRead, w *reg
 	if o.call > w.end {
 		w.end, w.endOp = o.call, *o
 	}
-	if o.ret < w.due {
+	// The earliest return; on a tie the write's own, then the first read in the file,
+	// as the direct analysis names it.
+	if o.ret < w.due || o.ret == w.due && w.dueOp.kind == history.Read && o.id < w.dueOp.id {
 		w.due, w.dueOp = o.ret, *o
 	}
 	r.staleRead(c, pr, w)
