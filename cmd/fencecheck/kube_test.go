@@ -21,7 +21,7 @@ import (
 
 func needAPIServer(t *testing.T) {
 	t.Helper()
-	if _, err := kubelease.FindAPIServer(""); errors.Is(err, proc.ErrNotFound) {
+	if err := kubelease.FindBuild(); errors.Is(err, proc.ErrNotFound) {
 		t.Skip(err)
 	}
 }

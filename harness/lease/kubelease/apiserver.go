@@ -30,13 +30,25 @@ const APIServerVersion = "v1.37.2"
 // EnvAPIServer names a kube-apiserver binary to run instead of the cached build.
 const EnvAPIServer = "FENCECHECK_KUBE_APISERVER"
 
-// BuildScript builds the kube-apiserver into CachePath, from the repository's root.
+// EnvClient names a kube-lease-client binary to run instead of the cached build.
+const EnvClient = "FENCECHECK_KUBE_LEASE_CLIENT"
+
+// ClientName is the lock-client program the module in ./apiserver builds: client-go's
+// leaderelection, one process per harness client (cmd/kube-lease-client there).
+const ClientName = "kube-lease-client"
+
+// ClientProtocol is the version of kube-lease-client's command line and exec-protocol
+// extensions fencecheck speaks; a build that speaks another refuses to run.
+const ClientProtocol = "1"
+
+// BuildScript builds kube-apiserver and kube-lease-client into CacheDir, from the
+// repository's root.
 const BuildScript = "harness/lease/kubelease/apiserver/build.sh"
 
-// CachePath is where BuildScript puts its build: $FENCECHECK_CACHE, else
+// CacheDir is where BuildScript puts its builds: $FENCECHECK_CACHE, else
 // $XDG_CACHE_HOME/fencecheck, else ~/.cache/fencecheck, then
-// kube-apiserver-<APIServerVersion>/kube-apiserver. CI keeps that folder between runs.
-func CachePath() string {
+// kube-apiserver-<APIServerVersion>. CI keeps that folder between runs.
+func CacheDir() string {
 	root := os.Getenv("FENCECHECK_CACHE")
 	if root == "" {
 		base := os.Getenv("XDG_CACHE_HOME")
@@ -49,30 +61,56 @@ func CachePath() string {
 		}
 		root = filepath.Join(base, "fencecheck")
 	}
-	return filepath.Join(root, "kube-apiserver-"+APIServerVersion, "kube-apiserver")
+	return filepath.Join(root, "kube-apiserver-"+APIServerVersion)
 }
+
+// CachePath is the cached kube-apiserver build.
+func CachePath() string { return filepath.Join(CacheDir(), "kube-apiserver") }
+
+// ClientCachePath is the cached kube-lease-client build.
+func ClientCachePath() string { return filepath.Join(CacheDir(), ClientName) }
 
 // FindAPIServer returns the kube-apiserver to run: explicit if set, else
 // $FENCECHECK_KUBE_APISERVER, else the cached build, else kube-apiserver on PATH. When
 // there is none the error wraps proc.ErrNotFound and says how to build one.
 func FindAPIServer(explicit string) (string, error) {
-	for _, p := range []string{explicit, os.Getenv(EnvAPIServer)} {
+	return find("kube-apiserver", explicit, EnvAPIServer, CachePath())
+}
+
+// FindClient returns the kube-lease-client to run, found as FindAPIServer finds
+// kube-apiserver: explicit, $FENCECHECK_KUBE_LEASE_CLIENT, the cached build, PATH.
+func FindClient(explicit string) (string, error) {
+	return find(ClientName, explicit, EnvClient, ClientCachePath())
+}
+
+// FindBuild is the first error of FindAPIServer and FindClient with the default
+// places (nil when both are there): the tests skip on one wrapping proc.ErrNotFound.
+func FindBuild() error {
+	if _, err := FindAPIServer(""); err != nil {
+		return err
+	}
+	_, err := FindClient("")
+	return err
+}
+
+func find(name, explicit, env, cached string) (string, error) {
+	for _, p := range []string{explicit, os.Getenv(env)} {
 		if p == "" {
 			continue
 		}
 		if err := executable(p); err != nil {
-			return "", fmt.Errorf("kube-apiserver %s: %w", p, err)
+			return "", fmt.Errorf("%s %s: %w", name, p, err)
 		}
 		return p, nil
 	}
-	if p := CachePath(); executable(p) == nil {
+	if executable(cached) == nil {
+		return cached, nil
+	}
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	if p, err := exec.LookPath("kube-apiserver"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("kube-apiserver %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",
-		APIServerVersion, BuildScript, CachePath(), EnvAPIServer, proc.ErrNotFound)
+	return "", fmt.Errorf("%s %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",
+		name, APIServerVersion, BuildScript, CacheDir(), env, proc.ErrNotFound)
 }
 
 func executable(p string) error {
