@@ -43,7 +43,8 @@ type External interface {
 // meaningless): a resource that fences on tokens cannot be made safe with them.
 type Tokenless interface {
 	Backend
-	// NoFencingToken says in a few words why there is no token.
+	// NoFencingToken says in a few words why there is no token; "" when the grants do
+	// carry tokens after all (the exec backend knows only once its clients said so).
 	NoFencingToken() string
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -33,6 +34,9 @@ type Campaign struct {
 	Log io.Writer
 	// CheckTimeout bounds each property's check (0: the models' default).
 	CheckTimeout time.Duration
+	// Redact masks secrets in every run's log, its error and its folder's failure note
+	// (nil: credential patterns only, such as a URL's password).
+	Redact *redact.Redactor
 	// Started and Finished, if set, are called around each run (from the runs'
 	// goroutines, possibly at the same time).
 	Started  func(i int, label string)
@@ -102,7 +106,7 @@ func (c Campaign) registry() *registry.Registry {
 }
 
 // runOne runs spec into Store/<label>/<timestamp>/ with its log in run.log, and points
-// Store/<label>/latest at it.
+// Store/<label>/latest at it if it left a history (reports.EndRun).
 func (c Campaign) runOne(ctx context.Context, spec Spec, label string) (r RunResult) {
 	r.Label = label
 	started := time.Now()
@@ -123,18 +127,22 @@ func (c Campaign) runOne(ctx context.Context, spec Spec, label string) (r RunRes
 		return r
 	}
 	defer logf.Close()
-	var h slog.Handler = slog.NewTextHandler(logf, nil)
+	var h slog.Handler = slog.NewTextHandler(c.Redact.Writer(logf), nil)
 	if c.Log != nil {
-		h = slog.NewMultiHandler(h, slog.NewTextHandler(c.Log, nil))
+		h = slog.NewMultiHandler(h, slog.NewTextHandler(c.Redact.Writer(c.Log), nil))
 	}
 	logger := slog.New(h)
 	logger.Info("scenario starting", "label", label, "backend", spec.Backend, "resource", spec.Resource, "faults", spec.Faults, "seed", spec.Seed)
 	r.Outcome, r.Err = Execute(ctx, spec, Options{OutDir: dir, Logger: logger, CheckTimeout: c.CheckTimeout, Registry: c.Registry})
+	r.Err = c.Redact.Error(r.Err)
+	failure := ""
 	if r.Err != nil {
 		logger.Error("scenario failed", "err", r.Err)
+		failure = r.Err.Error()
 	}
-	// The folder holds whatever evidence there is, even from a failed run.
-	if err := reports.MarkLatest(dir); err != nil && r.Err == nil {
+	// The folder holds whatever evidence there is, even from a failed run; latest
+	// moves to it only if it has a history.
+	if err := reports.EndRun(dir, failure); err != nil && r.Err == nil {
 		r.Err = fmt.Errorf("results store: %w", err)
 	}
 	return r

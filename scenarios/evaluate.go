@@ -1,7 +1,9 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -158,6 +160,22 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 	return p, nil
 }
 
+// learnedNoToken is why the backend's grants carry no fencing token when only its runs
+// could tell (an exec client that grants with "no_token"): the reason an unfenced run's
+// history records, or a fenced run's refusal.
+func learnedNoToken(results []RunResult) string {
+	refusal := ""
+	for _, res := range results {
+		if res.Outcome != nil && res.Outcome.History != nil && res.Outcome.History.Run.NoToken != "" {
+			return res.Outcome.History.Run.NoToken
+		}
+		if refusal == "" && errors.Is(res.Err, ErrNoToken) {
+			refusal = res.Err.Error()
+		}
+	}
+	return refusal
+}
+
 // Specs lists the plan's runs, for a Campaign.
 func (p *EvaluatePlan) Specs() []Spec {
 	out := make([]Spec, len(p.Jobs))
@@ -172,8 +190,12 @@ func (p *EvaluatePlan) Specs() []Spec {
 func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Time) *judge.Scorecard {
 	sc := p.Scorecard
 	sc.Started = started
+	sc.NoToken = cmp.Or(sc.NoToken, learnedNoToken(results))
 	for i, j := range p.Jobs {
 		res := results[i]
+		if sc.NoToken != "" && errors.Is(res.Err, ErrNoToken) {
+			continue // a fenced run that ended at its first grant: not a run of the fence
+		}
 		var run judge.ScoreRun
 		if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
 			msg := "no report"

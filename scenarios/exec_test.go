@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,9 @@ import (
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // execFile is a file of the exec backend's package, by absolute path.
@@ -27,14 +29,20 @@ func execFile(t *testing.T, rel string) string {
 	return p
 }
 
-// skipWithoutPython skips a scenario whose exec client is a Python script when there is
-// no python3.
-func skipWithoutPython(t *testing.T, s Spec) {
+// skipWithoutClient skips an exec scenario, in one line naming the Debian package,
+// when what its example client runs on (an interpreter, a Python module, a JDK and
+// Curator's jars) is not installed; its lock service is the backend's Needs
+// (skipUnavailable). The Curator example is compiled first, so that javac's seconds do
+// not count against the run's first answers.
+func skipWithoutClient(t *testing.T, s Spec) {
 	t.Helper()
-	if strings.HasPrefix(s.Options["client-cmd"], "python3 ") {
-		if _, err := exec.LookPath("python3"); err != nil {
-			t.Skip("python3 not installed: the exec example client needs it")
-		}
+	if s.Backend != "exec" {
+		return
+	}
+	cmd := s.Options["client-cmd"]
+	exectest.RequireClient(t, cmd)
+	if strings.Contains(cmd, "curator_lock.sh") {
+		exectest.PrepareCurator(t, execFile(t, "examples/curator_lock.sh"))
 	}
 }
 
@@ -79,15 +87,13 @@ func TestExecExamples(t *testing.T) {
 			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
 		}},
 		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
-			if _, err := exec.LookPath("curl"); err != nil {
-				t.Skip("curl not installed: apt-get install curl")
-			}
+			proctest.Skip(t, proc.Need{Program: "curl", Package: "curl"})
 			return map[string]string{"client-cmd": "sh " + execFile(t, "examples/naive_http.sh")}, nil
 		}},
-		{"redis-py Lock, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
+		{"redis-py Lock with an INCR token, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
 			exectest.RequirePythonModule(t, "redis", "python3-redis")
 			addr, pid := exectest.StartRedis(t)
-			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), "lock-endpoints": addr}, []int{pid}
+			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py") + " --token incr", "lock-endpoints": addr}, []int{pid}
 		}},
 		// The session timeout is the TTL: 1 s, so kazoo's heartbeats (every third of it)
 		// keep up on a loaded machine; the pause stops the client for 2 s.
@@ -136,7 +142,7 @@ func TestExecBrokenClient(t *testing.T) {
 			require.NotContains(t, err.Error(), "\n")
 			require.Contains(t, err.Error(), tt.want)
 			require.Contains(t, err.Error(), "the history so far")
-			require.Equal(t, tt.protocol, isSpec(err), "protocol errors are usage errors (exit 2), crashes are not (exit 3)")
+			require.True(t, isSpec(err), "the user's client broke: the run could not be made as asked (exit 2), whether it sent garbage or died")
 			if tt.protocol {
 				require.ErrorIs(t, err, execlock.ErrProtocol)
 			} else {
@@ -249,4 +255,47 @@ func TestExecClientCrash(t *testing.T) {
 	requireNoProcesses(t)
 	_, err := Normalize(Spec{Backend: "naive", Faults: []string{"client-crash"}})
 	require.ErrorContains(t, err, "kills a lock client that is a process of its own")
+}
+
+// TestExecNoToken: redis-py's Lock as it is grants with "no_token". Unfenced, the run
+// records the client's reason and the tokens verdict is violated by it; against a fenced
+// resource the run ends at the first grant with ErrNoToken (exit 2), the history kept,
+// no process left; evaluate's scorecard says "no fencing token" as for redis-notoken.
+func TestExecNoToken(t *testing.T) {
+	exectest.RequirePythonModule(t, "redis", "python3-redis")
+	opts := map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), "lock-service": "redis"}
+	skipUnavailable(t, Spec{Backend: "exec", Options: opts}) // scenarios_test.go
+	o, err := Execute(context.Background(), Spec{Backend: "exec", Options: opts, Resource: "unfenced", Faults: []string{"pause"}}, Options{})
+	require.NoError(t, err)
+	require.Contains(t, o.History.Run.NoToken, "redis-py's Lock is SET NX PX with a random value")
+	require.Equal(t, models.Violated, o.Report.Verdicts[models.Tokens])
+	res, ok := o.Report.Result(models.Tokens)
+	require.True(t, ok)
+	require.Contains(t, res.Explanation, "The backend says: redis-py's Lock")
+
+	dir := t.TempDir()
+	_, err = Execute(context.Background(), Spec{Backend: "exec", Options: opts, Resource: "fenced", Faults: []string{"pause"}}, Options{OutDir: dir})
+	require.ErrorIs(t, err, ErrNoToken)
+	require.True(t, isSpec(err), "a usage error: exit 2")
+	require.NotContains(t, err.Error(), "\n")
+	require.Contains(t, err.Error(), `granted with "no_token": redis-py's Lock`)
+	require.Contains(t, err.Error(), "resource fenced fences on tokens")
+	h, err := history.ReadFile(filepath.Join(dir, "history.json"))
+	require.NoError(t, err)
+	require.Contains(t, h.Run.NoToken, "redis-py's Lock")
+	for _, op := range h.Ops {
+		require.NotEqual(t, history.Write, op.Kind, "no write reached the fenced resource")
+	}
+	requireNoProcesses(t)
+
+	plan, err := PlanEvaluate(EvaluateConfig{Backend: "exec", Options: opts, Faults: []string{"pause"}})
+	require.NoError(t, err)
+	results, _ := Campaign{Store: t.TempDir()}.Run(context.Background(), plan.Specs())
+	sc := plan.Judge(results, t.TempDir(), time.Now())
+	require.Contains(t, sc.NoToken, "redis-py's Lock")
+	require.False(t, sc.Safe)
+	require.Len(t, sc.Rows, 1)
+	require.Equal(t, judge.NoTokenWord, sc.Rows[0].Fenced)
+	require.Equal(t, "stale writes got through", sc.Rows[0].Unfenced)
+	requireNoProcesses(t)
 }

@@ -6,7 +6,6 @@
 package scenarios
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -225,6 +224,9 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 	}
 	s.Options = opts.all
 	r.settings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Faults: s.Faults, Options: opts.backend}.WithOptions(be.Options)
+	if res.NeedsToken {
+		r.settings.TokenResource = res.Name
+	}
 	r.resSettings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.resource}.WithOptions(res.Options)
 	if err := be.CheckSettings(r.settings); err != nil {
 		return fail(err)
@@ -281,8 +283,9 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 }
 
 // ErrNoToken marks a run of a backend without fencing tokens against a resource that
-// fences on them: it cannot be made safe by fencing (a usage error, exit 2).
-var ErrNoToken = errors.New("no fencing token: cannot be made safe by fencing")
+// fences on them: it cannot be made safe by fencing (a usage error, exit 2). It is
+// registry.ErrNoToken, which a backend that learns it while running (exec) returns.
+var ErrNoToken = registry.ErrNoToken
 
 // defaultBackend is the backend an option implies (--etcd-endpoints: etcd; an option
 // of a family, like --zookeeper-servers, the family's first), else the first registered.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // Defaults every descriptor may override.
@@ -41,6 +42,9 @@ type Option struct {
 	// External marks an option that points the backend at servers fencecheck does not
 	// own: a run with it is labelled "-external" and matches no catalogue scenario.
 	External bool
+	// Secret marks an option whose value carries credentials (a DSN's password, a
+	// kubeconfig's token): the CLI masks them in everything it prints and writes.
+	Secret bool
 }
 
 // Settings are what a descriptor's functions see of a run.
@@ -53,6 +57,10 @@ type Settings struct {
 	// Faults are the run's targeted faults: a backend whose clock runs fast from its
 	// start (FastClocked) must know before it starts.
 	Faults []string
+	// TokenResource names the run's resource when its safety rests on fencing tokens
+	// (Resource.NeedsToken), else "": a backend that learns only while it runs that its
+	// grants carry no token (exec: the client says so) then ends the run with ErrNoToken.
+	TokenResource string
 	// Options are the descriptor's own options as given (not yet the Env defaults).
 	Options map[string]string
 	// opts are the descriptor's declared options, for Option's Env defaults.
@@ -147,9 +155,12 @@ type Backend struct {
 	// s.TTL (an existing cluster may raise a short one). Every timing of a run derives
 	// from the TTL, so a run uses the granted one or is refused. nil: granted as asked.
 	GrantedTTL func(ctx context.Context, s Settings) (time.Duration, error)
-	// Unavailable says why the service cannot run here (e.g. its package is not
-	// installed), or "" when it can; nil: always available. Tests and `soak all` skip
-	// such scenarios.
+	// Needs lists what the machine must have to run the service with these settings
+	// (programs, files, Debian packages or build scripts); nil: nothing. A run, a test or
+	// `soak all` whose needs are missing says which, in one line, and skips.
+	Needs func(Settings) []proc.Need
+	// Unavailable says why the service cannot run here for a reason Needs does not
+	// cover, or "" when it can; nil: no such reason.
 	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
@@ -188,8 +199,8 @@ type Resource struct {
 	// Advice, for a native resource, is the condition a scorecard adds for using it.
 	Advice  string
 	Options []Option
-	// Unavailable says why the resource cannot run here (e.g. no server configured),
-	// or "" when it can. Tests and `soak all` skip such scenarios.
+	// Needs and Unavailable: as a Backend's (e.g. no server configured).
+	Needs       func(Settings) []proc.Need
 	Unavailable func(Settings) string
 	// Start starts the resource. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env ResourceEnv) (harness.Resource, error)
@@ -376,10 +387,53 @@ func (e inputError) Is(target error) bool { return target == ErrInput }
 // ErrInput matches errors wrapped by Input.
 var ErrInput = errors.New("bad input")
 
+// ErrNoToken marks a run of a backend without fencing tokens against a resource that
+// fences on them: it cannot be made safe by fencing (a usage error, exit 2).
+var ErrNoToken = errors.New("no fencing token: cannot be made safe by fencing")
+
 // Input marks err as the user's input: the CLI exits 2 for it. The message is err's.
 func Input(err error) error {
 	if err == nil {
 		return nil
 	}
 	return inputError{err}
+}
+
+// Unavailability says why the backend cannot run here with settings (a missing need
+// first), or "" when it can.
+func (b Backend) Unavailability(s Settings) string {
+	return unavailability(s.WithOptions(b.Options), b.Needs, b.Unavailable)
+}
+
+// NeedsOf lists what the backend needs with settings.
+func (b Backend) NeedsOf(s Settings) []proc.Need {
+	if b.Needs == nil {
+		return nil
+	}
+	return b.Needs(s.WithOptions(b.Options))
+}
+
+// Unavailability says why the resource cannot run here with settings, or "".
+func (r Resource) Unavailability(s Settings) string {
+	return unavailability(s.WithOptions(r.Options), r.Needs, r.Unavailable)
+}
+
+// NeedsOf lists what the resource needs with settings.
+func (r Resource) NeedsOf(s Settings) []proc.Need {
+	if r.Needs == nil {
+		return nil
+	}
+	return r.Needs(s.WithOptions(r.Options))
+}
+
+func unavailability(s Settings, needs func(Settings) []proc.Need, other func(Settings) string) string {
+	if needs != nil {
+		if why := proc.Missing(needs(s)...); why != "" {
+			return why
+		}
+	}
+	if other != nil {
+		return other(s)
+	}
+	return ""
 }

@@ -12,7 +12,7 @@ import (
 // names it in $FENCECHECK_EXAMPLES, so that a command can use one wherever fencecheck
 // runs from (`python3 "$FENCECHECK_EXAMPLES/naive_http.py"`: the catalogue does).
 //
-//go:embed examples/*.py examples/*.sh
+//go:embed examples/*.py examples/*.sh examples/*.java
 var examples embed.FS
 
 // ExamplesEnv is the environment variable that names the examples' folder.

@@ -70,17 +70,36 @@ func CachePath() string { return filepath.Join(CacheDir(), "kube-apiserver") }
 // ClientCachePath is the cached kube-lease-client build.
 func ClientCachePath() string { return filepath.Join(CacheDir(), ClientName) }
 
+// APIServerNeed is the kube-apiserver build: the cache folder BuildScript fills, else
+// kube-apiserver on PATH.
+var APIServerNeed = buildNeed("kube-apiserver", CachePath)
+
+// ClientNeed is the kube-lease-client build, found the same way.
+var ClientNeed = buildNeed(ClientName, ClientCachePath)
+
+func buildNeed(name string, cached func() string) proc.Need {
+	return proc.Need{Program: name, Build: BuildScript, Lookup: func() string {
+		if p := cached(); executable(p) == nil {
+			return p
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		return ""
+	}}
+}
+
 // FindAPIServer returns the kube-apiserver to run: explicit if set, else
 // $FENCECHECK_KUBE_APISERVER, else the cached build, else kube-apiserver on PATH. When
 // there is none the error wraps proc.ErrNotFound and says how to build one.
 func FindAPIServer(explicit string) (string, error) {
-	return find("kube-apiserver", explicit, EnvAPIServer, CachePath())
+	return find("kube-apiserver", explicit, EnvAPIServer, APIServerNeed)
 }
 
 // FindClient returns the kube-lease-client to run, found as FindAPIServer finds
 // kube-apiserver: explicit, $FENCECHECK_KUBE_LEASE_CLIENT, the cached build, PATH.
 func FindClient(explicit string) (string, error) {
-	return find(ClientName, explicit, EnvClient, ClientCachePath())
+	return find(ClientName, explicit, EnvClient, ClientNeed)
 }
 
 // FindBuild is the first error of FindAPIServer and FindClient with the default
@@ -93,7 +112,7 @@ func FindBuild() error {
 	return err
 }
 
-func find(name, explicit, env, cached string) (string, error) {
+func find(name, explicit, env string, need proc.Need) (string, error) {
 	for _, p := range []string{explicit, os.Getenv(env)} {
 		if p == "" {
 			continue
@@ -103,10 +122,7 @@ func find(name, explicit, env, cached string) (string, error) {
 		}
 		return p, nil
 	}
-	if executable(cached) == nil {
-		return cached, nil
-	}
-	if p, err := exec.LookPath(name); err == nil {
+	if p, err := need.Find(); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",

@@ -43,7 +43,7 @@ func Descriptors() []registry.Backend {
 				Name: OptionClient, Env: EnvClient,
 				Usage: "the kube-lease-client binary, the kube-lease backends' lock client (default: the build " + BuildScript + " caches in " + ClientCachePath() + ")",
 			}, {
-				Name: OptionKubeconfig, External: true,
+				Name: OptionKubeconfig, External: true, Secret: true,
 				Usage: "kubeconfig of an existing Kubernetes cluster for the kube-lease backends (its current context; the run takes Lease fencecheck-<run id> and deletes it; client-side faults only)",
 			}, {
 				Name:  OptionNamespace,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -17,14 +18,14 @@ const OptionDSN = "mariadb-lock-dsn"
 
 func dsnOption() registry.Option {
 	return registry.Option{
-		Name: OptionDSN, External: true,
+		Name: OptionDSN, External: true, Secret: true,
 		Usage: "existing MariaDB (user:password@tcp(host:port)/database) for the mariadb-lock backends, instead of a private mariadbd fencecheck starts (client-side faults only)",
 	}
 }
 
 // entries is what the backends' registry entries share with the other database locks.
 func entries() sqlsession.Entries {
-	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Available: Available, LogName: "mariadb.log"}
+	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Needs: needs, LogName: "mariadb.log"}
 }
 
 const externalWords = "an existing MariaDB (--" + OptionDSN + ")"
@@ -61,17 +62,12 @@ func caps(s registry.Settings, noToken string) registry.Caps {
 	return c
 }
 
-// unavailable adds libfaketime to what a private server needs in a skew run.
-func unavailable(s registry.Settings) string {
-	if why := entries().Unavailable(s); why != "" {
-		return why
-	}
+// needs: a private server's mariadbd, with libfaketime in a skew run.
+func needs(s registry.Settings) []proc.Need {
 	if skewed(s) {
-		if err := FaketimeAvailable(); err != nil {
-			return err.Error()
-		}
+		return []proc.Need{ServerNeed, proc.Libfaketime}
 	}
-	return ""
+	return []proc.Need{ServerNeed}
 }
 
 // Descriptors returns the registry entries: mariadb-lock (counter token),
@@ -84,8 +80,10 @@ func Descriptors() []registry.Backend {
 		}
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
-			TTL:     time.Second, // wait_timeout is whole seconds
-			Options: []registry.Option{dsnOption()},
+			// Connection ids restart at 1 when the server restarts.
+			TokensResetOnCrash: tok == TokenConnID,
+			TTL:                time.Second, // wait_timeout is whole seconds
+			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
 				if s.Members != 1 {
 					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)
@@ -105,7 +103,7 @@ func Descriptors() []registry.Backend {
 				}
 				return "a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL"
 			},
-			Unavailable: unavailable,
+			Needs: entries().NeedsOf,
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)
 			},

@@ -176,7 +176,7 @@ func TestDescriptorCaps(t *testing.T) {
 				}
 			}
 			require.NoError(t, tc.d.CheckSettings(s))
-			require.Empty(t, tc.d.Unavailable(s.WithOptions(tc.d.Options)))
+			require.Empty(t, tc.d.Unavailability(s))
 			require.Equal(t, tc.setup, tc.d.SetupOf(s))
 			declared := tc.d.DeclaredCaps(s)
 			require.Equal(t, tc.want(registry.Caps{Crasher: true, ClientExpiry: true}), declared)

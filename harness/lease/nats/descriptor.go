@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -22,9 +23,15 @@ func Descriptor() registry.Backend {
 		Meaning: "one nats-server with JetStream (or --nats-url): KV Create/Update(revision) with the bucket's TTL; token = the key's revision at grant",
 		Token:   "the key's revision at grant (the stream sequence)",
 		Options: []registry.Option{{
-			Name: OptionURL, External: true,
+			Name: OptionURL, External: true, Secret: true,
 			Usage: "nats://host:port of an existing nats-server with JetStream to use instead of starting one (client-side faults only)",
 		}},
+		Needs: func(s registry.Settings) []proc.Need {
+			if s.Option(OptionURL) != "" {
+				return nil
+			}
+			return []proc.Need{ServerNeed}
+		},
 		Check: func(s registry.Settings) error {
 			if s.Members != 1 {
 				return fmt.Errorf("backend nats is a single nats-server: --members must be 1, got %d", s.Members)
