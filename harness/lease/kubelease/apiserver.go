@@ -122,11 +122,16 @@ func find(name, explicit, env string, need proc.Need) (string, error) {
 		}
 		return p, nil
 	}
-	if p, err := need.Find(); err == nil {
+	p, err := need.Find()
+	if err == nil {
 		return p, nil
 	}
+	missing := proc.ErrNotFound
+	if errors.Is(err, proc.ErrHidden) {
+		missing = proc.ErrHidden
+	}
 	return "", fmt.Errorf("%s %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",
-		name, APIServerVersion, BuildScript, CacheDir(), env, proc.ErrNotFound)
+		name, APIServerVersion, BuildScript, CacheDir(), env, missing)
 }
 
 func executable(p string) error {

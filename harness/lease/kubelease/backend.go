@@ -168,14 +168,16 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Kubeconfig == "" {
+		if cfg.Binary, err = FindAPIServer(cfg.Binary); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Client, err = FindClient(cfg.Client); err != nil {
 		return nil, err
 	}
 	if cfg.Kubeconfig != "" {
 		return startExternal(ctx, cfg)
-	}
-	if cfg.Binary, err = FindAPIServer(cfg.Binary); err != nil {
-		return nil, err
 	}
 	b := &Backend{Group: proc.Group[*APIServer]{Name: "kube-apiserver"}, cfg: cfg}
 	defer func() {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,6 +53,7 @@ func TestFind(t *testing.T) {
 		{kubelease.ClientName, kubelease.EnvClient, kubelease.FindClient, kubelease.ClientCachePath},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(proc.HideEnv, "")
 			t.Setenv("FENCECHECK_CACHE", t.TempDir())
 			t.Setenv(tc.env, "")
 			t.Setenv("PATH", t.TempDir())
@@ -90,14 +90,15 @@ func TestClientProtocol(t *testing.T) {
 // The cached kube-lease-client was built from the sources here (build.sh's stamp):
 // otherwise the tests would test another client.
 func TestClientBuildIsCurrent(t *testing.T) {
-	if os.Getenv(kubelease.EnvClient) != "" {
-		t.Skip("an explicit " + kubelease.EnvClient)
+	p, err := kubelease.FindClient("")
+	switch {
+	case errors.Is(err, proc.ErrNotFound):
+		t.Skip(err)
+	case err != nil || p != kubelease.ClientCachePath():
+		t.Skipf("the client is not the cached build (%s %v)", p, err)
 	}
 	stamp, err := os.ReadFile(kubelease.ClientCachePath() + ".stamp")
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("%s is not built (%s)", kubelease.ClientName, kubelease.BuildScript)
-	}
-	require.NoError(t, err)
+	require.NoError(t, err, "a cached build without build.sh's stamp")
 	srcs, err := filepath.Glob("apiserver/cmd/kube-lease-client/*.go")
 	require.NoError(t, err)
 	h := sha256.New()
