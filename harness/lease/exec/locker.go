@@ -87,6 +87,7 @@ type answer struct {
 	noToken string // the client's reason its lock has no fencing token
 	// validUntil is when the grant ends by the client's clock (Config.Expiry).
 	validUntil time.Time
+	lease      *lease // a grant's, made when it was read
 	msg        string
 	definite   bool
 	err        error // the client died or broke the protocol before answering
@@ -304,6 +305,12 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 		return nil
 	}
 	delete(l.pending, id)
+	if a.ok && req.op == "acquire" {
+		// The lease is the current one from now on, so that an event the client sends
+		// right after the grant reaches it.
+		a.lease = &lease{l: l, token: a.token, lost: make(chan struct{}), validUntil: a.validUntil}
+		l.lease = a.lease
+	}
 	l.mu.Unlock()
 	req.timer.Stop()
 	req.reply <- a
@@ -498,9 +505,8 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	if !a.ok {
 		return nil, refusal(a)
 	}
-	le := &lease{l: l, token: a.token, lost: make(chan struct{}), validUntil: a.validUntil}
+	le := a.lease
 	l.mu.Lock()
-	l.lease = le
 	if l.dead != nil || r.inc != l.cur {
 		le.markLost() // the process that granted it is gone
 	}
@@ -575,6 +581,11 @@ func (l *Locker) abandon(r *request) {
 		if a.err != nil || !a.ok {
 			return
 		}
+		l.mu.Lock()
+		if l.lease == a.lease {
+			l.lease = nil // nobody's: given back at once
+		}
+		l.mu.Unlock()
 		rel, err := l.send("release")
 		if err != nil {
 			return
