@@ -92,7 +92,7 @@ func TestSkew(t *testing.T) {
 		})
 		t.Run(st.name+"/database-time", func(t *testing.T) {
 			b := startWith(t, Name, ttl, st.opts)
-			a, _ := locker(t, b, 0)
+			a, alink := locker(t, b, 0)
 			c, _ := locker(t, b, 1)
 			held := harnesstest.Acquire(t, a)
 			core(t, b).driftOf(1).Jump(10 * ttl)
@@ -106,8 +106,14 @@ func TestSkew(t *testing.T) {
 			target, clock, err := sc.ServiceClock(context.Background())
 			require.NoError(t, err)
 			require.Equal(t, "database", target)
+			// The holder is paused, as the skew fault pauses it: a renewal after the jump
+			// would set lock_until by the jumped clock too and keep the lock (each
+			// statement reads the database's now()), so that the taker's first try
+			// would race the holder's next renewal.
+			alink.Stall()
 			clock.Jump(10 * ttl)
 			next := harnesstest.Acquire(t, c)
+			alink.Pass()
 			validA := held.(harness.Expiring).ValidUntil()
 			require.True(t, time.Now().Before(validA), "a database clock ahead ends the holder's lease early: client 1 took it while the holder held it until %v", validA)
 			require.Greater(t, next.Token(), held.Token())
