@@ -22,6 +22,7 @@ const (
 // build), or an existing cluster's kubeconfig and the namespace to take the Lease in.
 const (
 	OptionAPIServer  = "kube-apiserver"
+	OptionClient     = "kube-lease-client"
 	OptionKubeconfig = "kubeconfig"
 	OptionNamespace  = "kube-namespace"
 )
@@ -38,6 +39,9 @@ func Descriptors() []registry.Backend {
 			Options: []registry.Option{{
 				Name: OptionAPIServer, Env: EnvAPIServer,
 				Usage: "the kube-apiserver binary for the kube-lease backends (default: the build " + BuildScript + " caches in " + CachePath() + ")",
+			}, {
+				Name: OptionClient, Env: EnvClient,
+				Usage: "the kube-lease-client binary, the kube-lease backends' lock client (default: the build " + BuildScript + " caches in " + ClientCachePath() + ")",
 			}, {
 				Name: OptionKubeconfig, External: true, Secret: true,
 				Usage: "kubeconfig of an existing Kubernetes cluster for the kube-lease backends (its current context; the run takes Lease fencecheck-<run id> and deletes it; client-side faults only)",
@@ -61,6 +65,11 @@ func Descriptors() []registry.Backend {
 						return err
 					}
 				}
+				if p := s.Option(OptionClient); p != "" {
+					if _, err := FindClient(p); err != nil {
+						return err
+					}
+				}
 				return TimingFor(s.TTL).Validate()
 			},
 			Caps: func(s registry.Settings) registry.Caps {
@@ -76,6 +85,9 @@ func Descriptors() []registry.Backend {
 				return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
 			},
 			Unavailable: func(s registry.Settings) string {
+				if _, err := FindClient(s.Option(OptionClient)); errors.Is(err, proc.ErrNotFound) {
+					return err.Error()
+				}
 				if s.Option(OptionKubeconfig) != "" {
 					return ""
 				}
@@ -100,8 +112,12 @@ func Descriptors() []registry.Backend {
 }
 
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
+	client, err := FindClient(env.Option(OptionClient))
+	if err != nil {
+		return nil, registry.Input(err)
+	}
 	if k := env.Option(OptionKubeconfig); k != "" {
-		cfg := Config{TTL: env.TTL, Token: tok, Kubeconfig: k, Namespace: env.Option(OptionNamespace), RunID: env.RunID, Logger: env.Logger, name: name}
+		cfg := Config{TTL: env.TTL, Token: tok, Client: client, Kubeconfig: k, Namespace: env.Option(OptionNamespace), RunID: env.RunID, Logger: env.Logger, name: name}
 		if err := cfg.Validate(); err != nil {
 			return nil, registry.Input(err)
 		}
@@ -129,7 +145,7 @@ func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (h
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{TTL: env.TTL, Token: tok, Binary: bin, Dir: dir, LogWriter: w, EtcdLog: etcdLog, Logger: env.Logger, name: name}
+	cfg := Config{TTL: env.TTL, Token: tok, Binary: bin, Client: client, Dir: dir, LogWriter: w, EtcdLog: etcdLog, Logger: env.Logger, name: name}
 	if err := cfg.Validate(); err != nil {
 		return nil, registry.Input(err)
 	}
