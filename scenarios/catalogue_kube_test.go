@@ -51,7 +51,7 @@ func TestKubeSpecErrors(t *testing.T) {
 		{"sub-second ttl", Spec{Backend: "kube-lease", TTL: 500 * time.Millisecond}, "whole seconds, at least 1s"},
 		{"three members", Spec{Backend: "kube-lease", Members: 3}, "--members must be 1"},
 		{"no leader", Spec{Backend: "kube-lease", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
-		{"no clock", Spec{Backend: "kube-lease", Faults: []string{"skew"}}, "cannot be skewed"},
+		{"no clock", Spec{Backend: "kube-lease", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
 		{"missing binary", Spec{Backend: "kube-lease", Options: map[string]string{kubelease.OptionAPIServer: "/nonexistent/kube-apiserver"}}, "/nonexistent/kube-apiserver"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ func TestExternalEtcd(t *testing.T) {
 
 	_, err = Execute(ctx, Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Faults: []string{"leader-isolation"}}, Options{})
 	require.ErrorIs(t, err, ErrSpec)
-	require.ErrorContains(t, err, "needs a cluster fencecheck started itself")
+	require.ErrorContains(t, err, "which fencecheck must have started itself")
 }
 
 func TestExternalEtcdUnreachable(t *testing.T) {

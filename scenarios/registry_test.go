@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -47,7 +48,7 @@ func TestTokenlessBackend(t *testing.T) {
 	_, err = normalize(reg, Spec{Backend: "tokenless", Resource: "unfenced", Faults: []string{"pause"}})
 	require.NoError(t, err)
 	_, err = normalize(reg, Spec{Backend: "tokenless", Resource: "unfenced", Faults: []string{"crash"}})
-	require.ErrorContains(t, err, "cannot be crashed", "capabilities come from the descriptor, not the name")
+	require.ErrorContains(t, err, "does not implement harness.Crasher", "capabilities come from the descriptor, not the name")
 
 	p, err := PlanEvaluate(EvaluateConfig{Registry: reg, Backend: "tokenless"})
 	require.NoError(t, err)
@@ -79,7 +80,7 @@ func TestRegistryRefusesDuplicates(t *testing.T) {
 	reg := builtin.Registry()
 	require.ErrorContains(t, reg.AddBackend(naive.Descriptors()[0]), "registered twice")
 	require.ErrorContains(t, reg.AddBackend(registry.Backend{Name: "x"}), "needs a name and a Start")
-	require.ErrorContains(t, reg.AddFault(registry.Faults()[0]), "registered twice")
+	require.ErrorContains(t, reg.AddFault(faults.All()[0]), "registered twice")
 	b := naive.Descriptors()[0]
 	b.Name, b.Options = "other", []registry.Option{{Name: "etcd-endpoints", Usage: "something else"}}
 	require.ErrorContains(t, reg.AddBackend(b), "declared twice")

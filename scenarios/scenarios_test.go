@@ -117,7 +117,7 @@ func TestRandomSchedule(t *testing.T) {
 	_, skipped, _, err = Schedule(Spec{Backend: "etcd", RandomFaults: []string{"pause", "skew"}, Duration: 20 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, skipped, 1)
-	require.Contains(t, skipped[0], "cannot be skewed in-process")
+	require.Contains(t, skipped[0], "needs a service clock fencecheck owns")
 	_, _, _, err = Schedule(Spec{Backend: "etcd", RandomFaults: []string{"skew"}, Duration: 20 * time.Second})
 	require.ErrorIs(t, err, ErrSpec)
 }

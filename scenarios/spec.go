@@ -396,7 +396,18 @@ func (r resolved) clientFaults(be harness.Backend) []nemesis.ClientFault {
 		return sf.Action(registry.Service(be)), true
 	}
 	if sched, ok := r.schedule(); ok {
-		return sched.ClientFaults(action)
+		return sched.ClientFaults(func(it nemesis.Item) (nemesis.ClientFault, bool) {
+			f, _ := r.reg.Fault(it.Kind)
+			switch f := f.(type) {
+			case registry.ClientFault:
+				return f.Strike(r.target, nil), true
+			case registry.ServiceFault:
+				// Rides on the first pause point any client reaches, leaving its links alone.
+				a, _ := action(it.Kind)
+				return nemesis.ClientFault{AnyPoint: true, NoLinks: true, With: []nemesis.Action{a}}, true
+			}
+			return nemesis.ClientFault{}, false
+		})
 	}
 	var with []nemesis.Action
 	var strikes []registry.ClientFault

@@ -90,7 +90,7 @@ func TestZookeeperRefusals(t *testing.T) {
 		{"clock-jump", Spec{Backend: "zookeeper", Faults: []string{"clock-jump"}}, "only run fast from the start (skew), not step"},
 		{"careful", Spec{Backend: "zookeeper", Policy: "careful", Faults: []string{"pause"}}, "careful policy"},
 		{"members", Spec{Backend: "zookeeper", Members: 2}, "--members must be 1, 3 or 5"},
-		{"external node fault", Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}, Faults: []string{"crash"}}, "needs a cluster fencecheck started itself"},
+		{"external node fault", Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}, Faults: []string{"crash"}}, "which fencecheck must have started itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Normalize(tc.spec)
@@ -127,7 +127,7 @@ func TestExternalZookeeper(t *testing.T) {
 
 	_, err = Execute(ctx, Spec{Backend: "zookeeper", Options: servers, Faults: []string{"crash"}}, Options{})
 	require.ErrorIs(t, err, ErrSpec)
-	require.ErrorContains(t, err, "needs a cluster fencecheck started itself")
+	require.ErrorContains(t, err, "which fencecheck must have started itself")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

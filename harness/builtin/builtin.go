@@ -5,6 +5,7 @@ package builtin
 import (
 	"fmt"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
@@ -42,7 +43,7 @@ func Registry() *registry.Registry {
 	must(r.AddResource(sqlite.Descriptors()...))
 	must(r.AddResource(postgres.Descriptors()...))
 
-	must(r.AddFault(registry.Faults()...))
+	must(r.AddFault(faults.All()...))
 	return r
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession/sqlsessiontest"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -194,7 +195,7 @@ func TestDescriptorCaps(t *testing.T) {
 			// The skew fault applies to the private server only, and is refused on an
 			// existing one with one line.
 			var skew registry.Fault
-			for _, f := range registry.Faults() {
+			for _, f := range faults.All() {
 				if f.Name() == "skew" {
 					skew = f
 				}
@@ -202,7 +203,7 @@ func TestDescriptorCaps(t *testing.T) {
 			require.NotNil(t, skew)
 			err = skew.Applies(registry.Target{Backend: tc.d.Name, Caps: declared, TTL: s.TTL, ClientFaults: []string{"pause"}})
 			if declared.External != "" {
-				require.ErrorContains(t, err, "only takes client-side faults")
+				require.ErrorContains(t, err, "takes client-side faults only")
 				require.NotContains(t, err.Error(), "\n")
 			} else {
 				require.NoError(t, err)
