@@ -90,11 +90,6 @@ func build(ctx context.Context, r resolved, outDir, runID string, log *slog.Logg
 	}
 	e.backend = be
 	e.closers = append(e.closers, be.Close)
-	// The plan was made from the descriptor's capabilities: they must be the started
-	// value's, or faults would be offered that cannot run (or missed).
-	if err := r.backend.CheckStarted(r.settings, be); err != nil {
-		return nil, err
-	}
 	res, err := r.resource.Start(ctx, registry.ResourceEnv{Settings: r.resSettings, RunID: runID, Backend: be, TempDir: tempDir})
 	if err != nil {
 		return nil, input(err)

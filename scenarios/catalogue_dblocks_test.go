@@ -26,7 +26,7 @@ func TestDBLockSpecErrors(t *testing.T) {
 		{"dsn of another backend", Spec{Backend: "naive", Options: map[string]string{"mariadb-lock-dsn": "x"}}, "--mariadb-lock-dsn is for the mariadb-lock"},
 		// skew is mariadbd's clock run fast from its start: the private server only,
 		// targeted, and not a clock fencecheck can step.
-		{"skew on an existing server", Spec{Backend: "mariadb-lock", Options: map[string]string{"mariadb-lock-dsn": "root@tcp(127.0.0.1:1)/db"}, Faults: []string{"skew"}}, "runs against an existing MariaDB (--mariadb-lock-dsn) (harness.External), so it takes client-side faults only"},
+		{"skew on an existing server", Spec{Backend: "mariadb-lock", Options: map[string]string{"mariadb-lock-dsn": "root@tcp(127.0.0.1:1)/db"}, Faults: []string{"skew"}}, "runs against servers given by --mariadb-lock-dsn (harness.External), so it takes client-side faults only"},
 		{"skew in a random schedule", Spec{Backend: "mariadb-lock", RandomFaults: []string{"skew"}, Duration: 10 * time.Second}, "not in a random schedule"},
 		{"clock-jump on mariadb-lock", Spec{Backend: "mariadb-lock", Faults: []string{"clock-jump"}}, "can only run fast from the start"},
 		{"skew on postgres-advisory", Spec{Backend: "postgres-advisory", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},

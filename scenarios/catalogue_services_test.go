@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/history"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
@@ -91,8 +91,8 @@ func TestServiceSpecErrors(t *testing.T) {
 	}
 }
 
-// The descriptors declare what the started backends have, fencecheck's own servers and
-// existing ones alike (a run stops on a difference; this finds it without a run).
+// The descriptors' Shapes give what the started backends have, fencecheck's own servers
+// and existing ones alike.
 func TestServiceDeclaredCaps(t *testing.T) {
 	ctx := context.Background()
 	reg := builtin.Registry()
@@ -136,15 +136,10 @@ func TestServiceDeclaredCaps(t *testing.T) {
 			if tc.opts != nil {
 				s.Options = tc.opts(t)
 			}
-			require.NoError(t, d.CheckSettings(s))
-			b, err := d.Start(ctx, registry.Env{Settings: s.WithOptions(d.Options), RunID: "caps-test", TempDir: func() (string, error) { return t.TempDir(), nil },
-				LogFile: func(string) (io.Writer, string, error) { return io.Discard, "", nil }})
-			require.NoError(t, err)
-			defer b.Close()
-			require.NoError(t, d.CheckStarted(s, b))
-			c := registry.CapsOf(b)
+			b := harnesstest.Start(t, d, s)
+			c := d.RunCaps(s, b)
 			require.Equal(t, tc.opts != nil, c.External != "")
-			require.Equal(t, tc.opts == nil, c.ProcessNodes && c.SingleProcess && c.Crasher)
+			require.Equal(t, tc.opts == nil, c.ProcessNodes && c.SingleProcess() && c.Crasher)
 			require.Equal(t, tc.backend == "redis-notoken" || tc.backend == "redlock", c.NoToken != "")
 		})
 	}

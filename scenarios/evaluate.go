@@ -79,7 +79,7 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 	}
 	unfenced := "unfenced"
 	def := be.Defaults(registry.Settings{Options: cfg.Options})
-	caps := be.DeclaredCaps(registry.Settings{Members: max(def.Members, 1), Options: cfg.Options})
+	caps := be.PlanCaps(registry.Settings{Members: max(def.Members, 1), Options: cfg.Options})
 	// The faults are tried on the resource the verdict rests on: a fenced register, or
 	// the unfenced one for a backend without tokens (whose fenced runs cannot be made).
 	probe := "fenced"
@@ -174,6 +174,11 @@ func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Tim
 	sc.Started = started
 	for i, j := range p.Jobs {
 		res := results[i]
+		if res.Outcome != nil && res.Outcome.History != nil && res.Outcome.History.Run.NoToken != "" {
+			// Why there is no token, as the started backend says (the plan had its
+			// descriptor's words).
+			sc.NoToken = res.Outcome.History.Run.NoToken
+		}
 		var run judge.ScoreRun
 		if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
 			msg := "no report"

@@ -161,7 +161,7 @@ func expectFor(reg *registry.Registry, s Spec) (e Expect, fromCatalogue bool) {
 		}
 		e.MinStaleRejected = 0
 	}
-	if err == nil && be.DeclaredCaps(r.settings).NoToken != "" {
+	if err == nil && be.PlanCaps(r.settings).NoToken != "" {
 		v[models.Tokens] = models.Violated // by declaration: history.Run.NoToken
 	}
 	return e, false

@@ -24,8 +24,8 @@ func tokenlessRegistry(t *testing.T) *registry.Registry {
 	reg := builtin.Registry()
 	base := naive.Descriptors()[0]
 	require.NoError(t, reg.AddBackend(registry.Backend{
-		Name: "tokenless", Meaning: "the naive server, declared without fencing tokens",
-		Caps: func(registry.Settings) registry.Caps { return registry.Caps{NoToken: "its leases carry no ordering"} },
+		Name: "tokenless", Meaning: "the naive server, declared without fencing tokens", Token: "its leases carry no ordering",
+		Shape: func(registry.Settings) registry.Shape { return registry.Shape{Backend: tokenless{}} },
 		Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 			b, err := base.Start(ctx, env)
 			if err != nil {
@@ -61,19 +61,6 @@ func TestTokenlessBackend(t *testing.T) {
 	require.False(t, sc.Safe)
 	require.Contains(t, sc.Verdict, "cannot be made safe by fencing")
 	require.Equal(t, "no fencing token", sc.Rows[0].Fenced)
-}
-
-// A run stops when the started backend's capabilities differ from its descriptor's:
-// the plan would otherwise offer faults that cannot run.
-func TestCapsMustMatch(t *testing.T) {
-	reg := builtin.Registry()
-	liar := naive.Descriptors()[0]
-	liar.Name = "liar"
-	liar.Caps = func(registry.Settings) registry.Caps { return registry.Caps{Crasher: true} }
-	require.NoError(t, reg.AddBackend(liar))
-	_, err := Execute(context.Background(), Spec{Backend: "liar", Resource: "fenced"}, Options{Registry: reg})
-	require.ErrorContains(t, err, "its descriptor declares capabilities")
-	require.NotErrorIs(t, err, ErrSpec, "a descriptor bug is internal, not the user's input")
 }
 
 func TestRegistryRefusesDuplicates(t *testing.T) {

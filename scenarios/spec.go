@@ -229,7 +229,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 	if err := be.CheckSettings(r.settings); err != nil {
 		return fail(err)
 	}
-	caps := be.DeclaredCaps(r.settings)
+	caps := be.PlanCaps(r.settings)
 	if s.Policy == "" {
 		s.Policy = "trusting"
 	}
@@ -237,7 +237,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 		return fail(fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, names(Policies())))
 	}
 	if s.Policy == "careful" && !caps.ClientExpiry {
-		return fail(fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock (naive or raft); %s's session does not expose one", s.Backend))
+		return fail(fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock: leases that implement harness.Expiring (ValidUntil), and backend %s's Shape.Lease does not", s.Backend))
 	}
 	if res.NativeOnly && !slices.Contains(be.Native, res.Name) {
 		owners := reg.NativeOwners(res.Name)
@@ -246,7 +246,7 @@ func resolve(reg *registry.Registry, s Spec) (resolved, error) {
 	if caps.NoToken != "" && res.NeedsToken {
 		return fail(fmt.Errorf("%w (backend %s: %s; resource %s fences on tokens)", ErrNoToken, s.Backend, caps.NoToken, res.Name))
 	}
-	if err := checkKeys(reg, s, be.Name, caps, res); err != nil { // keys.go
+	if err := checkKeys(s, be.Name, caps, res); err != nil { // keys.go
 		return fail(err)
 	}
 	r.target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL, Random: len(s.RandomFaults) > 0}
@@ -383,6 +383,8 @@ func Policies() []Named {
 // backend. Service faults ride along with the client fault (given alone, they ride on a
 // pause of the holder, so that the run contains a stale write to stop).
 func (r resolved) clientFaults(be harness.Backend) []nemesis.ClientFault {
+	// The faults strike what started: its capabilities, no longer the Shape's.
+	r.target.Caps = r.backend.RunCaps(r.settings, be)
 	action := func(kind string) (nemesis.Action, bool) {
 		f, ok := r.reg.Fault(kind)
 		if !ok {
@@ -393,7 +395,7 @@ func (r resolved) clientFaults(be harness.Backend) []nemesis.ClientFault {
 			return nemesis.Action{}, false
 		}
 		// A service fault acts on the lock service, which a backend may wrap.
-		return sf.Action(registry.Service(be)), true
+		return sf.Action(r.target, registry.Service(be)), true
 	}
 	if sched, ok := r.schedule(); ok {
 		return sched.ClientFaults(func(it nemesis.Item) (nemesis.ClientFault, bool) {

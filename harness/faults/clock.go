@@ -59,7 +59,7 @@ func (skew) ShapePause(t registry.Target, s *nemesis.ClientFault) bool {
 	return true
 }
 
-func (f skew) Action(b harness.Backend) nemesis.Action {
+func (f skew) Action(_ registry.Target, b harness.Backend) nemesis.Action {
 	if fc, ok := b.(registry.FastClocked); ok && fc.ClockRate() > 0 {
 		if _, owned := b.(registry.ServiceClocked); !owned {
 			return fastClockSkew(f.Name(), b, fc)
@@ -130,7 +130,7 @@ func (f clockJump) Applies(t registry.Target) error {
 	}
 	return nil
 }
-func (f clockJump) Action(b harness.Backend) nemesis.Action {
+func (f clockJump) Action(_ registry.Target, b harness.Backend) nemesis.Action {
 	wc, _ := b.(registry.WallClocked)
 	return nemesis.Action{
 		Kind: f.Name(),

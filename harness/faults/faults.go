@@ -68,7 +68,7 @@ func needCluster(name string, t registry.Target) error {
 		return nil
 	case t.Caps.Cluster:
 		return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes (--members 3): a leader stopped or cut off among %d grants nobody the lock, so the run could never show a stale write", name, t.Caps.Nodes)
-	case t.Caps.ProcessNodes && !t.Caps.SingleProcess:
+	case t.Caps.ProcessNodes && !t.Caps.SingleProcess():
 		// A server that runs as a cluster too: its started value is a harness.Cluster
 		// with more members.
 		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)

@@ -53,7 +53,7 @@ func (leaderIsolation) Meaning() string {
 	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (a harness.Cluster of 3 or more nodes)"
 }
 func (f leaderIsolation) Applies(t registry.Target) error { return needCluster(f.Name(), t) }
-func (f leaderIsolation) Action(b harness.Backend) nemesis.Action {
+func (f leaderIsolation) Action(_ registry.Target, b harness.Backend) nemesis.Action {
 	cluster, _ := b.(harness.Cluster)
 	return nemesis.Action{
 		Kind: f.Name(),

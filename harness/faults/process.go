@@ -24,13 +24,13 @@ func (nodePause) Meaning() string {
 	return "the lock service stops: a cluster's leader (a harness.Cluster of 3 or more nodes: all its links, to peers and clients, stall; a server process, harness.ProcessNodes: SIGSTOP until the pause heals), or a single server process that forgets idle sessions on its own (harness.ProcessNodes: SIGSTOP, and SIGCONT after 2x TTL while the holder is still paused)"
 }
 func (f nodePause) Applies(t registry.Target) error {
-	if t.Caps.SingleProcess {
+	if t.Caps.SingleProcess() {
 		return ownService(f.Name(), t)
 	}
 	return needCluster(f.Name(), t)
 }
-func (f nodePause) Action(b harness.Backend) nemesis.Action {
-	if pn, ok := singleProcess(b); ok {
+func (f nodePause) Action(t registry.Target, b harness.Backend) nemesis.Action {
+	if pn, ok := singleProcess(t, b); ok {
 		return processPause(f.Name(), b, pn)
 	}
 	if pn, ok := b.(harness.ProcessNodes); ok {
@@ -122,9 +122,9 @@ func (crash) ShapePause(t registry.Target, s *nemesis.ClientFault) bool {
 	return true
 }
 
-func (f crash) Action(b harness.Backend) nemesis.Action {
+func (f crash) Action(t registry.Target, b harness.Backend) nemesis.Action {
 	crasher, _ := b.(harness.Crasher)
-	if pn, ok := singleProcess(b); ok && crasher != nil {
+	if pn, ok := singleProcess(t, b); ok && crasher != nil {
 		return processCrash(f.Name(), pn, crasher)
 	}
 	_, isCluster := b.(harness.Cluster)
@@ -185,7 +185,7 @@ func (f clusterCrash) Applies(t registry.Target) error {
 	}
 	return nil
 }
-func (f clusterCrash) Action(b harness.Backend) nemesis.Action {
+func (f clusterCrash) Action(_ registry.Target, b harness.Backend) nemesis.Action {
 	cc, _ := b.(harness.ClusterCrasher)
 	return nemesis.Action{
 		Kind: f.Name(),
@@ -193,28 +193,21 @@ func (f clusterCrash) Action(b harness.Backend) nemesis.Action {
 			if cc == nil {
 				return "lock service", "", fmt.Errorf("backend %s is not a harness.ClusterCrasher", b.Name())
 			}
-			for i := range cc.Nodes() {
-				if err := cc.Crash(ctx, i); err != nil {
-					return node(i), "", err
-				}
-			}
-			// Restart at once, so the lock is available again while the holder is
+			// Restarted at once, so the lock is available again while the holder is
 			// still paused; every node comes back with its durable state.
-			for i := range cc.Nodes() {
-				if err := cc.Restart(ctx, i, true); err != nil {
-					return node(i), "", err
-				}
+			if err := cc.CrashCluster(ctx); err != nil {
+				return "lock service", "", err
 			}
 			return "lock service", fmt.Sprintf("all %d nodes crashed and restarted with their data", cc.Nodes()), nil
 		},
 	}
 }
 
-// singleProcess returns a backend's one server process when it has Caps.SingleProcess
-// (CapsOf decides, so the fault and its Applies agree).
-func singleProcess(b harness.Backend) (harness.ProcessNodes, bool) {
+// singleProcess returns a backend's server processes when the target has
+// Caps.SingleProcess (so the fault and its Applies agree).
+func singleProcess(t registry.Target, b harness.Backend) (harness.ProcessNodes, bool) {
 	pn, ok := b.(harness.ProcessNodes)
-	if !ok || !registry.CapsOf(b).SingleProcess {
+	if !ok || !t.Caps.SingleProcess() {
 		return nil, false
 	}
 	return pn, true

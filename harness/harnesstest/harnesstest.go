@@ -9,7 +9,9 @@
 //     shrug off every fault);
 //   - Lost closes when the lease is gone: the holder is cut off past its TTL, another
 //     client takes the lock, and once the holder can talk again it notices;
-//   - Close is safe twice, on a Locker and on the Backend.
+//   - Close is safe twice, on a Locker and on the Backend;
+//   - (Descriptor) the descriptor's Shape states the capabilities the started values
+//     have: plans made before anything starts offer the faults that can run.
 package harnesstest
 
 import (
@@ -42,23 +44,18 @@ func Descriptor(t *testing.T, d registry.Backend) {
 		ttl = registry.DefaultTTL
 	}
 	members := max(d.Members, 1)
-	Backend(t, Config{TTL: ttl, Start: func(ctx context.Context, t *testing.T) (harness.Backend, error) {
+	cfg := Config{TTL: ttl, Start: func(ctx context.Context, t *testing.T) (harness.Backend, error) {
 		env := envFor(t, ttl)
 		env.Members = members
-		s := env.Settings.WithOptions(d.Options)
-		if err := d.CheckSettings(s); err != nil {
+		if err := d.CheckSettings(env.Settings); err != nil {
 			return nil, err
 		}
-		b, err := d.Start(ctx, env)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.CheckStarted(s, b); err != nil {
-			_ = b.Close()
-			return nil, err
-		}
-		return b, nil
-	}})
+		return d.Start(ctx, env)
+	}}
+	t.Run("shape", func(t *testing.T) {
+		shapeAgrees(t, cfg, d.ShapeOf(registry.Settings{TTL: ttl, Members: members, Clients: 2}), members)
+	})
+	Backend(t, cfg)
 }
 
 // envFor is the Env a descriptor starts in: two clients on time.Now, a temporary

@@ -48,9 +48,9 @@ type ClientFault interface {
 // rides on a pause.
 type ServiceFault interface {
 	Fault
-	// Action is the nemesis action against the started lock service (Service of the
-	// started backend).
-	Action(b harness.Backend) nemesis.Action
+	// Action is the nemesis action against the started lock service b (Service of the
+	// started backend); t has the started backend's capabilities.
+	Action(t Target, b harness.Backend) nemesis.Action
 }
 
 // PauseShaper is a service fault that changes the pause it rides on.

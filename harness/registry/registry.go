@@ -4,11 +4,12 @@
 // built by a function (see harness/builtin) that scenarios, the CLI and a user's own
 // tests ask, so that adding a backend is one package and one registration line.
 //
-// What a backend can undergo is read from the interfaces its started value implements
-// (harness.Cluster, harness.Crasher, harness.KeyedBackend, ...: Caps), never from its
-// name. A descriptor states the same capabilities before anything starts (Backend.Caps),
-// so that plans can leave out what does not apply; a run refuses to go on when the
-// started value disagrees with its descriptor.
+// What a backend can undergo is read from the interfaces its values implement
+// (harness.Cluster, harness.Crasher, harness.KeyedLocker, ...: Caps), never from its
+// name. Before anything starts, plans read them from the descriptor's Shape: values of
+// the types Start will return, so that the interfaces are the only statement of a
+// capability (the contract suite, harness/harnesstest, checks that the started values
+// agree).
 package registry
 
 import (
@@ -119,8 +120,8 @@ type Backend struct {
 	// (0: 1).
 	TTL     time.Duration
 	Members int
-	// DefaultsFrom, if set, names the backend whose TTL, Members and NodeFaultMembers a
-	// run takes as its defaults with these settings (the exec backend: its lock
+	// DefaultsFrom, if set, names the backend whose TTL, Members, NodeFaultMembers and
+	// DurableLeases a run takes with these settings (the exec backend: its lock
 	// service's, so that --lock-service etcd runs at etcd's 1 s).
 	DefaultsFrom func(Settings) (Backend, bool)
 	// NodeFaultMembers, if set, is the cluster size matrix and evaluate cells use when
@@ -133,14 +134,19 @@ type Backend struct {
 	// TokensResetOnCrash: the token counter is lost when the server crashes, so tokens
 	// go back (the expected verdicts of derived cells say so).
 	TokensResetOnCrash bool
+	// DurableLeases: the server keeps its leases across a crash and a restart with its
+	// data (it logs its sessions), so a crash of a single server frees no lock before
+	// the TTL has run out. A fact of the service no interface can show.
+	DurableLeases bool
 	// Options are the backend's own settings.
 	Options []Option
 	// Check validates the settings before anything starts (members, TTL, options);
 	// nil: a single server, Members must be 1. Errors are the user's input.
 	Check func(Settings) error
-	// Caps are the capabilities the started backend will have (nil: none): they must
-	// equal CapsOf(the started value), or the run stops with an internal error.
-	Caps func(Settings) Caps
+	// Shape returns values of the types Start, NewLocker and Acquire will return with
+	// these settings (see Shape): plans read the capabilities from their interfaces
+	// before anything starts. nil: none of the optional capabilities.
+	Shape func(Settings) Shape
 	// Setup describes the service for a scorecard; nil: "<Name>: <Meaning>".
 	Setup func(Settings) string
 	// GrantedTTL, if set, asks the service which lease TTL it grants when asked for

@@ -57,7 +57,7 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 			svc, err := d.service(s)
 			return svc, err == nil
 		},
-		Caps:  d.caps,
+		Shape: d.shape,
 		Setup: d.setup,
 		Start: d.start,
 	}
@@ -139,23 +139,21 @@ func replyTimeout(s registry.Settings) (time.Duration, error) {
 	return t, nil
 }
 
-// caps: the lock service's capabilities (node faults act on it) and the clients' own:
-// processes of their own, with no lease end they report and no keyed locks.
-func (d descriptor) caps(s registry.Settings) registry.Caps {
-	c := registry.Caps{ClientProcesses: true}
+// shape: the started backend wraps the lock service's started value, so its Shape
+// holds the service's (node faults act on the service); the clients are exec's own:
+// processes of their own (CrashableProcess) whose leases report no end of theirs.
+func (d descriptor) shape(s registry.Settings) registry.Shape {
+	sh := registry.Shape{Locker: (*Locker)(nil), Lease: (*lease)(nil)}
 	if len(s.List(OptionLockEndpoints)) > 0 {
-		c.External = externalWords
-		return c
+		sh.Backend = external{&started{Backend: &Backend{}}}
+		return sh
 	}
-	svc, err := d.service(s)
-	if err != nil {
-		return c // Check refuses the settings before anything runs
+	var inner harness.Backend
+	if svc, err := d.service(s); err == nil { // else Check refuses the settings before anything runs
+		inner = svc.ShapeOf(serviceSettings(s)).Backend
 	}
-	// Everything the service can undergo is the service's (registry.CapsOf reads it
-	// from the wrapped service); what the clients can is exec's own.
-	c = svc.DeclaredCaps(serviceSettings(s))
-	c.Keyed, c.ClientExpiry, c.NoToken, c.ClientProcesses = false, false, "", true
-	return c
+	sh.Backend = &started{Backend: &Backend{cfg: Config{Inner: inner}}}
+	return sh
 }
 
 func (d descriptor) setup(s registry.Settings) string {
@@ -202,10 +200,6 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 		if err != nil {
 			return nil, fmt.Errorf("lock service %s: %w", svc.Name, err)
 		}
-		if err := svc.CheckStarted(senv.Settings, inner); err != nil {
-			_ = inner.Close()
-			return nil, err
-		}
 		cfg.Inner = inner
 	}
 	logw := newSlogLines(env.Logger)
@@ -242,9 +236,6 @@ type external struct{ *started }
 
 // External implements harness.External.
 func (external) External() string { return externalWords }
-
-// ClientsAreProcesses implements harness.ProcessClients: each Locker is a process.
-func (b *Backend) ClientsAreProcesses() {}
 
 // slogLines logs every line written to it (a client's stderr) at info level.
 type slogLines struct {

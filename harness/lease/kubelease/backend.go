@@ -154,10 +154,9 @@ type Backend struct {
 }
 
 var (
-	_ harness.Backend         = (*Backend)(nil)
-	_ harness.ProcessNodes    = (*Backend)(nil)
-	_ harness.Crasher         = (*Backend)(nil)
-	_ harness.ExpiringBackend = (*Backend)(nil)
+	_ harness.Backend      = (*Backend)(nil)
+	_ harness.ProcessNodes = (*Backend)(nil)
+	_ harness.Crasher      = (*Backend)(nil)
 )
 
 // Start starts etcd and the kube-apiserver and creates the Lease with no holder, so
@@ -265,9 +264,6 @@ func (b *Backend) Close() error {
 	})
 	return b.closeError
 }
-
-// LeasesExpire implements harness.ExpiringBackend.
-func (b *Backend) LeasesExpire() {}
 
 // LeaseTTL implements registry.LeaseTimed: node-pause stops the apiserver for twice it.
 func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }

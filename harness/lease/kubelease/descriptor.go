@@ -63,11 +63,12 @@ func Descriptors() []registry.Backend {
 				}
 				return TimingFor(s.TTL).Validate()
 			},
-			Caps: func(s registry.Settings) registry.Caps {
+			Shape: func(s registry.Settings) registry.Shape {
+				sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 				if s.Option(OptionKubeconfig) != "" {
-					return registry.Caps{External: externalWords, ClientExpiry: true}
+					sh.Backend = external{}
 				}
-				return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true}
+				return sh
 			},
 			Setup: func(s registry.Settings) string {
 				if k := s.Option(OptionKubeconfig); k != "" {

@@ -51,14 +51,13 @@ func clockRate(s registry.Settings) float64 {
 	return 0
 }
 
-// caps are the shared database-lock caps, plus a clock that can start fast on the
-// private server.
-func caps(s registry.Settings, noToken string) registry.Caps {
-	c := entries().Caps(s, noToken)
-	if s.Option(OptionDSN) == "" {
-		c.FastClock, c.ClockRate = true, clockRate(s)
+// shape: the private server's *Backend (tokenless without a token; both FastClocked),
+// or the plain wrapper on an existing server.
+func shape(s registry.Settings, tok TokenKind) registry.Shape {
+	if tok == TokenNone {
+		return entries().Shape(s, tokenless{}, true)
 	}
-	return c
+	return entries().Shape(s, (*Backend)(nil), false)
 }
 
 // unavailable adds libfaketime to what a private server needs in a skew run.
@@ -78,10 +77,6 @@ func unavailable(s registry.Settings) string {
 // mariadb-lock-connid and mariadb-lock-notoken.
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
-		noToken := ""
-		if tok == TokenNone {
-			noToken = NoTokenReason
-		}
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
 			TTL:     time.Second, // wait_timeout is whole seconds
@@ -95,7 +90,7 @@ func Descriptors() []registry.Backend {
 				}
 				return nil
 			},
-			Caps: func(s registry.Settings) registry.Caps { return caps(s, noToken) },
+			Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
 			Setup: func(s registry.Settings) string {
 				switch {
 				case s.Option(OptionDSN) != "":
@@ -126,11 +121,17 @@ func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (h
 	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
 		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, ClockRate: clockRate(env.Settings), name: name}
 	}, Start)
+	noToken := ""
+	if tok == TokenNone {
+		noToken = NoTokenReason
+	}
 	switch {
 	case err != nil:
 		return nil, err
 	case b.cfg.DSN != "":
-		return sqlsession.External{B: b, Words: externalWords}, nil
+		return entries().Wrap(b, noToken), nil
+	case noToken != "":
+		return tokenless{b}, nil
 	}
 	return b, nil
 }

@@ -32,11 +32,12 @@ func Descriptor() registry.Backend {
 			// Dir: Start makes a temp dir; only the settings are checked here.
 			return Config{TTL: s.TTL, URL: s.Option(OptionURL), Dir: "-"}.Validate()
 		},
-		Caps: func(s registry.Settings) registry.Caps {
+		Shape: func(s registry.Settings) registry.Shape {
+			sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 			if s.Option(OptionURL) != "" {
-				return registry.Caps{External: externalWords}
+				sh.Backend = (*external)(nil)
 			}
-			return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true}
+			return sh
 		},
 		Setup: func(s registry.Settings) string {
 			if u := s.Option(OptionURL); u != "" {

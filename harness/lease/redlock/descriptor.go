@@ -33,11 +33,12 @@ func Descriptor() registry.Backend {
 			// Dir: Start makes a temp dir; only the settings are checked here.
 			return Config{TTL: s.TTL, Servers: s.Members, Addrs: addrs, Dir: "-"}.Validate()
 		},
-		Caps: func(s registry.Settings) registry.Caps {
+		Shape: func(s registry.Settings) registry.Shape {
+			sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 			if len(s.List(redis.OptionAddrs)) > 0 {
-				return registry.Caps{External: externalWords, NoToken: NoTokenReason}
+				sh.Backend = (*external)(nil)
 			}
-			return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, NoToken: NoTokenReason}
+			return sh
 		},
 		Setup: func(s registry.Settings) string {
 			if addrs := s.List(redis.OptionAddrs); len(addrs) > 0 {
