@@ -12,15 +12,6 @@ import (
 	"github.com/fencecheck/fencecheck/harness/resource/sqlite"
 )
 
-// skipWithoutPostgres skips a scenario that needs a PostgreSQL server when none is
-// configured, saying how to configure one.
-func skipWithoutPostgres(t *testing.T, s Spec) {
-	t.Helper()
-	if why := Unavailable(s); why != "" {
-		t.Skipf("resource %s cannot run here: %s (e.g. %s=postgres://fencecheck:fencecheck@127.0.0.1:5432/fencecheck); .ci/run sets one", s.Resource, why, postgres.EnvDSN)
-	}
-}
-
 func TestDatabaseScenarioNames(t *testing.T) {
 	seen := map[string]bool{}
 	for _, sc := range databaseScenarios() {

@@ -3,8 +3,8 @@ package scenarios
 import (
 	"context"
 	"os"
-	"os/exec"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,26 +21,8 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
-// servicePrograms are the server programs of the real-server backends, with their
-// Debian packages.
-var servicePrograms = map[string][2]string{
-	redislock.Name: {"redis-server", redislock.DebianPackage}, redislock.NameVolatile: {"redis-server", redislock.DebianPackage},
-	redislock.NameNoToken: {"redis-server", redislock.DebianPackage}, redlock.Name: {"redis-server", redislock.DebianPackage},
-	natslock.Name: {"nats-server", natslock.DebianPackage},
-}
-
-// skipWithoutService skips a scenario whose lock service is not installed, naming the
-// Debian package.
-func skipWithoutService(t *testing.T, s Spec) {
-	t.Helper()
-	p, ok := servicePrograms[s.Backend]
-	if !ok {
-		return
-	}
-	if _, err := exec.LookPath(p[0]); err != nil {
-		t.Skipf("backend %s needs %s (Debian package %s)", s.Backend, p[0], p[1])
-	}
-}
+// serviceBackends are the real-server backends whose node faults are real signals.
+var serviceBackends = []string{redislock.Name, redislock.NameVolatile, redislock.NameNoToken, redlock.Name, natslock.Name}
 
 // serviceDetail is what a node fault on a real server must name: the signal and the PID.
 var serviceDetail = regexp.MustCompile(`SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pid [1-9][0-9]*\).*SIG(STOP|KILL)`)
@@ -49,7 +31,7 @@ var serviceDetail = regexp.MustCompile(`SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pi
 // signal and the PID.
 func checkServiceRun(t *testing.T, sc Scenario, h *history.History) {
 	t.Helper()
-	if _, ok := servicePrograms[sc.Backend]; !ok {
+	if !slices.Contains(serviceBackends, sc.Backend) {
 		return
 	}
 	for _, f := range h.Faults {
@@ -129,7 +111,7 @@ func TestServiceDeclaredCaps(t *testing.T) {
 			name += "-external"
 		}
 		t.Run(name, func(t *testing.T) {
-			skipWithoutService(t, Spec{Backend: tc.backend})
+			skipUnavailable(t, Spec{Backend: tc.backend})
 			d, ok := reg.Backend(tc.backend)
 			require.True(t, ok)
 			s := registry.Settings{TTL: 500 * time.Millisecond, Members: max(tc.members, 1)}
@@ -150,7 +132,7 @@ func TestServiceDeclaredCaps(t *testing.T) {
 func TestExternalServices(t *testing.T) {
 	ctx := context.Background()
 	t.Run("redis", func(t *testing.T) {
-		skipWithoutService(t, Spec{Backend: "redis"})
+		skipUnavailable(t, Spec{Backend: "redis"})
 		s, err := redislock.StartServer(ctx, redislock.ServerConfig{Dir: t.TempDir()})
 		require.NoError(t, err)
 		defer s.Close()
@@ -167,7 +149,7 @@ func TestExternalServices(t *testing.T) {
 		require.Empty(t, keys, "the run left keys behind")
 	})
 	t.Run("nats", func(t *testing.T) {
-		skipWithoutService(t, Spec{Backend: "nats"})
+		skipUnavailable(t, Spec{Backend: "nats"})
 		s, err := natslock.StartServer(ctx, natslock.ServerConfig{Dir: t.TempDir()})
 		require.NoError(t, err)
 		defer s.Close()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 )
 
 // execFile is a file of the exec backend's package, by absolute path.
@@ -32,9 +32,7 @@ func execFile(t *testing.T, rel string) string {
 func skipWithoutPython(t *testing.T, s Spec) {
 	t.Helper()
 	if strings.HasPrefix(s.Options["client-cmd"], "python3 ") {
-		if _, err := exec.LookPath("python3"); err != nil {
-			t.Skip("python3 not installed: the exec example client needs it")
-		}
+		proctest.Skip(t, proc.Need{Program: "python3", Package: "python3"})
 	}
 }
 
@@ -79,9 +77,7 @@ func TestExecExamples(t *testing.T) {
 			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
 		}},
 		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
-			if _, err := exec.LookPath("curl"); err != nil {
-				t.Skip("curl not installed: apt-get install curl")
-			}
+			proctest.Skip(t, proc.Need{Program: "curl", Package: "curl"})
 			return map[string]string{"client-cmd": "sh " + execFile(t, "examples/naive_http.sh")}, nil
 		}},
 		{"redis-py Lock, redis-server", 0, func(t *testing.T) (map[string]string, []int) {

@@ -251,17 +251,26 @@ func Unavailable(s Spec) string { return unavailable(builtin.Registry(), s) }
 func unavailable(reg *registry.Registry, s Spec) string {
 	r, err := resolve(reg, s)
 	if err != nil {
-		return ""
-	}
-	if r.backend.Unavailable != nil {
-		if why := r.backend.Unavailable(r.settings); why != "" {
-			return why
+		// A spec that cannot run as given still says what it would need here (a tokenless
+		// backend's fenced spec, say): its backend's and resource's needs, by name.
+		if reg == nil {
+			reg = defaultRegistry()
 		}
-	}
-	if r.resource.Unavailable == nil {
+		set := registry.Settings{TTL: s.TTL, Members: max(s.Members, 1), Options: s.Options}
+		if b, ok := reg.Backend(s.Backend); ok {
+			if why := b.Unavailability(set); why != "" {
+				return why
+			}
+		}
+		if x, ok := reg.Resource(s.Resource); ok {
+			return x.Unavailability(set)
+		}
 		return ""
 	}
-	return r.resource.Unavailable(r.resSettings)
+	if why := r.backend.Unavailability(r.settings); why != "" {
+		return why
+	}
+	return r.resource.Unavailability(r.resSettings)
 }
 
 // cloneOptions copies an options map (nil stays nil).

@@ -24,10 +24,8 @@ func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
 func TestCatalogue(t *testing.T) {
 	for _, sc := range Catalogue() {
 		t.Run(sc.Name, func(t *testing.T) {
-			skipWithoutZookeeper(t, sc.Spec) // zookeeper_test.go
-			skipWithoutPostgres(t, sc.Spec)  // catalogue_db_test.go
-			skipWithoutService(t, sc.Spec)   // catalogue_services_test.go
-			skipWithoutPython(t, sc.Spec)    // exec_test.go
+			skipUnavailable(t, sc.Spec)
+			skipWithoutPython(t, sc.Spec) // exec_test.go
 			t.Parallel()
 			dir := t.TempDir()
 			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})
@@ -63,6 +61,15 @@ func TestCatalogue(t *testing.T) {
 			require.FileExists(t, dir+"/verdict.json")
 			t.Logf("%s: workload %v, check %v, %d ops", sc.Name, o.Workload, o.Check, len(o.History.Ops))
 		})
+	}
+}
+
+// skipUnavailable skips a scenario that cannot run here (a program not installed, no
+// server configured), in one line that says why and how to get it.
+func skipUnavailable(t *testing.T, s Spec) {
+	t.Helper()
+	if why := Unavailable(s); why != "" {
+		t.Skip(why)
 	}
 }
 

@@ -18,18 +18,6 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
-// skipWithoutZookeeper skips a zookeeper scenario when Debian's ZooKeeper is not
-// installed, naming the package.
-func skipWithoutZookeeper(t *testing.T, s Spec) {
-	t.Helper()
-	if !strings.HasPrefix(s.Backend, zookeeper.Name) {
-		return
-	}
-	if why := Unavailable(s); why != "" {
-		t.Skip(why)
-	}
-}
-
 // zookeeperDetails is what the node faults of the zookeeper catalogue scenarios must
 // name in the history: the server's PID and the real signal (or the real fast clock).
 var zookeeperDetails = map[string][]string{
@@ -68,7 +56,7 @@ func TestZookeeperCatalogue(t *testing.T) {
 		require.True(t, ok, "%s is not in the catalogue", name)
 		require.NotEmpty(t, sc.Faults)
 	}
-	skipWithoutZookeeper(t, Spec{Backend: zookeeper.Name})
+	skipUnavailable(t, Spec{Backend: zookeeper.Name})
 	// One run here, the rest in TestCatalogue: the servers must be gone afterwards.
 	sc, _ := Lookup("zookeeper-fenced-crash")
 	o, err := Execute(context.Background(), sc.Spec, Options{OutDir: t.TempDir()})
@@ -111,7 +99,7 @@ func TestZookeeperRefusals(t *testing.T) {
 // at its address. Client-side faults go through the local proxies; node faults are
 // refused; an address where nothing listens is bad input.
 func TestExternalZookeeper(t *testing.T) {
-	skipWithoutZookeeper(t, Spec{Backend: zookeeper.Name})
+	skipUnavailable(t, Spec{Backend: zookeeper.Name})
 	ctx := context.Background()
 	b, err := zookeeper.Start(ctx, zookeeper.Config{TTL: DefaultTTL, Dir: t.TempDir()})
 	if errors.Is(err, proc.ErrNotFound) {

@@ -19,20 +19,6 @@ import (
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
-func needDBLock(t *testing.T, backend string) {
-	t.Helper()
-	avail := pgadvisory.Available
-	switch {
-	case strings.HasPrefix(backend, "mariadb"):
-		avail = mariadblock.Available
-	case backend == pgadvisory.BouncerName:
-		avail = pgadvisory.BouncerAvailable
-	}
-	if err := avail(); err != nil {
-		t.Skip(err)
-	}
-}
-
 func TestRunDBLocks(t *testing.T) {
 	for _, tc := range []struct {
 		backend, resource, fault string
@@ -75,7 +61,7 @@ func TestRunDBLocks(t *testing.T) {
 			}
 		}
 		t.Run(strings.Join(name, "-"), func(t *testing.T) {
-			needDBLock(t, tc.backend)
+			needBackend(t, tc.backend)
 			if tc.fault == "skew" && tc.code != exitUsage {
 				if err := mariadblock.FaketimeAvailable(); err != nil {
 					t.Skip(err)
@@ -125,7 +111,7 @@ func TestRunDBLocks(t *testing.T) {
 func TestRunDBLockInterrupted(t *testing.T) {
 	for _, backend := range []string{"postgres-advisory", pgadvisory.BouncerName, "mariadb-lock"} {
 		t.Run(backend, func(t *testing.T) {
-			needDBLock(t, backend)
+			needBackend(t, backend)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan int, 1)
@@ -175,7 +161,7 @@ func TestRunDBLockExistingServer(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.backend, func(t *testing.T) {
-			needDBLock(t, tc.backend)
+			needBackend(t, tc.backend)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			dsn, stop, err := tc.start(ctx, t.TempDir())

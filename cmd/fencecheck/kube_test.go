@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,13 +18,6 @@ import (
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
-func needAPIServer(t *testing.T) {
-	t.Helper()
-	if _, err := kubelease.FindAPIServer(""); errors.Is(err, proc.ErrNotFound) {
-		t.Skip(err)
-	}
-}
-
 func TestRunKubeLease(t *testing.T) {
 	for _, tc := range []struct {
 		backend, resource, fault string
@@ -38,7 +30,7 @@ func TestRunKubeLease(t *testing.T) {
 		{"kube-lease-rv", "fenced", "crash", exitSafe, "SIGKILL to node 0 (pid "},
 	} {
 		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
-			needAPIServer(t)
+			needBackend(t, kubelease.Name)
 			t.Parallel()
 			out := t.TempDir()
 			code, stdout, stderr := run(t, "run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault)
@@ -63,7 +55,7 @@ func TestRunKubeLease(t *testing.T) {
 
 // The scorecard end to end: every applicable fault, without and with fencing.
 func TestEvaluateKubeLease(t *testing.T) {
-	needAPIServer(t)
+	needBackend(t, kubelease.Name)
 	out := t.TempDir()
 	code, stdout, stderr := run(t, "evaluate", "--backend", "kube-lease", "--out", out)
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -77,7 +69,7 @@ func TestEvaluateKubeLease(t *testing.T) {
 
 // Ctrl-C in the middle of a run: the kube-apiserver is gone when Main returns.
 func TestRunKubeLeaseInterrupted(t *testing.T) {
-	needAPIServer(t)
+	needBackend(t, kubelease.Name)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
@@ -105,7 +97,7 @@ func TestRunKubeLeaseInterrupted(t *testing.T) {
 // only, runs labelled -external, node faults refused in one line, the run's Lease gone
 // afterwards.
 func TestKubeLeaseExternal(t *testing.T) {
-	needAPIServer(t)
+	needBackend(t, kubelease.Name)
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,19 +17,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
-func needServer(t *testing.T, backend string) {
+// needBackend skips t, in one line naming what is missing, unless the backend's servers
+// can start here.
+func needBackend(t *testing.T, backend string) {
 	t.Helper()
-	prog, pkg := "redis-server", "redis-server"
-	if backend == "nats" {
-		prog, pkg = "nats-server", "nats-server"
+	b, ok := builtin.Registry().Backend(backend)
+	if !ok {
+		t.Fatalf("no backend %q", backend)
 	}
-	if _, err := exec.LookPath(prog); err != nil {
-		t.Skipf("backend %s needs %s (Debian package %s)", backend, prog, pkg)
+	if why := b.Unavailability(registry.Settings{TTL: time.Second, Members: 1}); why != "" {
+		t.Skipf("backend %s: %s", backend, why)
 	}
 }
 
@@ -64,7 +67,7 @@ func TestRunServices(t *testing.T) {
 		{"redlock", "unfenced", "crash", exitViolated, "SIGKILL to node 0 (pid "},
 	} {
 		t.Run(strings.Join([]string{tc.backend, tc.resource, tc.fault}, "-"), func(t *testing.T) {
-			needServer(t, tc.backend)
+			needBackend(t, tc.backend)
 			out := t.TempDir()
 			before := proc.Descendants(os.Getpid())
 			code, stdout, stderr := run(t, "run", "--out", out, "--backend", tc.backend, "--resource", tc.resource, "--fault", tc.fault)
@@ -94,7 +97,7 @@ func TestRunServices(t *testing.T) {
 func TestRunInterruptedLeavesNoServer(t *testing.T) {
 	for _, backend := range []string{"redlock", "nats"} {
 		t.Run(backend, func(t *testing.T) {
-			needServer(t, backend)
+			needBackend(t, backend)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			before := proc.Descendants(os.Getpid())
@@ -121,7 +124,7 @@ func TestRunInterruptedLeavesNoServer(t *testing.T) {
 }
 
 func TestServicesBadInput(t *testing.T) {
-	needServer(t, "redis")
+	needBackend(t, "redis")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	free := ln.Addr().String()
@@ -147,7 +150,7 @@ func TestServicesBadInput(t *testing.T) {
 
 // evaluate against an existing redis-server: client-side faults only, one scorecard.
 func TestEvaluateExternalRedis(t *testing.T) {
-	needServer(t, "redis")
+	needBackend(t, "redis")
 	s, err := redislock.StartServer(context.Background(), redislock.ServerConfig{Dir: t.TempDir()})
 	require.NoError(t, err)
 	defer s.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -18,9 +19,7 @@ import (
 // of the workload, leaves no ZooKeeper server behind: every JVM fencecheck started is
 // gone when run returns.
 func TestRunInterruptedStopsZookeeper(t *testing.T) {
-	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
-	}
+	needBackend(t, zookeeper.Name)
 	for _, tc := range []struct {
 		name string
 		// ready says when to interrupt, given the run's results folder.

@@ -29,7 +29,10 @@ type Config struct {
 	// Name is used in messages ("redis-server on 127.0.0.1:6379").
 	Name string
 	// Path is the program (looked up in PATH when it has no slash); Args its arguments.
+	// A program that a bare machine may lack is given as Need instead, so that it is
+	// found (or hidden, HideEnv) the one way every such program is.
 	Path string
+	Need Need
 	Args []string
 	// Env is added to fencecheck's own environment.
 	Env []string
@@ -74,6 +77,9 @@ type Process struct {
 func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if cfg.Name == "" {
 		cfg.Name = cfg.Path
+		if cfg.Name == "" {
+			cfg.Name = cfg.Need.Name()
+		}
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 30 * time.Second
@@ -81,8 +87,16 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 2 * time.Second
 	}
-	path, err := exec.LookPath(cfg.Path)
-	if err != nil {
+	var path string
+	var err error
+	if !cfg.Need.isZero() || cfg.Path == "" {
+		path, err = cfg.Need.Find()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Name, err)
+		}
+	} else if hiddenByName(cfg.Path) {
+		return nil, fmt.Errorf("%s: %w", cfg.Name, Need{Program: cfg.Path}.missing(ErrHidden))
+	} else if path, err = exec.LookPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("%s: %w: %s", cfg.Name, ErrNotFound, cfg.Path)
 	}
 	p := &Process{cfg: cfg, tail: &tailBuffer{max: 4096}, done: make(chan struct{})}

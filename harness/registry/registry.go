@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // Defaults every descriptor may override.
@@ -153,9 +154,12 @@ type Backend struct {
 	// s.TTL (an existing cluster may raise a short one). Every timing of a run derives
 	// from the TTL, so a run uses the granted one or is refused. nil: granted as asked.
 	GrantedTTL func(ctx context.Context, s Settings) (time.Duration, error)
-	// Unavailable says why the service cannot run here (e.g. its package is not
-	// installed), or "" when it can; nil: always available. Tests and `soak all` skip
-	// such scenarios.
+	// Needs lists what the machine must have to run the service with these settings
+	// (programs, files, Debian packages or build scripts); nil: nothing. A run, a test or
+	// `soak all` whose needs are missing says which, in one line, and skips.
+	Needs func(Settings) []proc.Need
+	// Unavailable says why the service cannot run here for a reason Needs does not
+	// cover, or "" when it can; nil: no such reason.
 	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
@@ -194,8 +198,8 @@ type Resource struct {
 	// Advice, for a native resource, is the condition a scorecard adds for using it.
 	Advice  string
 	Options []Option
-	// Unavailable says why the resource cannot run here (e.g. no server configured),
-	// or "" when it can. Tests and `soak all` skip such scenarios.
+	// Needs and Unavailable: as a Backend's (e.g. no server configured).
+	Needs       func(Settings) []proc.Need
 	Unavailable func(Settings) string
 	// Start starts the resource. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env ResourceEnv) (harness.Resource, error)
@@ -388,4 +392,43 @@ func Input(err error) error {
 		return nil
 	}
 	return inputError{err}
+}
+
+// Unavailability says why the backend cannot run here with settings (a missing need
+// first), or "" when it can.
+func (b Backend) Unavailability(s Settings) string {
+	return unavailability(s.WithOptions(b.Options), b.Needs, b.Unavailable)
+}
+
+// NeedsOf lists what the backend needs with settings.
+func (b Backend) NeedsOf(s Settings) []proc.Need {
+	if b.Needs == nil {
+		return nil
+	}
+	return b.Needs(s.WithOptions(b.Options))
+}
+
+// Unavailability says why the resource cannot run here with settings, or "".
+func (r Resource) Unavailability(s Settings) string {
+	return unavailability(s.WithOptions(r.Options), r.Needs, r.Unavailable)
+}
+
+// NeedsOf lists what the resource needs with settings.
+func (r Resource) NeedsOf(s Settings) []proc.Need {
+	if r.Needs == nil {
+		return nil
+	}
+	return r.Needs(s.WithOptions(r.Options))
+}
+
+func unavailability(s Settings, needs func(Settings) []proc.Need, other func(Settings) string) string {
+	if needs != nil {
+		if why := proc.Missing(needs(s)...); why != "" {
+			return why
+		}
+	}
+	if other != nil {
+		return other(s)
+	}
+	return ""
 }

@@ -20,11 +20,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
-// Path returns the Chromium binary to use: $FENCECHECK_CHROMIUM, else the first of
-// chromium, chromium-browser, google-chrome on $PATH; "" when there is none.
-func Path() string {
+// ChromiumNeed is the browser the page tests drive: $FENCECHECK_CHROMIUM, else the first
+// of chromium, chromium-browser, google-chrome on $PATH.
+var ChromiumNeed = proc.Need{Program: "chromium", Package: "chromium", Lookup: func() string {
 	if p := os.Getenv("FENCECHECK_CHROMIUM"); p != "" {
 		return p
 	}
@@ -34,6 +36,12 @@ func Path() string {
 		}
 	}
 	return ""
+}}
+
+// Path returns the Chromium binary to use (ChromiumNeed), "" when there is none.
+func Path() string {
+	p, _ := ChromiumNeed.Find()
+	return p
 }
 
 // Timeout bounds every DevTools command and wait.
@@ -87,9 +95,9 @@ type waiter struct {
 // not installed. The browser is closed, and its profile removed, when t ends.
 func Start(t testing.TB) *Browser {
 	t.Helper()
-	path := Path()
-	if path == "" {
-		t.Skip("headless Chromium not found (install Debian's chromium package, or set FENCECHECK_CHROMIUM): skipping the browser test")
+	path, err := ChromiumNeed.Find()
+	if err != nil {
+		t.Skip(err.Error() + " (or set FENCECHECK_CHROMIUM)")
 	}
 	b, err := Launch(path, t.TempDir())
 	if err != nil {

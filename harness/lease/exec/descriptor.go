@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -57,6 +58,7 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 			svc, err := d.service(s)
 			return svc, err == nil
 		},
+		Needs: d.needs,
 		Shape: d.shape,
 		Setup: d.setup,
 		Start: d.start,
@@ -86,6 +88,19 @@ func (d descriptor) service(s registry.Settings) (registry.Backend, error) {
 		return registry.Backend{}, fmt.Errorf("unknown lock service %q (known: %s)", name, strings.Join(known, ", "))
 	}
 	return b, nil
+}
+
+// needs are the lock service's (nothing with --lock-endpoints). The client command is the
+// user's: what it needs, they know.
+func (d descriptor) needs(s registry.Settings) []proc.Need {
+	if len(s.List(OptionLockEndpoints)) > 0 {
+		return nil
+	}
+	svc, err := d.service(s)
+	if err != nil {
+		return nil
+	}
+	return svc.NeedsOf(serviceSettings(s))
 }
 
 // serviceSettings are the run's settings as the lock service sees them: none of its own

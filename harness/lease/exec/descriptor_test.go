@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -14,7 +13,9 @@ import (
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -34,9 +35,7 @@ func env(t *testing.T, opts map[string]string) (registry.Env, registry.Backend) 
 
 func requirePython(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	proctest.Skip(t, exectest.Python)
 }
 
 // The contract every backend meets, with the Python template client (found through
@@ -111,11 +110,10 @@ func TestDescriptorCapsOverServices(t *testing.T) {
 			svc, ok := reg.Backend(name)
 			require.True(t, ok)
 			e, d := env(t, map[string]string{execlock.OptionClientCmd: cmd, execlock.OptionLockService: name})
-			if svc.Unavailable != nil {
-				if why := svc.Unavailable(e.Settings); why != "" {
-					t.Skip(why)
-				}
+			if why := d.Unavailability(e.Settings); why != "" {
+				t.Skip(why)
 			}
+			require.Equal(t, svc.NeedsOf(registry.Settings{}), d.NeedsOf(e.Settings), "exec needs what its lock service needs")
 			b := harnesstest.Start(t, d, e.Settings)
 			require.True(t, d.RunCaps(e.Settings, b).ClientProcesses)
 			require.Equal(t, svc.PlanCaps(e.Settings).Crasher, registry.CapsOf(b).Crasher, "node faults act on the service")

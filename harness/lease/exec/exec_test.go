@@ -15,8 +15,10 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -60,9 +62,7 @@ func requireNoProcesses(t *testing.T) {
 // TestTemplateClient drives the Python template against the naive server: tokens grow,
 // the lock excludes, a SIGSTOPped holder loses its lease and says so after SIGCONT.
 func TestTemplateClient(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("python3 not installed: apt-get install python3")
-	}
+	proctest.Skip(t, exectest.Python)
 	ctx := context.Background()
 	ttl := time.Second // the renewals every TTL/3 must keep up on a loaded machine
 	b := startNaive(t, execlock.Config{Command: template(t), TTL: ttl})

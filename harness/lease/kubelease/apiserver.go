@@ -52,6 +52,18 @@ func CachePath() string {
 	return filepath.Join(root, "kube-apiserver-"+APIServerVersion, "kube-apiserver")
 }
 
+// APIServerNeed is the kube-apiserver build: the cache folder BuildScript fills, else
+// kube-apiserver on PATH.
+var APIServerNeed = proc.Need{Program: "kube-apiserver", Build: BuildScript, Lookup: func() string {
+	if p := CachePath(); executable(p) == nil {
+		return p
+	}
+	if p, err := exec.LookPath("kube-apiserver"); err == nil {
+		return p
+	}
+	return ""
+}}
+
 // FindAPIServer returns the kube-apiserver to run: explicit if set, else
 // $FENCECHECK_KUBE_APISERVER, else the cached build, else kube-apiserver on PATH. When
 // there is none the error wraps proc.ErrNotFound and says how to build one.
@@ -65,10 +77,7 @@ func FindAPIServer(explicit string) (string, error) {
 		}
 		return p, nil
 	}
-	if p := CachePath(); executable(p) == nil {
-		return p, nil
-	}
-	if p, err := exec.LookPath("kube-apiserver"); err == nil {
+	if p, err := APIServerNeed.Find(); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("kube-apiserver %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -24,7 +25,7 @@ func dsnOption() registry.Option {
 
 // entries is what the backends' registry entries share with the other database locks.
 func entries() sqlsession.Entries {
-	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Available: Available, LogName: "mariadb.log"}
+	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Needs: needs, LogName: "mariadb.log"}
 }
 
 const externalWords = "an existing MariaDB (--" + OptionDSN + ")"
@@ -60,17 +61,12 @@ func shape(s registry.Settings, tok TokenKind) registry.Shape {
 	return entries().Shape(s, (*Backend)(nil), false)
 }
 
-// unavailable adds libfaketime to what a private server needs in a skew run.
-func unavailable(s registry.Settings) string {
-	if why := entries().Unavailable(s); why != "" {
-		return why
-	}
+// needs: a private server's mariadbd, with libfaketime in a skew run.
+func needs(s registry.Settings) []proc.Need {
 	if skewed(s) {
-		if err := FaketimeAvailable(); err != nil {
-			return err.Error()
-		}
+		return []proc.Need{ServerNeed, proc.Libfaketime}
 	}
-	return ""
+	return []proc.Need{ServerNeed}
 }
 
 // Descriptors returns the registry entries: mariadb-lock (counter token),
@@ -100,7 +96,7 @@ func Descriptors() []registry.Backend {
 				}
 				return "a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL"
 			},
-			Unavailable: unavailable,
+			Needs: entries().NeedsOf,
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)
 			},

@@ -3,12 +3,10 @@ package mariadblock
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -22,6 +20,9 @@ import (
 
 // DebianPackage provides mariadbd.
 const DebianPackage = "mariadb-server"
+
+// ServerNeed is the mariadbd a private server runs.
+var ServerNeed = proc.Need{Program: "mariadbd", Package: DebianPackage}
 
 // ServerConfig says how to start a private MariaDB server.
 type ServerConfig struct {
@@ -42,17 +43,11 @@ type ServerConfig struct {
 	ClockRate float64
 }
 
-// Libfaketime is Debian's libfaketime (package faketime), which ClockRate preloads.
-const Libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-
-// FaketimePackage provides Libfaketime.
-const FaketimePackage = "faketime"
-
-// FaketimeAvailable returns nil when Libfaketime is installed, or an error naming the
-// Debian package.
+// FaketimeAvailable returns nil when libfaketime (proc.Libfaketime), which ClockRate
+// preloads, is installed, or an error naming the Debian package.
 func FaketimeAvailable() error {
-	if _, err := os.Stat(Libfaketime); err != nil {
-		return fmt.Errorf("%s: %w: %s, for a fast server clock (install the Debian package %s)", Name, proc.ErrNotFound, Libfaketime, FaketimePackage)
+	if _, err := proc.Libfaketime.Find(); err != nil {
+		return fmt.Errorf("%s: %w, for a fast server clock", Name, err)
 	}
 	return nil
 }
@@ -69,8 +64,8 @@ type Server struct {
 // Available returns nil when mariadbd can be started here, or an error (wrapping
 // proc.ErrNotFound) naming the Debian package to install.
 func Available() error {
-	if _, err := exec.LookPath("mariadbd"); err != nil {
-		return fmt.Errorf("%s: %w: mariadbd (install the Debian package %s)", Name, proc.ErrNotFound, DebianPackage)
+	if _, err := ServerNeed.Find(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	return nil
 }
@@ -82,11 +77,8 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, fmt.Errorf("%s: ServerConfig.Dir is required", Name)
 	}
-	if cfg.Binary == "" {
-		cfg.Binary = "mariadbd"
-	}
-	if _, err := exec.LookPath(cfg.Binary); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s (install the Debian package %s)", Name, proc.ErrNotFound, cfg.Binary, DebianPackage)
+	if _, err := ServerNeed.Or(cfg.Binary).Find(); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 30 * time.Second
@@ -151,19 +143,20 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	var env []string
 	if s.cfg.ClockRate > 0 {
+		lib, err := proc.Libfaketime.Find()
+		if err != nil {
+			return fmt.Errorf("%s: %w, for a fast server clock", Name, err)
+		}
 		// LD_PRELOAD, not the faketime wrapper: the wrapper forks, and SIGSTOP/SIGKILL
 		// sent to the process group must reach mariadbd itself.
-		env = []string{"LD_PRELOAD=" + Libfaketime, "FAKETIME=+0 x" + strconv.FormatFloat(s.cfg.ClockRate, 'g', -1, 64)}
+		env = []string{"LD_PRELOAD=" + lib, "FAKETIME=+0 x" + strconv.FormatFloat(s.cfg.ClockRate, 'g', -1, 64)}
 	}
 	addr := s.addr
 	p, err := proc.Start(ctx, proc.Config{
-		Name: "mariadbd on " + addr, Path: s.cfg.Binary, Args: args, Log: s.cfg.Log, Env: env,
+		Name: "mariadbd on " + addr, Need: ServerNeed.Or(s.cfg.Binary), Args: args, Log: s.cfg.Log, Env: env,
 		ReadyTimeout: s.cfg.ReadyTimeout,
 		Ready:        func(ctx context.Context) error { return ping(ctx, addr) },
 	})
-	if errors.Is(err, proc.ErrNotFound) {
-		return fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
-	}
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/nats"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -32,7 +33,7 @@ func start(t *testing.T, cfg nats.Config) *nats.Backend {
 	defer cancel()
 	b, err := nats.Start(ctx, cfg)
 	if errors.Is(err, proc.ErrNotFound) {
-		t.Skip("nats-server not installed (Debian package nats-server)")
+		t.Skip(err.Error())
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -133,9 +134,7 @@ func TestCrashRestart(t *testing.T) {
 }
 
 func TestBadStarts(t *testing.T) {
-	if _, err := os.Stat("/usr/sbin/nats-server"); err != nil {
-		t.Skip("nats-server not installed (Debian package nats-server)")
-	}
+	proctest.Skip(t, nats.ServerNeed)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()
@@ -153,7 +152,7 @@ func TestBadStarts(t *testing.T) {
 		{"port in use", nats.Config{Port: busy.Addr().(*net.TCPAddr).Port}, "address already in use"},
 		{"wrong url", nats.Config{URL: "nats://" + freeAddr}, "no server at nats://" + freeAddr},
 		{"not a url", nats.Config{URL: "127.0.0.1:4222"}, "is not one nats://host:port"},
-		{"missing binary", nats.Config{Binary: "/nonexistent/nats-server"}, "install the Debian package nats-server"},
+		{"missing binary", nats.Config{Binary: "/nonexistent/nats-server"}, "apt-get install nats-server"},
 		{"ttl too short", nats.Config{TTL: 50 * time.Millisecond}, "at least 100ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -25,6 +26,12 @@ func Descriptor() registry.Backend {
 			Name: OptionURL, External: true,
 			Usage: "nats://host:port of an existing nats-server with JetStream to use instead of starting one (client-side faults only)",
 		}},
+		Needs: func(s registry.Settings) []proc.Need {
+			if s.Option(OptionURL) != "" {
+				return nil
+			}
+			return []proc.Need{ServerNeed}
+		},
 		Check: func(s registry.Settings) error {
 			if s.Members != 1 {
 				return fmt.Errorf("backend nats is a single nats-server: --members must be 1, got %d", s.Members)

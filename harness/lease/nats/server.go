@@ -20,6 +20,9 @@ import (
 // DebianPackage is the package that provides nats-server.
 const DebianPackage = "nats-server"
 
+// ServerNeed is the nats-server program the server fencecheck starts runs.
+var ServerNeed = proc.Need{Program: "nats-server", Package: DebianPackage}
+
 // ServerConfig says how to start one nats-server with JetStream.
 type ServerConfig struct {
 	// Dir is the JetStream store dir (-sd). Required.
@@ -28,7 +31,7 @@ type ServerConfig struct {
 	Port int
 	// Log receives the server's output (nil: discarded).
 	Log io.Writer
-	// Binary is the nats-server program (default "nats-server" from PATH).
+	// Binary is the nats-server program (default: ServerNeed's).
 	Binary string
 	// ReadyTimeout bounds the wait for JetStream to answer (default 10 s).
 	ReadyTimeout time.Duration
@@ -49,9 +52,6 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("nats: ServerConfig.Dir is required")
 	}
-	if cfg.Binary == "" {
-		cfg.Binary = "nats-server"
-	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 10 * time.Second
 	}
@@ -68,15 +68,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
 	url := "nats://" + addr
 	n, err := proc.StartNode(ctx, proc.Config{
-		Name: "nats-server on " + addr, Path: cfg.Binary,
+		Name: "nats-server on " + addr, Need: ServerNeed.Or(cfg.Binary),
 		// Loopback only, no monitoring port, JetStream with its store in Dir.
 		Args: []string{"-a", "127.0.0.1", "-p", strconv.Itoa(cfg.Port), "-js", "-sd", cfg.Dir},
 		Dir:  cfg.Dir, Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
 		Ready: func(ctx context.Context) error { return Ping(ctx, url) },
 	})
-	if errors.Is(err, proc.ErrNotFound) {
-		return nil, fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -34,17 +33,16 @@ type Bouncer struct {
 	p    *proc.Process
 }
 
+// BouncerNeed is the pgbouncer program.
+var BouncerNeed = proc.Need{Program: "pgbouncer", Package: BouncerPackage}
+
 // findBouncer returns the pgbouncer binary.
 func findBouncer() (string, error) {
-	for _, p := range []string{"/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
+	p, err := BouncerNeed.Find()
+	if err != nil {
+		return "", fmt.Errorf("postgres-advisory-pgbouncer: %w", err)
 	}
-	if p, err := exec.LookPath("pgbouncer"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("postgres-advisory-pgbouncer: %w: no pgbouncer binary (install the Debian package %s)", proc.ErrNotFound, BouncerPackage)
+	return p, nil
 }
 
 // BouncerAvailable is nil when a PostgreSQL server and a PgBouncer can be started here,

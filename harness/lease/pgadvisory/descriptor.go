@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -23,7 +24,7 @@ func dsnOption() registry.Option {
 
 // entries is what the backends' registry entries share with the other database locks.
 func entries() sqlsession.Entries {
-	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Available: Available, LogName: "postgres.log"}
+	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Needs: func(registry.Settings) []proc.Need { return []proc.Need{ServerNeed} }, LogName: "postgres.log"}
 }
 
 const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
@@ -51,7 +52,7 @@ func Descriptors() []registry.Backend {
 				}
 				return "a private PostgreSQL cluster (Debian postgresql, initdb) on loopback, idle_session_timeout = TTL"
 			},
-			Unavailable: entries().Unavailable,
+			Needs: entries().NeedsOf,
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)
 			},
@@ -89,12 +90,7 @@ func bouncerDescriptor() registry.Backend {
 		Setup: func(registry.Settings) string {
 			return fmt.Sprintf("a private PostgreSQL cluster (Debian postgresql, initdb) behind a PgBouncer (Debian pgbouncer, pool_mode = transaction, pool_size = %d) on loopback; the pooled server connections get idle_session_timeout = TTL", BouncerPoolSize)
 		},
-		Unavailable: func(registry.Settings) string {
-			if err := BouncerAvailable(); err != nil {
-				return err.Error()
-			}
-			return ""
-		},
+		Needs: func(registry.Settings) []proc.Need { return []proc.Need{ServerNeed, BouncerNeed} },
 		Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 			if err := BouncerAvailable(); err != nil {
 				return nil, registry.Input(err) // a package to install: one line, exit 2

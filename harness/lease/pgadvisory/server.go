@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -23,6 +22,9 @@ import (
 
 // DebianPackage provides initdb and postgres.
 const DebianPackage = "postgresql"
+
+// ServerNeed is the PostgreSQL server a private cluster runs (any installed version).
+var ServerNeed = proc.Need{File: "/usr/lib/postgresql/*/bin/postgres", Package: DebianPackage}
 
 // ServerConfig says how to start a private PostgreSQL cluster.
 type ServerConfig struct {
@@ -55,8 +57,14 @@ type Server struct {
 	sqlsession.Process // PID, Pause, Resume, Crash
 }
 
+// setprivNeed starts the server as the postgres user when fencecheck runs as root.
+var setprivNeed = proc.Need{Program: "setpriv", Package: "util-linux"}
+
 // findBinDir returns the newest /usr/lib/postgresql/*/bin that has postgres.
 func findBinDir() (string, error) {
+	if _, err := ServerNeed.Find(); err != nil {
+		return "", fmt.Errorf("postgres-advisory: %w", err)
+	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	slices.SortFunc(dirs, func(a, b string) int {
 		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
@@ -105,7 +113,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		// user. setpriv execs the program (no extra process), so the PID is the server's.
 		// Changing the uid clears the die-with-parent signal proc set, so setpriv sets it
 		// again (measured: without it a SIGKILL'd fencecheck orphans the server).
-		if _, err := exec.LookPath("setpriv"); err != nil {
+		if _, err := setprivNeed.Find(); err != nil {
 			return nil, fmt.Errorf("postgres-advisory: running as root needs setpriv (Debian util-linux) to start PostgreSQL as the postgres user: %w", err)
 		}
 		if _, err := user.Lookup("postgres"); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -33,7 +34,7 @@ func start(t *testing.T, cfg redis.Config) *redis.Backend {
 	defer cancel()
 	b, err := redis.Start(ctx, cfg)
 	if errors.Is(err, proc.ErrNotFound) {
-		t.Skip("redis-server not installed (Debian package redis-server)")
+		t.Skip(err.Error())
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -150,9 +151,7 @@ func TestCrashRestart(t *testing.T) {
 }
 
 func TestBadStarts(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
-		t.Skip("redis-server not installed (Debian package redis-server)")
-	}
+	proctest.Skip(t, redis.ServerNeed)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()
@@ -172,7 +171,7 @@ func TestBadStarts(t *testing.T) {
 		{"port in use", redis.Config{Port: port}, "Address already in use"},
 		{"wrong address", redis.Config{Addrs: []string{freeAddr}}, "no server answers PING at " + freeAddr},
 		{"not host:port", redis.Config{Addrs: []string{"nowhere"}}, `address "nowhere" is not host:port`},
-		{"missing binary", redis.Config{Binary: "/nonexistent/redis-server"}, "install the Debian package redis-server"},
+		{"missing binary", redis.Config{Binary: "/nonexistent/redis-server"}, "apt-get install redis-server"},
 		{"bad ttl", redis.Config{TTL: 1500 * time.Microsecond}, "whole milliseconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -39,6 +40,7 @@ func Descriptors() []registry.Backend {
 			// Without persistence the counter restarts at 1 after a crash.
 			TokensResetOnCrash: !persist && kind == TokenIncr,
 			Options:            []registry.Option{AddrsOption()},
+			Needs:              Needs,
 			Check: func(s registry.Settings) error {
 				if s.Members != 1 {
 					return fmt.Errorf("backend %s is a single redis-server: --members must be 1, got %d", name, s.Members)
@@ -163,3 +165,12 @@ func (e *external) Close() error {
 
 // LeaseTTL implements registry.LeaseTimed: node-pause stops the server(s) for twice it.
 func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }
+
+// Needs is what the redis backends and redlock need to start their servers: redis-server,
+// unless --redis-addrs names existing ones.
+func Needs(s registry.Settings) []proc.Need {
+	if len(s.List(OptionAddrs)) > 0 {
+		return nil
+	}
+	return []proc.Need{ServerNeed}
+}

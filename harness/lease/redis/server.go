@@ -18,6 +18,9 @@ import (
 // DebianPackage is the package that provides redis-server.
 const DebianPackage = "redis-server"
 
+// ServerNeed is the redis-server program the servers fencecheck starts run.
+var ServerNeed = proc.Need{Program: "redis-server", Package: DebianPackage}
+
 // ServerConfig says how to start one redis-server.
 type ServerConfig struct {
 	// Dir holds the server's data (its AOF when Persist is set). Required.
@@ -31,7 +34,7 @@ type ServerConfig struct {
 	Port int
 	// Log receives the server's output (nil: discarded).
 	Log io.Writer
-	// Binary is the redis-server program (default "redis-server" from PATH).
+	// Binary is the redis-server program (default: ServerNeed's).
 	Binary string
 	// ReadyTimeout bounds the wait for the first PONG (default 10 s).
 	ReadyTimeout time.Duration
@@ -50,9 +53,6 @@ type Server struct {
 func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("redis: ServerConfig.Dir is required")
-	}
-	if cfg.Binary == "" {
-		cfg.Binary = "redis-server"
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 10 * time.Second
@@ -78,13 +78,10 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		args = append(args, "--appendonly", "no")
 	}
 	n, err := proc.StartNode(ctx, proc.Config{
-		Name: "redis-server on " + addr, Path: cfg.Binary, Args: args, Dir: cfg.Dir,
+		Name: "redis-server on " + addr, Need: ServerNeed.Or(cfg.Binary), Args: args, Dir: cfg.Dir,
 		Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
 		Ready: func(ctx context.Context) error { return Ping(ctx, addr) },
 	})
-	if errors.Is(err, proc.ErrNotFound) {
-		return nil, fmt.Errorf("%w (install the Debian package %s)", err, DebianPackage)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -32,7 +35,7 @@ func start(t *testing.T, cfg redlock.Config) *redlock.Backend {
 	defer cancel()
 	b, err := redlock.Start(ctx, cfg)
 	if errors.Is(err, proc.ErrNotFound) {
-		t.Skip("redis-server not installed (Debian package redis-server)")
+		t.Skip(err.Error())
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -149,9 +152,7 @@ func TestNodePause(t *testing.T) {
 }
 
 func TestBadStarts(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
-		t.Skip("redis-server not installed (Debian package redis-server)")
-	}
+	proctest.Skip(t, redis.ServerNeed)
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	freeAddr := free.Addr().String()
@@ -166,7 +167,7 @@ func TestBadStarts(t *testing.T) {
 		{"wrong address", redlock.Config{Addrs: []string{eps[0], eps[1], freeAddr}}, "no server answers PING at " + freeAddr},
 		{"two addresses", redlock.Config{Addrs: eps[:2]}, "at least 3 independent servers"},
 		{"four servers", redlock.Config{Servers: 4}, "servers must be 3 or 5"},
-		{"missing binary", redlock.Config{Binary: "/nonexistent/redis-server"}, "install the Debian package redis-server"},
+		{"missing binary", redlock.Config{Binary: "/nonexistent/redis-server"}, "apt-get install redis-server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.TTL = ttl

@@ -22,6 +22,7 @@ func Descriptor() registry.Backend {
 		Token:   "no token (the lock's random value)",
 		Members: 3,
 		Options: []registry.Option{redis.AddrsOption()},
+		Needs:   redis.Needs,
 		Check: func(s registry.Settings) error {
 			addrs := s.List(redis.OptionAddrs)
 			switch {

@@ -1,8 +1,10 @@
 package redlock_test
 
 import (
-	"os/exec"
 	"testing"
+
+	"github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/redlock"
@@ -11,8 +13,6 @@ import (
 // The contract suite on the redlock descriptor (3 servers), started as a run starts it;
 // it is harness.Tokenless, so the token check skips.
 func TestDescriptor(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed (Debian package redis-server)")
-	}
+	proctest.Skip(t, redis.ServerNeed)
 	harnesstest.Descriptor(t, redlock.Descriptor())
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -15,8 +16,8 @@ type Entries struct {
 	Option string
 	// External names an existing server (harness.External).
 	External string
-	// Available is nil when a private server can be started here.
-	Available func() error
+	// Needs is what a private server needs (its program, and more in some settings).
+	Needs func(registry.Settings) []proc.Need
 	// LogName is the private server's log file in the run's evidence folder.
 	LogName string
 }
@@ -45,16 +46,13 @@ func (d Entries) Wrap(b harness.Backend, noToken string) harness.Backend {
 	return e
 }
 
-// Unavailable is why a private server cannot be started here ("" when it can, or when
-// the run uses an existing server).
-func (d Entries) Unavailable(s registry.Settings) string {
+// NeedsOf is what a run needs: a private server's needs, nothing when the run uses an
+// existing server.
+func (d Entries) NeedsOf(s registry.Settings) []proc.Need {
 	if s.Option(d.Option) != "" {
-		return ""
+		return nil
 	}
-	if err := d.Available(); err != nil {
-		return err.Error()
-	}
-	return ""
+	return d.Needs(s)
 }
 
 // Start builds the backend's config for the run (dsn, or a private server's dir and

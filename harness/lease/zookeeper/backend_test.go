@@ -19,6 +19,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -49,7 +50,7 @@ func start(t *testing.T, cfg zookeeper.Config) *zookeeper.Backend {
 	begin := time.Now()
 	b, err := zookeeper.Start(ctx, cfg)
 	if errors.Is(err, proc.ErrNotFound) {
-		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
+		t.Skip(err.Error())
 	}
 	require.NoError(t, err)
 	t.Logf("%d zookeeper server(s) serving in %v at %v", b.Nodes(), time.Since(begin).Round(time.Millisecond), b.Endpoints())
@@ -224,7 +225,7 @@ func TestStartFailures(t *testing.T) {
 		{"not up in time", zookeeper.Config{StartTimeout: time.Millisecond}, "was not ready within 1ms"},
 		{"ensemble not up in time", zookeeper.Config{Nodes: 3, StartTimeout: time.Millisecond}, "did not serve in time"},
 		{"nothing at the external address", zookeeper.Config{Servers: []string{deadAddr}}, "no server answers at [" + deadAddr + "]"},
-		{"missing jar", zookeeper.Config{Jar: "/nonexistent/zookeeper.jar"}, "install the Debian package zookeeper"},
+		{"missing jar", zookeeper.Config{Jar: "/nonexistent/zookeeper.jar"}, "apt-get install zookeeper"},
 		{"bad ttl", zookeeper.Config{TTL: 1500 * time.Microsecond}, "below 20ms"},
 		{"bad nodes", zookeeper.Config{Nodes: 2}, "nodes must be 1, 3 or 5"},
 		{"bad server", zookeeper.Config{Servers: []string{"localhost"}}, "is not host:port"},
@@ -232,9 +233,7 @@ func TestStartFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-				t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
-			}
+			proctest.Skip(t, zookeeper.ServerNeeds(zookeeper.Config{})...)
 			cfg := tc.cfg
 			if cfg.TTL == 0 {
 				cfg.TTL = 500 * time.Millisecond

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // TokenSource chooses what a Lease hands out as its fencing token.
@@ -65,7 +67,7 @@ type Config struct {
 	// ClientPorts, if set, are the started servers' client ports (one per node; 0 picks
 	// a free one). Mostly for tests of a port already in use.
 	ClientPorts []int
-	// Java is the java binary (default "java"); Jar is ZooKeeper's server jar (default
+	// Java is the java binary (default: JavaNeed's, from PATH); Jar is ZooKeeper's server jar (default
 	// Debian's /usr/share/java/zookeeper.jar).
 	Java string
 	Jar  string
@@ -84,8 +86,23 @@ type Config struct {
 	ExtraEnv []string
 }
 
-// Libfaketime is Debian's libfaketime (package faketime), which ClockRate preloads.
-const Libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+// JavaNeed is the JVM the servers run on (Debian's zookeeper package brings one).
+var JavaNeed = proc.Need{Program: "java", Package: DebianPackage}
+
+// ServerNeeds is what the servers fencecheck starts need with cfg.
+func ServerNeeds(cfg Config) []proc.Need {
+	needs := []proc.Need{JavaNeed.Or(cfg.Java)}
+	for _, jar := range []string{cfg.Jar, slf4jJar, log4jJar} {
+		if jar == "" {
+			jar = defaultJar
+		}
+		needs = append(needs, proc.Need{File: jar, Package: DebianPackage})
+	}
+	if cfg.ClockRate > 0 {
+		needs = append(needs, proc.Libfaketime)
+	}
+	return needs
+}
 
 func (c Config) withDefaults() Config {
 	if c.Token == "" {
@@ -99,9 +116,6 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.Servers) > 0 {
 		c.Nodes = len(c.Servers)
-	}
-	if c.Java == "" {
-		c.Java = "java"
 	}
 	if c.Jar == "" {
 		c.Jar = defaultJar

@@ -3,11 +3,11 @@ package zookeeper
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -44,11 +44,11 @@ func Descriptors() []registry.Backend {
 				Name: OptionServers, External: true,
 				Usage: "comma-separated host:port of an existing ZooKeeper ensemble for the zookeeper backends (client-side faults only)",
 			}},
-			Check:       check,
-			Unavailable: unavailable,
-			Shape:       shape,
-			Setup:       setup,
-			Start:       func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(ctx, env, token) },
+			Check: check,
+			Needs: needs,
+			Shape: shape,
+			Setup: setup,
+			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(ctx, env, token) },
 		}
 	}
 	return []registry.Backend{
@@ -61,25 +61,12 @@ func Descriptors() []registry.Backend {
 	}
 }
 
-// unavailable names the Debian package a run on servers fencecheck starts needs.
-func unavailable(s registry.Settings) string {
+// needs is what a run on servers fencecheck starts needs.
+func needs(s registry.Settings) []proc.Need {
 	if len(s.List(OptionServers)) > 0 {
-		return ""
+		return nil
 	}
-	need := []string{defaultJar, slf4jJar, log4jJar}
-	if clockRate(s) > 0 {
-		need = append(need, Libfaketime)
-	}
-	for _, f := range need {
-		if _, err := os.Stat(f); err != nil {
-			pkg := DebianPackage
-			if f == Libfaketime {
-				pkg = "faketime"
-			}
-			return fmt.Sprintf("Debian's ZooKeeper cannot start here: %s is missing (apt-get install %s)", f, pkg)
-		}
-	}
-	return ""
+	return ServerNeeds(Config{ClockRate: clockRate(s)})
 }
 
 func check(s registry.Settings) error {

@@ -2,7 +2,6 @@ package zookeeper_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -10,14 +9,14 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
 func requireZookeeper(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-		t.Skip("ZooKeeper is not installed: apt-get install zookeeper")
-	}
+	proctest.Skip(t, zookeeper.ServerNeeds(zookeeper.Config{})...)
 }
 
 // The contract suite on the czxid descriptor, started as a run starts it.
@@ -93,10 +92,10 @@ func TestDescriptorCheck(t *testing.T) {
 func TestDescriptorUnavailable(t *testing.T) {
 	d := zookeeper.Descriptors()[0]
 	ext := registry.Settings{Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}}
-	require.Empty(t, d.Unavailable(ext.WithOptions(d.Options)))
-	_, err := os.Stat("/usr/share/java/zookeeper.jar")
-	why := d.Unavailable(registry.Settings{}.WithOptions(d.Options))
-	if err != nil {
+	require.Empty(t, d.Unavailability(ext))
+	missing := proc.Missing(zookeeper.ServerNeeds(zookeeper.Config{})...)
+	why := d.Unavailability(registry.Settings{})
+	if missing != "" {
 		require.Contains(t, why, "apt-get install zookeeper")
 	} else {
 		require.Empty(t, why)

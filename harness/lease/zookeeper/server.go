@@ -87,19 +87,20 @@ func startEnsemble(ctx context.Context, cfg Config) (*ensemble, error) {
 // startEnsembleOnce writes each server's configuration, starts the JVMs and waits until
 // every server serves (standalone, or leader/follower of one quorum).
 func startEnsembleOnce(ctx context.Context, cfg Config) (_ *ensemble, err error) {
-	for _, f := range []string{cfg.Jar, slf4jJar, log4jJar} {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("zookeeper: %w: %s is missing (install the Debian package %s)", proc.ErrNotFound, f, DebianPackage)
+	for _, need := range ServerNeeds(cfg) {
+		if _, err := need.Find(); err != nil {
+			return nil, fmt.Errorf("zookeeper: %w", err)
 		}
 	}
 	env := append([]string(nil), cfg.ExtraEnv...)
 	if cfg.ClockRate > 0 {
-		if _, err := os.Stat(Libfaketime); err != nil {
-			return nil, fmt.Errorf("zookeeper: %w: %s is missing for a clock rate (install the Debian package faketime)", proc.ErrNotFound, Libfaketime)
+		lib, err := proc.Libfaketime.Find()
+		if err != nil {
+			return nil, fmt.Errorf("zookeeper: %w, for a clock rate", err)
 		}
 		// LD_PRELOAD, not the faketime wrapper: the wrapper forks, and signals sent to
 		// the server's process group must reach the JVM itself.
-		env = append(env, "LD_PRELOAD="+Libfaketime, "FAKETIME=+0 x"+strconv.FormatFloat(cfg.ClockRate, 'g', -1, 64))
+		env = append(env, "LD_PRELOAD="+lib, "FAKETIME=+0 x"+strconv.FormatFloat(cfg.ClockRate, 'g', -1, 64))
 	}
 	e := &ensemble{cfg: cfg}
 	var held []net.Listener // picked ports, released just before the servers start
@@ -248,16 +249,13 @@ func (n *node) start(ctx context.Context, java string, wait bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	name := fmt.Sprintf("zookeeper node %d on %s", n.id-1, n.clientAddr())
-	pcfg := proc.Config{Name: name, Path: java, Args: n.startArgs, Env: n.env, Dir: n.dir, Log: n.log, StopGrace: 5 * time.Second}
+	pcfg := proc.Config{Name: name, Need: JavaNeed.Or(java), Args: n.startArgs, Env: n.env, Dir: n.dir, Log: n.log, StopGrace: 5 * time.Second}
 	if n.standalone || wait {
 		pcfg.ReadyTimeout = n.readyTimeout
 		pcfg.Ready = func(ctx context.Context) error { _, err := serving(ctx, n.clientAddr()); return err }
 	}
 	p, err := proc.Start(ctx, pcfg)
 	if err != nil {
-		if errors.Is(err, proc.ErrNotFound) {
-			return fmt.Errorf("zookeeper: %w (install the Debian package %s, which brings Java)", err, DebianPackage)
-		}
 		if strings.Contains(err.Error(), "exited before it was ready") { // proc's words for it
 			return fmt.Errorf("zookeeper: %w: %w", errExitedEarly, err)
 		}

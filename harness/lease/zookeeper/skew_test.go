@@ -1,7 +1,6 @@
 package zookeeper_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -16,9 +16,7 @@ import (
 // (wall and monotonic) running rate times fast.
 func fastClock(t *testing.T, ttl time.Duration, rate float64) *zookeeper.Backend {
 	t.Helper()
-	if _, err := os.Stat(zookeeper.Libfaketime); err != nil {
-		t.Skip("libfaketime is not installed: apt-get install faketime")
-	}
+	proctest.Skip(t, zookeeper.ServerNeeds(zookeeper.Config{ClockRate: rate})...)
 	return start(t, zookeeper.Config{TTL: ttl, ClockRate: rate})
 }
 

@@ -40,3 +40,12 @@ func VerifyNoLeaks(m *testing.M) int {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Skip skips t, in one line naming what is missing and how to get it, unless every need
+// is there.
+func Skip(t testing.TB, needs ...proc.Need) {
+	t.Helper()
+	if why := proc.Missing(needs...); why != "" {
+		t.Skip(why)
+	}
+}

@@ -14,10 +14,14 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // ExternalPackage is the Debian package whose etcd binary StartExternal runs.
 const ExternalPackage = "etcd-server"
+
+// ExternalNeed is the etcd binary StartExternal runs.
+var ExternalNeed = proc.Need{Program: "etcd", Package: ExternalPackage}
 
 // External is an etcd server running as its own process, started from the etcd binary
 // on PATH (Debian's etcd-server) with its defaults (1000 ms election timeout, so it
@@ -35,9 +39,9 @@ type External struct {
 // when no etcd binary is installed.
 func StartExternal(t testing.TB) *External {
 	t.Helper()
-	bin, err := exec.LookPath("etcd")
+	bin, err := ExternalNeed.Find()
 	if err != nil {
-		t.Skipf("no etcd binary on PATH: apt-get install -y %s", ExternalPackage)
+		t.Skip(err.Error())
 	}
 	dir := t.TempDir()
 	// A free port can be taken by someone else between the probe and etcd's bind;

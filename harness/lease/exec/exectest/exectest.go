@@ -9,25 +9,29 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // SystemPython is Debian's interpreter, the one Debian's python3-* libraries load under.
-const SystemPython = "/usr/bin/python3"
+const SystemPython = proc.SystemPython
+
+// Python is Debian's interpreter the examples run under.
+var Python = proc.Need{Program: SystemPython, Package: "python3"}
 
 // RequirePythonModule skips the test, in one line naming the Debian package, unless
 // SystemPython can import module.
 func RequirePythonModule(t testing.TB, module, debianPackage string) {
 	t.Helper()
-	if err := exec.Command(SystemPython, "-c", "import "+module).Run(); err != nil {
-		t.Skipf("%s cannot import %s: apt-get install %s", SystemPython, module, debianPackage)
-	}
+	proctest.Skip(t, Python, proc.Need{PythonModule: module, Package: debianPackage})
 }
 
 // StartRedis starts redis-server on a free loopback port (no persistence, data in a
@@ -35,9 +39,7 @@ func RequirePythonModule(t testing.TB, module, debianPackage string) {
 // Skips the test when redis-server is not installed.
 func StartRedis(t testing.TB) (addr string, pid int) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed: apt-get install redis-server")
-	}
+	proctest.Skip(t, redislock.ServerNeed)
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 { // the free port may be taken between probe and bind: try another
@@ -47,7 +49,7 @@ func StartRedis(t testing.TB) (addr string, pid int) {
 		}
 		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		p, err := proc.Start(context.Background(), proc.Config{
-			Name: "redis-server on " + addr, Path: "redis-server",
+			Name: "redis-server on " + addr, Need: redislock.ServerNeed,
 			Args:         []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
 			Ready:        func(ctx context.Context) error { return ping(ctx, addr) },
 			ReadyTimeout: 30 * time.Second,
@@ -66,15 +68,16 @@ func StartRedis(t testing.TB) (addr string, pid int) {
 // ZooKeeperScript is Debian's ZooKeeper start script.
 const ZooKeeperScript = "/usr/share/zookeeper/bin/zkServer.sh"
 
+// ZooKeeperNeed is that script (it runs the JVM, which Debian's zookeeper brings).
+var ZooKeeperNeed = proc.Need{File: ZooKeeperScript, Package: "zookeeper"}
+
 // StartZooKeeper starts a standalone ZooKeeper on a free loopback port, with a 100 ms
 // tick so sessions may be as short as 200 ms, and returns its address and process id
 // (the JVM's group); it is stopped when the test ends. Skips the test when ZooKeeper is
 // not installed.
 func StartZooKeeper(t testing.TB) (addr string, pid int) {
 	t.Helper()
-	if _, err := os.Stat(ZooKeeperScript); err != nil {
-		t.Skip("ZooKeeper not installed: apt-get install zookeeper")
-	}
+	proctest.Skip(t, ZooKeeperNeed, zookeeper.JavaNeed)
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 {
@@ -89,7 +92,7 @@ func StartZooKeeper(t testing.TB) (addr string, pid int) {
 			t.Fatal(err)
 		}
 		p, err := proc.Start(context.Background(), proc.Config{
-			Name: "ZooKeeper on " + addr, Path: ZooKeeperScript, Args: []string{"start-foreground", cfg},
+			Name: "ZooKeeper on " + addr, Need: ZooKeeperNeed, Args: []string{"start-foreground", cfg},
 			Env:          []string{"ZOO_LOG_DIR=" + dir, "ZOO_LOG4J_PROP=WARN,CONSOLE"},
 			Ready:        func(ctx context.Context) error { return ruok(ctx, addr) },
 			ReadyTimeout: 60 * time.Second, // a JVM on a loaded machine
