@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,15 +11,16 @@ import (
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/resource/postgres"
 	"github.com/fencecheck/fencecheck/harness/resource/sqlite"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 func TestDatabaseScenarioNames(t *testing.T) {
-	seen := map[string]bool{}
-	for _, sc := range databaseScenarios() {
-		require.False(t, seen[sc.Name], "duplicate scenario %s", sc.Name)
-		seen[sc.Name] = true
-		_, err := sc.Spec.withDefaults()
-		require.NoError(t, err, sc.Name)
+	for _, sc := range builtin.Catalogue() {
+		res, _ := builtin.Registry().Resource(sc.Resource)
+		if res.Name == "" || (!strings.HasPrefix(res.Name, "sqlite") && !strings.HasPrefix(res.Name, "postgres")) {
+			continue
+		}
 		_, sok := sqlite.Mode(sc.Resource)
 		_, pok := postgres.Mode(sc.Resource)
 		require.True(t, sok || pok, sc.Name)
@@ -37,25 +39,25 @@ func TestDatabaseScenarioNames(t *testing.T) {
 	require.False(t, checks("fenced"))
 }
 
-// A database that cannot be used is the user's input: ErrSpec (exit 2), one clear
+// A database that cannot be used is the user's input: spec.ErrSpec (exit 2), one clear
 // message, within a few seconds.
 func TestDatabaseSpecErrors(t *testing.T) {
 	t.Setenv(postgres.EnvDSN, "")
 	for _, tc := range []struct {
 		name string
-		spec Spec
+		s    spec.Spec
 		want string
 	}{
-		{"no dsn", Spec{Resource: "postgres"}, "no PostgreSQL server configured"},
-		{"bad dsn", Spec{Resource: "postgres-outbox", Options: map[string]string{postgres.OptionDSN: "postgres://u:sekrit@127.0.0.1:notaport/db"}}, "bad PostgreSQL DSN"},
-		{"unreachable", Spec{Resource: "postgres", Options: map[string]string{postgres.OptionDSN: "postgres://u:sekrit@127.0.0.1:1/db?sslmode=disable"}}, "cannot connect to PostgreSQL at 127.0.0.1:1"},
-		{"sqlite delay", Spec{Resource: "sqlite", Faults: []string{"delay"}}, "there is no network between the client and SQLite"},
-		{"unknown database", Spec{Resource: "sqlite-toctou-serializable"}, `unknown resource "sqlite-toctou-serializable"`},
+		{"no dsn", spec.Spec{Resource: "postgres"}, "no PostgreSQL server configured"},
+		{"bad dsn", spec.Spec{Resource: "postgres-outbox", Options: map[string]string{postgres.OptionDSN: "postgres://u:sekrit@127.0.0.1:notaport/db"}}, "bad PostgreSQL DSN"},
+		{"unreachable", spec.Spec{Resource: "postgres", Options: map[string]string{postgres.OptionDSN: "postgres://u:sekrit@127.0.0.1:1/db?sslmode=disable"}}, "cannot connect to PostgreSQL at 127.0.0.1:1"},
+		{"sqlite delay", spec.Spec{Resource: "sqlite", Faults: []string{"delay"}}, "there is no network between the client and SQLite"},
+		{"unknown database", spec.Spec{Resource: "sqlite-toctou-serializable"}, `unknown resource "sqlite-toctou-serializable"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			_, err := Execute(context.Background(), tc.spec, Options{})
-			require.ErrorIs(t, err, ErrSpec)
+			_, err := trial.Run(context.Background(), builtin.Registry(), tc.s, trial.Options{})
+			require.ErrorIs(t, err, spec.ErrSpec)
 			require.ErrorContains(t, err, tc.want)
 			require.NotContains(t, err.Error(), "sekrit")
 			require.Less(t, time.Since(start), 5*time.Second)

@@ -8,14 +8,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // checkKubeRun checks what a kube-lease catalogue run left: client-go's timing in the
 // history, obeying client-go's rules, and node faults that name the apiserver's PID and
 // the signal.
-func checkKubeRun(t *testing.T, sc Scenario, h *history.History) {
+func checkKubeRun(t *testing.T, sc catalogue.Scenario, h *history.History) {
 	t.Helper()
 	if !strings.HasPrefix(sc.Backend, kubelease.Name) {
 		return
@@ -41,22 +45,22 @@ func checkKubeRun(t *testing.T, sc Scenario, h *history.History) {
 	}
 }
 
-// A kube-lease run that cannot go as asked is the user's input: ErrSpec, one line.
+// A kube-lease run that cannot go as asked is the user's input: spec.ErrSpec, one line.
 func TestKubeSpecErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec Spec
+		s    spec.Spec
 		want string
 	}{
-		{"sub-second ttl", Spec{Backend: "kube-lease", TTL: 500 * time.Millisecond}, "whole seconds, at least 1s"},
-		{"three members", Spec{Backend: "kube-lease", Members: 3}, "--members must be 1"},
-		{"no leader", Spec{Backend: "kube-lease", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
-		{"no clock", Spec{Backend: "kube-lease", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
-		{"missing binary", Spec{Backend: "kube-lease", Options: map[string]string{kubelease.OptionAPIServer: "/nonexistent/kube-apiserver"}}, "/nonexistent/kube-apiserver"},
+		{"sub-second ttl", spec.Spec{Backend: "kube-lease", TTL: 500 * time.Millisecond}, "whole seconds, at least 1s"},
+		{"three members", spec.Spec{Backend: "kube-lease", Members: 3}, "--members must be 1"},
+		{"no leader", spec.Spec{Backend: "kube-lease", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
+		{"no clock", spec.Spec{Backend: "kube-lease", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
+		{"missing binary", spec.Spec{Backend: "kube-lease", Options: map[string]string{kubelease.OptionAPIServer: "/nonexistent/kube-apiserver"}}, "/nonexistent/kube-apiserver"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Execute(context.Background(), tc.spec, Options{})
-			require.ErrorIs(t, err, ErrSpec)
+			_, err := trial.Run(context.Background(), builtin.Registry(), tc.s, trial.Options{})
+			require.ErrorIs(t, err, spec.ErrSpec)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/history"
@@ -19,6 +21,8 @@ import (
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // serviceBackends are the real-server backends whose node faults are real signals.
@@ -29,7 +33,7 @@ var serviceDetail = regexp.MustCompile(`SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pi
 
 // checkServiceRun checks what a service catalogue run left: its node fault names the
 // signal and the PID.
-func checkServiceRun(t *testing.T, sc Scenario, h *history.History) {
+func checkServiceRun(t *testing.T, sc catalogue.Scenario, h *history.History) {
 	t.Helper()
 	if !slices.Contains(serviceBackends, sc.Backend) {
 		return
@@ -44,30 +48,30 @@ func checkServiceRun(t *testing.T, sc Scenario, h *history.History) {
 func TestServiceSpecErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec Spec
+		s    spec.Spec
 		want string
 	}{
-		{"tokenless fenced", Spec{Backend: "redis-notoken", Resource: "fenced"}, "cannot be made safe by fencing"},
-		{"redlock fenced", Spec{Backend: "redlock", Resource: "fenced"}, "no fencing token: cannot be made safe by fencing"},
-		{"redlock 4 members", Spec{Backend: "redlock", Resource: "unfenced", Members: 4}, "--members must be 3 or 5"},
-		{"redlock addrs members", Spec{Backend: "redlock", Resource: "unfenced", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4"}}, "--members 3 does not match the 4 --redis-addrs"},
-		{"nats external node fault", Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:1"}, Faults: []string{"node-pause"}}, "takes client-side faults only"},
-		{"nats url on redis", Spec{Backend: "redis", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:1"}}, "--nats-url is for the nats backend"},
-		{"nats bad url", Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "127.0.0.1:1"}}, "is not one nats://host:port"},
-		{"nats skew", Spec{Backend: "nats", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
-		{"nats short ttl", Spec{Backend: "nats", TTL: 60 * time.Millisecond}, "at least 100ms (the bucket's MaxAge)"},
-		{"tokenless toctou", Spec{Backend: "redis-notoken", Resource: "toctou"}, "cannot be made safe by fencing"},
-		{"no leader", Spec{Backend: "redis", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
-		{"no cluster crash", Spec{Backend: "redlock", Resource: "unfenced", Faults: []string{"cluster-crash"}}, "crashes every node at once"},
-		{"no clock", Spec{Backend: "redis", Faults: []string{"clock-jump"}}, "needs a service clock fencecheck owns"},
-		{"external node fault", Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1"}, Faults: []string{"crash"}}, "takes client-side faults only"},
-		{"two redis addrs", Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1,127.0.0.1:2"}}, "one server address, got 2"},
-		{"addrs on another backend", Spec{Backend: "naive", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1"}}, "--redis-addrs is for the redis or redis-volatile or redis-notoken or redlock backend"},
-		{"redis members", Spec{Backend: "redis", Members: 3}, "single redis-server: --members must be 1"},
+		{"tokenless fenced", spec.Spec{Backend: "redis-notoken", Resource: "fenced"}, "cannot be made safe by fencing"},
+		{"redlock fenced", spec.Spec{Backend: "redlock", Resource: "fenced"}, "no fencing token: cannot be made safe by fencing"},
+		{"redlock 4 members", spec.Spec{Backend: "redlock", Resource: "unfenced", Members: 4}, "--members must be 3 or 5"},
+		{"redlock addrs members", spec.Spec{Backend: "redlock", Resource: "unfenced", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4"}}, "--members 3 does not match the 4 --redis-addrs"},
+		{"nats external node fault", spec.Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:1"}, Faults: []string{"node-pause"}}, "takes client-side faults only"},
+		{"nats url on redis", spec.Spec{Backend: "redis", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:1"}}, "--nats-url is for the nats backend"},
+		{"nats bad url", spec.Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "127.0.0.1:1"}}, "is not one nats://host:port"},
+		{"nats skew", spec.Spec{Backend: "nats", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
+		{"nats short ttl", spec.Spec{Backend: "nats", TTL: 60 * time.Millisecond}, "at least 100ms (the bucket's MaxAge)"},
+		{"tokenless toctou", spec.Spec{Backend: "redis-notoken", Resource: "toctou"}, "cannot be made safe by fencing"},
+		{"no leader", spec.Spec{Backend: "redis", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
+		{"no cluster crash", spec.Spec{Backend: "redlock", Resource: "unfenced", Faults: []string{"cluster-crash"}}, "crashes every node at once"},
+		{"no clock", spec.Spec{Backend: "redis", Faults: []string{"clock-jump"}}, "needs a service clock fencecheck owns"},
+		{"external node fault", spec.Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1"}, Faults: []string{"crash"}}, "takes client-side faults only"},
+		{"two redis addrs", spec.Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1,127.0.0.1:2"}}, "one server address, got 2"},
+		{"addrs on another backend", spec.Spec{Backend: "naive", Options: map[string]string{redislock.OptionAddrs: "127.0.0.1:1"}}, "--redis-addrs is for the redis or redis-volatile or redis-notoken or redlock backend"},
+		{"redis members", spec.Spec{Backend: "redis", Members: 3}, "single redis-server: --members must be 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Normalize(tc.spec)
-			require.ErrorIs(t, err, ErrSpec)
+			_, err := spec.Normalize(builtin.Registry(), tc.s)
+			require.ErrorIs(t, err, spec.ErrSpec)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -111,7 +115,7 @@ func TestServiceDeclaredCaps(t *testing.T) {
 			name += "-external"
 		}
 		t.Run(name, func(t *testing.T) {
-			skipUnavailable(t, Spec{Backend: tc.backend})
+			skipUnavailable(t, spec.Spec{Backend: tc.backend})
 			d, ok := reg.Backend(tc.backend)
 			require.True(t, ok)
 			s := registry.Settings{TTL: 500 * time.Millisecond, Members: max(tc.members, 1)}
@@ -132,11 +136,11 @@ func TestServiceDeclaredCaps(t *testing.T) {
 func TestExternalServices(t *testing.T) {
 	ctx := context.Background()
 	t.Run("redis", func(t *testing.T) {
-		skipUnavailable(t, Spec{Backend: "redis"})
+		skipUnavailable(t, spec.Spec{Backend: "redis"})
 		s, err := redislock.StartServer(ctx, redislock.ServerConfig{Dir: t.TempDir()})
 		require.NoError(t, err)
 		defer s.Close()
-		o, err := Execute(ctx, Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: s.Addr()}, Resource: "fenced", Faults: []string{"pause"}}, Options{})
+		o, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "redis", Options: map[string]string{redislock.OptionAddrs: s.Addr()}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{})
 		require.NoError(t, err)
 		require.Equal(t, models.Held, o.Report.Verdicts[models.Register])
 		require.Positive(t, o.Report.Evidence.StaleRejected)
@@ -149,11 +153,11 @@ func TestExternalServices(t *testing.T) {
 		require.Empty(t, keys, "the run left keys behind")
 	})
 	t.Run("nats", func(t *testing.T) {
-		skipUnavailable(t, Spec{Backend: "nats"})
+		skipUnavailable(t, spec.Spec{Backend: "nats"})
 		s, err := natslock.StartServer(ctx, natslock.ServerConfig{Dir: t.TempDir()})
 		require.NoError(t, err)
 		defer s.Close()
-		o, err := Execute(ctx, Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: s.URL()}, Resource: "unfenced", Faults: []string{"pause"}}, Options{})
+		o, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: s.URL()}, Resource: "unfenced", Faults: []string{"pause"}}, trial.Options{})
 		require.NoError(t, err)
 		require.Equal(t, models.Violated, o.Report.Verdicts[models.Register])
 		require.Equal(t, []int{s.PID()}, proc.Descendants(os.Getpid()), "only the test's own server runs")
@@ -161,31 +165,31 @@ func TestExternalServices(t *testing.T) {
 }
 
 func TestServiceExpectations(t *testing.T) {
-	// No token: the tokens property is violated by declaration, whatever the fault.
-	e, cat := ExpectFor(CellSpec("redlock", "unfenced", []string{"delay"}, nil))
+	// No token: the tokens property is catalogue.Violated by declaration, whatever the fault.
+	e, cat := builtin.Catalogue().Expect(builtin.Registry(), campaign.CellSpec(builtin.Registry(), builtin.Catalogue(), "redlock", "unfenced", []string{"delay"}, nil))
 	require.False(t, cat)
 	require.Equal(t, models.Violated, e.Verdicts[models.Tokens])
 	require.Equal(t, models.Violated, e.Verdicts[models.Register])
 	// A counter without persistence starts over after a crash.
-	e, _ = ExpectFor(Spec{Backend: "redis-volatile", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
+	e, _ = builtin.Catalogue().Expect(builtin.Registry(), spec.Spec{Backend: "redis-volatile", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
 	require.Equal(t, models.Violated, e.Verdicts[models.Tokens])
 	require.Equal(t, models.Held, e.Verdicts[models.Register])
 	// With the AOF it does not.
-	e, _ = ExpectFor(Spec{Backend: "redis", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
+	e, _ = builtin.Catalogue().Expect(builtin.Registry(), spec.Spec{Backend: "redis", Resource: "fenced", Faults: []string{"crash"}, TTL: 400 * time.Millisecond})
 	require.Equal(t, models.Held, e.Verdicts[models.Tokens])
 	// External servers are never the catalogue's scenario, and say so in their label.
-	s := Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:4222"}, Resource: "fenced", Faults: []string{"pause"}}
-	_, cat = ExpectFor(s)
+	s := spec.Spec{Backend: "nats", Options: map[string]string{natslock.OptionURL: "nats://127.0.0.1:4222"}, Resource: "fenced", Faults: []string{"pause"}}
+	_, cat = builtin.Catalogue().Expect(builtin.Registry(), s)
 	require.False(t, cat)
-	require.Equal(t, "nats-external-fenced-pause", Label(s))
+	require.Equal(t, "nats-external-fenced-pause", builtin.Catalogue().Label(builtin.Registry(), s))
 }
 
 // evaluate of a backend without tokens plans its unfenced runs only (it used to stop at
 // the TTL probe, which tried the default fenced register).
 func TestEvaluateTokenlessPlan(t *testing.T) {
-	cfg, _, err := ResolveEvaluateTTL(context.Background(), EvaluateConfig{Backend: "redlock"})
+	cfg, _, err := campaign.ResolveEvaluateTTL(context.Background(), builtin.Registry(), campaign.EvaluateConfig{Backend: "redlock"})
 	require.NoError(t, err)
-	plan, err := PlanEvaluate(cfg)
+	plan, err := campaign.PlanEvaluate(builtin.Registry(), builtin.Catalogue(), cfg)
 	require.NoError(t, err)
 	require.NotEmpty(t, plan.Scorecard.NoToken)
 	require.Len(t, plan.Jobs, 6, "pause, pause-before-read, delay, partition, node-pause, crash")

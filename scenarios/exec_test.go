@@ -12,11 +12,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // execFile is a file of the exec backend's package, by absolute path.
@@ -29,7 +34,7 @@ func execFile(t *testing.T, rel string) string {
 
 // skipWithoutPython skips a scenario whose exec client is a Python script when there is
 // no python3.
-func skipWithoutPython(t *testing.T, s Spec) {
+func skipWithoutPython(t *testing.T, s spec.Spec) {
 	t.Helper()
 	if strings.HasPrefix(s.Options["client-cmd"], "python3 ") {
 		proctest.Skip(t, proc.Need{Program: "python3", Package: "python3"})
@@ -97,13 +102,13 @@ func TestExecExamples(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			x, keep := tt.spec(t)
 			for _, resource := range []string{"unfenced", "fenced"} {
-				o, err := Execute(context.Background(), Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"pause"}, TTL: tt.ttl}, Options{OutDir: t.TempDir()})
+				o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"pause"}, TTL: tt.ttl}, trial.Options{Dir: t.TempDir()})
 				require.NoError(t, err)
 				requireSignalled(t, o.History)
 				// The catalogue's expectations for the same fault on a Go client.
-				want := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+				want := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Violated, catalogue.Violated, catalogue.Held, catalogue.Violated), MinStaleAccepted: 1}
 				if resource == "fenced" {
-					want = Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+					want = catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Held, catalogue.Held, catalogue.Violated), MinStaleRejected: 1, NoStaleAccepted: true}
 				}
 				require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
 			}
@@ -127,7 +132,7 @@ func TestExecBrokenClient(t *testing.T) {
 		t.Run(tt.with, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := "BREAK_AFTER=20 BREAK_WITH=" + tt.with + " sh " + execFile(t, "testdata/fake.sh")
-			_, err := Execute(context.Background(), Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}}, Options{OutDir: dir})
+			_, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{Dir: dir})
 			require.Error(t, err)
 			require.NotContains(t, err.Error(), "\n")
 			require.Contains(t, err.Error(), tt.want)
@@ -160,7 +165,7 @@ func TestExecInterrupted(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		cancel()
 	}()
-	_, err := Execute(ctx, Spec{Backend: "exec", Options: map[string]string{"client-cmd": "sh " + execFile(t, "testdata/fake.sh")}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, Options{OutDir: dir})
+	_, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": "sh " + execFile(t, "testdata/fake.sh")}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, trial.Options{Dir: dir})
 	require.ErrorIs(t, err, context.Canceled)
 	require.FileExists(t, filepath.Join(dir, "history.json"))
 	requireNoProcesses(t)
@@ -175,74 +180,74 @@ func TestExecSpecErrors(t *testing.T) {
 		return m
 	}
 	tests := []struct {
-		spec Spec
+		s    spec.Spec
 		want string
 	}{
-		{Spec{Backend: "exec"}, "backend exec needs --client-cmd"},
-		{Spec{Backend: "exec", Options: x("lock-service", "naive", "lock-endpoints", "127.0.0.1:1")}, "not both"},
-		{Spec{Backend: "exec", Options: x("lock-service", "exec")}, "the lock service must be a backend that holds locks itself"},
-		{Spec{Backend: "exec", Options: x("lock-service", "zoo")}, `unknown lock service "zoo"`},
-		{Spec{Backend: "exec", Options: x("lock-endpoints", "localhost")}, `"localhost" is not host:port`},
-		{Spec{Backend: "exec", Options: x("client-timeout", "soon")}, "--client-timeout must be a duration"},
-		{Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "runs against servers given by --lock-endpoints (harness.External), so it takes client-side faults only"},
-		{Spec{Backend: "exec", Options: x(), Faults: []string{"leader-isolation"}}, "fault \"leader-isolation\" needs a lock-service cluster"},
-		{Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: 500 * time.Millisecond}, "lock service etcd: etcd leases are whole seconds"},
-		{Spec{Backend: "exec", Options: x(), Policy: "careful"}, "the careful policy needs a lease that knows its end"},
-		{Spec{Backend: "exec", Options: x(), Resource: "etcd-txn"}, "resource etcd-txn needs the etcd backend"},
-		{Spec{Backend: "exec", Options: x(), Keys: 4}, "--keys"},
-		{Spec{Backend: "naive", Options: x()}, "--client-cmd is for the exec backend"},
+		{spec.Spec{Backend: "exec"}, "backend exec needs --client-cmd"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "naive", "lock-endpoints", "127.0.0.1:1")}, "not both"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "exec")}, "the lock service must be a backend that holds locks itself"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "zoo")}, `unknown lock service "zoo"`},
+		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "localhost")}, `"localhost" is not host:port`},
+		{spec.Spec{Backend: "exec", Options: x("client-timeout", "soon")}, "--client-timeout must be a duration"},
+		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "runs against servers given by --lock-endpoints (harness.External), so it takes client-side faults only"},
+		{spec.Spec{Backend: "exec", Options: x(), Faults: []string{"leader-isolation"}}, "fault \"leader-isolation\" needs a lock-service cluster"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: 500 * time.Millisecond}, "lock service etcd: etcd leases are whole seconds"},
+		{spec.Spec{Backend: "exec", Options: x(), Policy: "careful"}, "the careful policy needs a lease that knows its end"},
+		{spec.Spec{Backend: "exec", Options: x(), Resource: "etcd-txn"}, "resource etcd-txn is native to the etcd backend"},
+		{spec.Spec{Backend: "exec", Options: x(), Keys: 4}, "--keys"},
+		{spec.Spec{Backend: "naive", Options: x()}, "--client-cmd is for the exec backend"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			_, err := Normalize(tt.spec)
-			require.ErrorIs(t, err, ErrSpec)
+			_, err := spec.Normalize(builtin.Registry(), tt.s)
+			require.ErrorIs(t, err, spec.ErrSpec)
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
 	// Any registered backend can be the lock service; its own settings are the run's.
-	n, err := Normalize(Spec{Backend: "exec", Options: x("lock-service", "raft"), Members: 3, Faults: []string{"leader-isolation"}})
+	n, err := spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "raft"), Members: 3, Faults: []string{"leader-isolation"}})
 	require.NoError(t, err)
 	require.Equal(t, 3, n.Members)
-	_, err = Normalize(Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: time.Second, Faults: []string{"crash"}})
+	_, err = spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: time.Second, Faults: []string{"crash"}})
 	require.NoError(t, err)
 	// Without --ttl and --members, the lock service's defaults: etcd's 1 s, and its 3
 	// members for a fault on the service in evaluate.
-	n, err = Normalize(Spec{Backend: "exec", Options: x("lock-service", "etcd")})
+	n, err = spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "etcd")})
 	require.NoError(t, err)
 	require.Equal(t, time.Second, n.TTL)
-	n, err = Normalize(Spec{Backend: "exec", Options: x("lock-service", "naive")})
+	n, err = spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "naive")})
 	require.NoError(t, err)
-	require.Equal(t, DefaultTTL, n.TTL)
-	plan, err := PlanEvaluate(EvaluateConfig{Backend: "exec", Options: x("lock-service", "etcd"), Faults: []string{"leader-isolation"}})
+	require.Equal(t, spec.DefaultTTL, n.TTL)
+	plan, err := campaign.PlanEvaluate(builtin.Registry(), builtin.Catalogue(), campaign.EvaluateConfig{Backend: "exec", Options: x("lock-service", "etcd"), Faults: []string{"leader-isolation"}})
 	require.NoError(t, err)
 	require.NotEmpty(t, plan.Jobs)
 	for _, j := range plan.Jobs {
 		require.Equal(t, 3, j.Spec.Members, "%s", j.Spec.Name)
 	}
 	// --client-cmd alone implies the exec backend.
-	n, err = Normalize(Spec{Options: x()})
+	n, err = spec.Normalize(builtin.Registry(), spec.Spec{Options: x()})
 	require.NoError(t, err)
 	require.Equal(t, "exec", n.Backend)
 }
 
-func isSpec(err error) bool { return errors.Is(err, ErrSpec) }
+func isSpec(err error) bool { return errors.Is(err, spec.ErrSpec) }
 
 // TestExecClientCrash: the holder's lock client is killed with SIGKILL and replaced; the
 // application's late write with the old token gets through without a fence, not with one.
 func TestExecClientCrash(t *testing.T) {
 	x := map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py")}
 	for _, resource := range []string{"unfenced", "fenced"} {
-		o, err := Execute(context.Background(), Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"client-crash"}}, Options{})
+		o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"client-crash"}}, trial.Options{})
 		require.NoError(t, err)
 		require.Len(t, o.History.Faults, 1)
 		require.Contains(t, o.History.Faults[0].Detail, "killed with SIGKILL (the lease it held died with it) and a fresh process")
-		want := Expect{Verdicts: verdicts(violated, violated, held, violated), MinStaleAccepted: 1}
+		want := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Violated, catalogue.Violated, catalogue.Held, catalogue.Violated), MinStaleAccepted: 1}
 		if resource == "fenced" {
-			want = Expect{Verdicts: verdicts(held, held, held, violated), MinStaleRejected: 1, NoStaleAccepted: true}
+			want = catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Held, catalogue.Held, catalogue.Violated), MinStaleRejected: 1, NoStaleAccepted: true}
 		}
 		require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
 	}
 	requireNoProcesses(t)
-	_, err := Normalize(Spec{Backend: "naive", Faults: []string{"client-crash"}})
+	_, err := spec.Normalize(builtin.Registry(), spec.Spec{Backend: "naive", Faults: []string{"client-crash"}})
 	require.ErrorContains(t, err, "kills a lock client that is a process of its own")
 }

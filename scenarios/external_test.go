@@ -12,10 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // The external-cluster path: an etcd server started on its own, reached only through
@@ -27,14 +31,14 @@ func TestExternalEtcd(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	o, err := Execute(ctx, Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Resource: "fenced", Faults: []string{"pause"}}, Options{})
+	o, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{})
 	require.NoError(t, err)
-	sc, _ := Lookup("etcd-fenced-pause")
+	sc, _ := builtin.Catalogue().Lookup("etcd-fenced-pause")
 	require.Empty(t, sc.Expect.Diff(o.Report), "same verdicts as the embedded etcd-fenced-pause")
 	require.Equal(t, models.Held, o.Report.Verdicts[models.Register])
 
-	_, err = Execute(ctx, Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Faults: []string{"leader-isolation"}}, Options{})
-	require.ErrorIs(t, err, ErrSpec)
+	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Faults: []string{"leader-isolation"}}, trial.Options{})
+	require.ErrorIs(t, err, spec.ErrSpec)
 	require.ErrorContains(t, err, "which fencecheck must have started itself")
 }
 
@@ -45,8 +49,8 @@ func TestExternalEtcdUnreachable(t *testing.T) {
 	require.NoError(t, ln.Close()) // nothing listens there now
 
 	start := time.Now()
-	_, err = Execute(context.Background(), Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: addr}}, Options{})
-	require.ErrorIs(t, err, ErrSpec, "an unreachable endpoint is bad input (exit 2)")
+	_, err = trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: addr}}, trial.Options{})
+	require.ErrorIs(t, err, spec.ErrSpec, "an unreachable endpoint is bad input (exit 2)")
 	require.ErrorContains(t, err, addr)
 	t.Logf("unreachable endpoint reported after %v", time.Since(start))
 }
@@ -70,12 +74,12 @@ func TestExternalDebianEtcd(t *testing.T) {
 
 	// The TTL: the default (1 s) becomes the granted 2 s, and says so; an explicit 1 s
 	// is refused in one line.
-	s, note, err := ResolveTTL(ctx, nil, Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}})
+	s, note, err := spec.ResolveTTL(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, s.TTL)
 	require.Contains(t, note, "grants at least 2s leases")
-	_, err = Execute(ctx, Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}, TTL: time.Second, Faults: []string{"pause"}}, Options{})
-	require.ErrorIs(t, err, ErrSpec)
+	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}, TTL: time.Second, Faults: []string{"pause"}}, trial.Options{})
+	require.ErrorIs(t, err, spec.ErrSpec)
 	require.ErrorContains(t, err, "this cluster grants at least 2s leases; use --ttl 2s")
 
 	cells := []struct{ resource, fault string }{
@@ -87,12 +91,12 @@ func TestExternalDebianEtcd(t *testing.T) {
 	// faults heal on events, so the verdicts do not depend on the timing).
 	var passes [2][]map[models.Property]models.Verdict
 	for pass := range passes {
-		outs := make([]*Outcome, len(cells))
+		outs := make([]*trial.Outcome, len(cells))
 		errs := make([]error, len(cells))
 		var wg sync.WaitGroup
 		for i, c := range cells {
 			wg.Go(func() {
-				outs[i], errs[i] = Execute(ctx, CellSpec("etcd", c.resource, []string{c.fault}, map[string]string{"etcd-endpoints": strings.Join(eps, ",")}), Options{})
+				outs[i], errs[i] = trial.Run(ctx, builtin.Registry(), campaign.CellSpec(builtin.Registry(), builtin.Catalogue(), "etcd", c.resource, []string{c.fault}, map[string]string{"etcd-endpoints": strings.Join(eps, ",")}), trial.Options{})
 			})
 		}
 		wg.Wait()
@@ -101,8 +105,8 @@ func TestExternalDebianEtcd(t *testing.T) {
 			require.NoError(t, errs[i], name)
 			o := outs[i]
 			require.EqualValues(t, 2000, o.History.Run.TTLms, "%s: the granted TTL", name)
-			embedded := CellSpec("etcd", c.resource, []string{c.fault}, nil)
-			want, _ := ExpectFor(embedded)
+			embedded := campaign.CellSpec(builtin.Registry(), builtin.Catalogue(), "etcd", c.resource, []string{c.fault}, nil)
+			want, _ := builtin.Catalogue().Expect(builtin.Registry(), embedded)
 			require.Empty(t, want.Diff(o.Report), "%s: the embedded etcd's verdicts (faults %+v)", name, o.History.Faults)
 			requireOwnValues(t, o.History, name)
 			passes[pass] = append(passes[pass], o.Report.Verdicts)

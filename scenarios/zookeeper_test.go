@@ -12,10 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // zookeeperDetails is what the node faults of the zookeeper catalogue scenarios must
@@ -30,7 +34,7 @@ var zookeeperDetails = map[string][]string{
 
 // checkZookeeperRun checks what a zookeeper catalogue run left: the node fault's
 // detail, and no JVM still running.
-func checkZookeeperRun(t *testing.T, sc Scenario, h *history.History) {
+func checkZookeeperRun(t *testing.T, sc catalogue.Scenario, h *history.History) {
 	t.Helper()
 	want, ok := zookeeperDetails[sc.Name]
 	if !ok {
@@ -52,14 +56,14 @@ func checkZookeeperRun(t *testing.T, sc Scenario, h *history.History) {
 // server process is gone once a run returns.
 func TestZookeeperCatalogue(t *testing.T) {
 	for name := range zookeeperDetails {
-		sc, ok := Lookup(name)
+		sc, ok := builtin.Catalogue().Lookup(name)
 		require.True(t, ok, "%s is not in the catalogue", name)
 		require.NotEmpty(t, sc.Faults)
 	}
-	skipUnavailable(t, Spec{Backend: zookeeper.Name})
+	skipUnavailable(t, spec.Spec{Backend: zookeeper.Name})
 	// One run here, the rest in TestCatalogue: the servers must be gone afterwards.
-	sc, _ := Lookup("zookeeper-fenced-crash")
-	o, err := Execute(context.Background(), sc.Spec, Options{OutDir: t.TempDir()})
+	sc, _ := builtin.Catalogue().Lookup("zookeeper-fenced-crash")
+	o, err := trial.Run(context.Background(), builtin.Registry(), sc.Spec, trial.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	require.Empty(t, sc.Expect.Diff(o.Report))
 	checkZookeeperRun(t, sc, o.History)
@@ -70,25 +74,25 @@ func TestZookeeperCatalogue(t *testing.T) {
 func TestZookeeperRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec Spec
+		s    spec.Spec
 		want string
 	}{
-		{"node-pause standalone", Spec{Backend: "zookeeper", Faults: []string{"node-pause"}}, "needs a cluster of at least 3 zookeeper servers (--members 3)"},
-		{"cluster-crash", Spec{Backend: "zookeeper", Members: 3, Faults: []string{"cluster-crash"}}, `fault "cluster-crash"`},
-		{"clock-jump", Spec{Backend: "zookeeper", Faults: []string{"clock-jump"}}, "only run fast from the start (skew), not step"},
-		{"careful", Spec{Backend: "zookeeper", Policy: "careful", Faults: []string{"pause"}}, "careful policy"},
-		{"members", Spec{Backend: "zookeeper", Members: 2}, "--members must be 1, 3 or 5"},
-		{"external node fault", Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}, Faults: []string{"crash"}}, "which fencecheck must have started itself"},
+		{"node-pause standalone", spec.Spec{Backend: "zookeeper", Faults: []string{"node-pause"}}, "needs a cluster of at least 3 zookeeper servers (--members 3)"},
+		{"cluster-crash", spec.Spec{Backend: "zookeeper", Members: 3, Faults: []string{"cluster-crash"}}, `fault "cluster-crash"`},
+		{"clock-jump", spec.Spec{Backend: "zookeeper", Faults: []string{"clock-jump"}}, "only run fast from the start (skew), not step"},
+		{"careful", spec.Spec{Backend: "zookeeper", Policy: "careful", Faults: []string{"pause"}}, "careful policy"},
+		{"members", spec.Spec{Backend: "zookeeper", Members: 2}, "--members must be 1, 3 or 5"},
+		{"external node fault", spec.Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}, Faults: []string{"crash"}}, "which fencecheck must have started itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Normalize(tc.spec)
-			require.ErrorIs(t, err, ErrSpec)
+			_, err := spec.Normalize(builtin.Registry(), tc.s)
+			require.ErrorIs(t, err, spec.ErrSpec)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 	// In a random schedule skew is skipped with its reason: the clock is fast from the
 	// server's start or not at all.
-	s, err := Normalize(Spec{Backend: "zookeeper", RandomFaults: []string{"pause", "skew"}, Duration: 10 * DefaultTTL})
+	s, err := spec.Normalize(builtin.Registry(), spec.Spec{Backend: "zookeeper", RandomFaults: []string{"pause", "skew"}, Duration: 10 * spec.DefaultTTL})
 	require.NoError(t, err)
 	require.Equal(t, []string{"pause"}, s.RandomFaults)
 	require.Len(t, s.Skipped, 1)
@@ -99,9 +103,9 @@ func TestZookeeperRefusals(t *testing.T) {
 // at its address. Client-side faults go through the local proxies; node faults are
 // refused; an address where nothing listens is bad input.
 func TestExternalZookeeper(t *testing.T) {
-	skipUnavailable(t, Spec{Backend: zookeeper.Name})
+	skipUnavailable(t, spec.Spec{Backend: zookeeper.Name})
 	ctx := context.Background()
-	b, err := zookeeper.Start(ctx, zookeeper.Config{TTL: DefaultTTL, Dir: t.TempDir()})
+	b, err := zookeeper.Start(ctx, zookeeper.Config{TTL: spec.DefaultTTL, Dir: t.TempDir()})
 	if errors.Is(err, proc.ErrNotFound) {
 		t.Skip(err)
 	}
@@ -109,20 +113,20 @@ func TestExternalZookeeper(t *testing.T) {
 	defer b.Close()
 	servers := map[string]string{zookeeper.OptionServers: strings.Join(b.Endpoints(), ",")}
 
-	o, err := Execute(ctx, Spec{Backend: "zookeeper", Options: servers, Resource: "unfenced", Faults: []string{"pause"}}, Options{})
+	o, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "zookeeper", Options: servers, Resource: "unfenced", Faults: []string{"pause"}}, trial.Options{})
 	require.NoError(t, err)
 	require.Equal(t, models.Violated, o.Report.Verdicts[models.Register])
 
-	_, err = Execute(ctx, Spec{Backend: "zookeeper", Options: servers, Faults: []string{"crash"}}, Options{})
-	require.ErrorIs(t, err, ErrSpec)
+	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "zookeeper", Options: servers, Faults: []string{"crash"}}, trial.Options{})
+	require.ErrorIs(t, err, spec.ErrSpec)
 	require.ErrorContains(t, err, "which fencecheck must have started itself")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	dead := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	_, err = Execute(ctx, Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: dead}}, Options{})
-	require.ErrorIs(t, err, ErrSpec, "an unreachable server is bad input (exit 2)")
+	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: dead}}, trial.Options{})
+	require.ErrorIs(t, err, spec.ErrSpec, "an unreachable server is bad input (exit 2)")
 	require.ErrorContains(t, err, dead)
 }
 

@@ -10,15 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	reg := builtin.Registry()
+	reg, cat := builtin.Registry(), builtin.Catalogue()
 	fs := flag.NewFlagSet("evaluate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -51,7 +52,7 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "fencecheck evaluate: --backend is required (one of %s)\n", strings.Join(backendList(reg), ", "))
 		return exitUsage
 	}
-	if err := checkNames("backend", []string{*backend}, scenarios.BackendNames()); err != nil {
+	if err := checkNames("backend", []string{*backend}, reg.BackendNames()); err != nil {
 		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
 		return exitUsage
 	}
@@ -63,19 +64,19 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "fencecheck evaluate: --ttl must not be negative")
 		return exitUsage
 	}
-	cfg := scenarios.EvaluateConfig{Registry: reg, Backend: *backend, Options: opts, Faults: splitList(*faults), Seed: *seed, TTL: *ttl}
+	cfg := campaign.EvaluateConfig{Backend: *backend, Options: opts, Faults: splitList(*faults), Seed: *seed, TTL: *ttl}
 	// An existing etcd cluster decides the TTL it grants: settle it once, for every run.
-	cfg, note, err := scenarios.ResolveEvaluateTTL(ctx, cfg)
+	cfg, note, err := campaign.ResolveEvaluateTTL(ctx, reg, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), scenarios.ErrSpec.Error()+": "))
+		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": "))
 		return exitUsage
 	}
 	if note != "" {
 		fmt.Fprintln(stdout, note)
 	}
-	plan, err := scenarios.PlanEvaluate(cfg)
+	plan, err := campaign.PlanEvaluate(reg, cat, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), scenarios.ErrSpec.Error()+": "))
+		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": "))
 		return exitUsage
 	}
 	sc := plan.Scorecard
@@ -87,17 +88,17 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "evaluate %s: %d faults × %d resources = %d runs (%d at a time); results in %s\n", *backend, len(sc.Rows), len(sc.Resources), len(plan.Jobs), *parallel, *out)
 	if sc.NoToken != "" {
-		fmt.Fprintf(stdout, "evaluate %s: %s: %s; only the unfenced runs are made\n", *backend, scenarios.ErrNoToken, sc.NoToken)
+		fmt.Fprintf(stdout, "evaluate %s: %s: %s; only the unfenced runs are made\n", *backend, spec.ErrNoToken, sc.NoToken)
 	}
 	var logTo io.Writer
 	if *verbose {
 		logTo = stderr
 	}
 	prog := newProgress(stderr, len(plan.Jobs))
-	results, interrupted := scenarios.Campaign{
-		Registry: reg, Store: *out, Parallel: *parallel, Log: logTo,
+	results, interrupted := campaign.Campaign{
+		Registry: reg, Catalogue: cat, Store: *out, Parallel: *parallel, Log: logTo,
 		Started: func(_ int, label string) { prog.Start(label) },
-		Finished: func(i int, r scenarios.RunResult) {
+		Finished: func(i int, r campaign.RunResult) {
 			if r.Err != nil || r.Outcome == nil || r.Outcome.Report == nil {
 				prog.Done(r.Label, "ERROR: "+errText(r.Err))
 				return

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Defaults of `fencecheck matrix`: every backend whose descriptor asks for a default row
@@ -40,12 +42,12 @@ func defaultMatrixBackends(reg *registry.Registry) string {
 // plannedCell is a matrix cell before it runs.
 type plannedCell struct {
 	reports.MatrixCell
-	spec scenarios.Spec
-	exp  scenarios.Expect
+	spec spec.Spec
+	exp  catalogue.Expect
 }
 
 func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	reg := builtin.Registry()
+	reg, cat := builtin.Registry(), builtin.Catalogue()
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -84,9 +86,9 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintln(stderr, "fencecheck matrix: --scenario runs catalogue scenarios; it cannot be combined with --backend, --resource or --fault")
 			return exitUsage
 		}
-		plan, err = planScenarios(reg, m, splitList(*named))
+		plan, err = planScenarios(reg, cat, m, splitList(*named))
 	} else {
-		plan, err = planGrid(m, splitList(*backends), splitList(*resources), splitList(*faults), options())
+		plan, err = planGrid(reg, cat, m, splitList(*backends), splitList(*resources), splitList(*faults), options())
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck matrix:", err)
@@ -113,7 +115,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *verbose {
 		logTo = stderr
 	}
-	interrupted := runCells(ctx, scenarios.Campaign{Registry: reg, Store: *out, Parallel: *parallel, Log: logTo}, plan, newProgress(stderr, torun))
+	interrupted := runCells(ctx, campaign.Campaign{Registry: reg, Catalogue: cat, Store: *out, Parallel: *parallel, Log: logTo}, plan, newProgress(stderr, torun))
 	m.Seconds = time.Since(m.Started).Seconds()
 	for _, c := range plan {
 		m.Cells = append(m.Cells, c.MatrixCell)
@@ -149,12 +151,12 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 // checkNames fails on a name that is not in list.
-func checkNames(what string, names []string, list []scenarios.Named) error {
+func checkNames(what string, names []string, list []registry.Named) error {
 	if len(names) == 0 {
 		return fmt.Errorf("no %s given", what)
 	}
 	for _, n := range names {
-		if !slices.ContainsFunc(list, func(x scenarios.Named) bool { return x.Name == n }) {
+		if !slices.ContainsFunc(list, func(x registry.Named) bool { return x.Name == n }) {
 			known := make([]string, len(list))
 			for i, x := range list {
 				known[i] = x.Name
@@ -165,18 +167,18 @@ func checkNames(what string, names []string, list []scenarios.Named) error {
 	return nil
 }
 
-func planGrid(m *reports.Matrix, backends, resources, faults []string, opts map[string]string) ([]plannedCell, error) {
-	if err := checkNames("backend", backends, scenarios.BackendNames()); err != nil {
+func planGrid(reg *registry.Registry, cat catalogue.Catalogue, m *reports.Matrix, backends, resources, faults []string, opts map[string]string) ([]plannedCell, error) {
+	if err := checkNames("backend", backends, reg.BackendNames()); err != nil {
 		return nil, err
 	}
-	if err := checkNames("resource", resources, scenarios.ResourceNames()); err != nil {
+	if err := checkNames("resource", resources, reg.ResourceNames()); err != nil {
 		return nil, err
 	}
 	if len(faults) == 0 {
 		return nil, errors.New("no fault given")
 	}
 	for _, f := range faults {
-		if err := checkNames("fault", strings.Split(f, "+"), scenarios.FaultNames()); err != nil {
+		if err := checkNames("fault", strings.Split(f, "+"), reg.FaultNames()); err != nil {
 			return nil, err
 		}
 	}
@@ -185,21 +187,21 @@ func planGrid(m *reports.Matrix, backends, resources, faults []string, opts map[
 	for _, b := range backends {
 		for _, r := range resources {
 			for _, f := range faults {
-				spec := scenarios.CellSpec(b, r, strings.Split(f, "+"), opts)
-				plan = append(plan, planCell(b, r, f, spec))
+				s := campaign.CellSpec(reg, cat, b, r, strings.Split(f, "+"), opts)
+				plan = append(plan, planCell(reg, cat, b, r, f, s))
 			}
 		}
 	}
 	return plan, nil
 }
 
-func planScenarios(reg *registry.Registry, m *reports.Matrix, names []string) ([]plannedCell, error) {
-	var scs []scenarios.Scenario
+func planScenarios(reg *registry.Registry, cat catalogue.Catalogue, m *reports.Matrix, names []string) ([]plannedCell, error) {
+	var scs []catalogue.Scenario
 	if len(names) == 1 && names[0] == "all" {
-		scs = scenarios.Catalogue()
+		scs = cat
 	} else {
 		for _, n := range names {
-			sc, ok := scenarios.Lookup(n)
+			sc, ok := cat.Lookup(n)
 			if !ok {
 				return nil, fmt.Errorf("unknown scenario %q (see 'fencecheck list')", n)
 			}
@@ -225,30 +227,30 @@ func planScenarios(reg *registry.Registry, m *reports.Matrix, names []string) ([
 				*ax.list = append(*ax.list, ax.v)
 			}
 		}
-		plan = append(plan, planCell(b, r, f, sc.Spec))
+		plan = append(plan, planCell(reg, cat, b, r, f, sc.Spec))
 	}
 	return plan, nil
 }
 
-func planCell(b, r, f string, spec scenarios.Spec) plannedCell {
-	c := plannedCell{spec: spec, MatrixCell: reports.MatrixCell{Backend: b, Resource: r, Fault: f}}
-	c.Scenario = scenarios.Label(spec)
-	if _, err := scenarios.Normalize(spec); err != nil {
+func planCell(reg *registry.Registry, cat catalogue.Catalogue, b, r, f string, s spec.Spec) plannedCell {
+	c := plannedCell{spec: s, MatrixCell: reports.MatrixCell{Backend: b, Resource: r, Fault: f}}
+	c.Scenario = cat.Label(reg, s)
+	if _, err := spec.Resolve(reg, s); err != nil {
 		c.Outcome = "n/a"
-		c.Error = strings.TrimPrefix(err.Error(), scenarios.ErrSpec.Error()+": ")
+		c.Error = strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 		return c
 	}
-	c.exp, c.Catalogue = scenarios.ExpectFor(spec)
+	c.exp, c.Catalogue = cat.Expect(reg, s)
 	c.Expected = c.exp.Verdicts
 	return c
 }
 
 // runCells runs the plan's applicable cells over the campaign runner, filling in their
 // results. It reports whether ctx ended before every cell ran.
-func runCells(ctx context.Context, c scenarios.Campaign, plan []plannedCell, prog *progress) bool {
+func runCells(ctx context.Context, c campaign.Campaign, plan []plannedCell, prog *progress) bool {
 	defer prog.Close()
 	var idx []int
-	var specs []scenarios.Spec
+	var specs []spec.Spec
 	for i := range plan {
 		if plan[i].Outcome != "n/a" {
 			idx = append(idx, i)
@@ -256,7 +258,7 @@ func runCells(ctx context.Context, c scenarios.Campaign, plan []plannedCell, pro
 		}
 	}
 	c.Started = func(_ int, label string) { prog.Start(label) }
-	c.Finished = func(k int, res scenarios.RunResult) {
+	c.Finished = func(k int, res campaign.RunResult) {
 		cell := &plan[idx[k]]
 		fillCell(cell, c.Store, res)
 		if cell.Outcome == "error" {
@@ -267,7 +269,7 @@ func runCells(ctx context.Context, c scenarios.Campaign, plan []plannedCell, pro
 	}
 	results, interrupted := c.Run(ctx, specs)
 	for k, res := range results {
-		if errors.Is(res.Err, scenarios.ErrInterrupted) {
+		if errors.Is(res.Err, campaign.ErrInterrupted) {
 			fillCell(&plan[idx[k]], c.Store, res)
 		}
 	}
@@ -275,10 +277,10 @@ func runCells(ctx context.Context, c scenarios.Campaign, plan []plannedCell, pro
 }
 
 // fillCell records a run's result in its cell.
-func fillCell(c *plannedCell, store string, res scenarios.RunResult) {
+func fillCell(c *plannedCell, store string, res campaign.RunResult) {
 	c.Seconds = res.Took.Seconds()
 	if res.Dir != "" {
-		c.Dir = scenarios.RelTo(store, res.Dir)
+		c.Dir = campaign.RelTo(store, res.Dir)
 	}
 	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
 		c.Outcome, c.Error = "error", errText(res.Err)

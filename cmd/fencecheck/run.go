@@ -14,11 +14,12 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	reg := builtin.Registry()
+	reg, cat := builtin.Registry(), builtin.Catalogue()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -29,9 +30,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fault    = fs.String("fault", "", "comma-separated targeted faults, e.g. pause or delay")
 		faults   = fs.String("faults", "", "comma-separated fault kinds for a random schedule drawn from --seed, e.g. pause,partition,skew")
 		interval = fs.Duration("interval", 0, "mean quiet time between faults of a random schedule (default 2x TTL)")
-		clients  = fs.Int("clients", 0, fmt.Sprintf("number of clients (default %d)", scenarios.DefaultClients))
-		ttl      = fs.Duration("ttl", 0, fmt.Sprintf("lease TTL (default %v)", scenarios.DefaultTTL))
-		duration = fs.Duration("duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", scenarios.DefaultDuration))
+		clients  = fs.Int("clients", 0, fmt.Sprintf("number of clients (default %d)", spec.DefaultClients))
+		ttl      = fs.Duration("ttl", 0, fmt.Sprintf("lease TTL (default %v)", spec.DefaultTTL))
+		duration = fs.Duration("duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", spec.DefaultDuration))
 		seed     = seedFlag(fs, "the workload and the fault schedule")
 		policy   = fs.String("policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
 		members  = fs.Int("members", 0, "lock-service cluster size: etcd 1 (default) or 3, raft 3 (default) or 5")
@@ -61,65 +62,66 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		*name = fs.Arg(0)
 	}
 
-	var spec scenarios.Spec
+	var sp spec.Spec
 	if *name != "" {
-		sc, ok := scenarios.Lookup(*name)
+		sc, ok := cat.Lookup(*name)
 		if !ok {
 			fmt.Fprintf(stderr, "fencecheck run: unknown scenario %q (see 'fencecheck list')\n", *name)
 			return exitUsage
 		}
-		spec = sc.Spec
+		sp = sc.Spec
 	}
 	// Flags given explicitly override the scenario's settings.
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "backend":
-			spec.Backend = *backend
+			sp.Backend = *backend
 		case "resource":
-			spec.Resource = *resource
+			sp.Resource = *resource
 		case "fence":
-			spec.Fence = *fence
+			sp.Fence = *fence
 		case "fault":
-			spec.Faults = splitList(*fault)
+			sp.Faults = splitList(*fault)
 		case "faults":
-			spec.RandomFaults = splitList(*faults)
+			sp.RandomFaults = splitList(*faults)
 		case "interval":
-			spec.Interval = *interval
+			sp.Interval = *interval
 		case "clients":
-			spec.Clients = *clients
+			sp.Clients = *clients
 		case "ttl":
-			spec.TTL = *ttl
+			sp.TTL = *ttl
 		case "duration":
-			spec.Duration = *duration
+			sp.Duration = *duration
 		case "members":
-			spec.Members = *members
+			sp.Members = *members
 		case "keys":
-			spec.Keys = *keys
+			sp.Keys = *keys
 		case "policy":
-			spec.Policy = *policy
+			sp.Policy = *policy
 		}
 	})
 	// Backend and resource options (an option names its backend when none is given;
 	// an unset one falls back to its environment variable, e.g. the PostgreSQL DSN).
 	for k, v := range options() {
-		if spec.Options == nil {
-			spec.Options = map[string]string{}
+		if sp.Options == nil {
+			sp.Options = map[string]string{}
 		}
-		spec.Options[k] = v
+		sp.Options[k] = v
 	}
-	spec.Seed = *seed
-	if spec.Clients < 0 || spec.TTL < 0 || spec.Duration < 0 || spec.Members < 0 {
+	sp.Seed = *seed
+	if sp.Clients < 0 || sp.TTL < 0 || sp.Duration < 0 || sp.Members < 0 {
 		fmt.Fprintln(stderr, "fencecheck run: --clients, --ttl, --duration and --members must not be negative")
 		return exitUsage
 	}
-	label := scenarios.Label(spec)
+	label := cat.Label(reg, sp)
 	// Bad input is reported before anything is written to the results store.
-	if _, err := scenarios.Normalize(spec); err != nil {
+	r, err := spec.Resolve(reg, sp)
+	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck run:", err)
 		return exitUsage
 	}
 	// An external etcd decides the TTL it grants: settle it before the schedule is drawn.
-	spec, note, err := scenarios.ResolveTTL(ctx, reg, spec)
+	r, note, err := r.SettleTTL(ctx, sp)
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck run:", err)
 		return exitUsage
@@ -145,22 +147,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(logTo)
 	// latest points at this run whatever its end: its folder holds the evidence.
 	defer func() { _ = reports.MarkLatest(dir) }()
-	fmt.Fprintf(stdout, "running %s (seed %d) ...\n", label, spec.Seed)
-	sched, skipped, random, err := scenarios.Schedule(spec)
-	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck run:", err)
-		return exitUsage
+	fmt.Fprintf(stdout, "running %s (seed %d) ...\n", label, r.Spec.Seed)
+	for _, line := range r.Spec.Skipped {
+		fmt.Fprintln(stdout, "left out of the schedule:", line)
 	}
-	for _, s := range skipped {
-		fmt.Fprintln(stdout, "left out of the schedule:", s)
-	}
-	if random {
+	if sched, random := r.Schedule(); random {
 		fmt.Fprint(stdout, sched.String())
 	}
-	o, err := scenarios.Execute(ctx, spec, scenarios.Options{OutDir: dir, Logger: logger})
+	o, err := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck run:", err)
-		if errors.Is(err, scenarios.ErrSpec) {
+		if errors.Is(err, spec.ErrSpec) {
 			return exitUsage
 		}
 		return exitInternal

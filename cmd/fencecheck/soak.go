@@ -12,8 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -52,7 +54,8 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		logTo = stderr
 	}
-	list, skipped, err := scenarios.SelectScenarios(*named)
+	reg, cat := builtin.Registry(), builtin.Catalogue()
+	list, skipped, err := cat.Select(reg, *named)
 	if err != nil {
 		fmt.Fprintln(stderr, "fencecheck soak:", err)
 		return exitUsage
@@ -61,8 +64,8 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var reasons []string
 	byReason := map[string][]string{}
 	for _, name := range skipped {
-		sc, _ := scenarios.Lookup(name)
-		why := scenarios.Unavailable(sc.Spec)
+		sc, _ := cat.Lookup(name)
+		why := spec.Unavailable(reg, sc.Spec)
 		if _, ok := byReason[why]; !ok {
 			reasons = append(reasons, why)
 		}
@@ -72,9 +75,9 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck soak: skipping %s: %s\n", strings.Join(byReason[why], ", "), why)
 	}
 	began := time.Now()
-	res, err := scenarios.Soak(ctx, scenarios.SoakConfig{
-		Scenarios: list, Runs: *runs, Random: *random, Store: *out, CheckTimeout: *timeout, Parallel: *parallel, Log: logTo,
-		Progress: func(name string, r scenarios.SoakRun) {
+	res, err := campaign.Soak(ctx, campaign.SoakConfig{
+		Registry: reg, Scenarios: list, Runs: *runs, Random: *random, Store: *out, CheckTimeout: *timeout, Parallel: *parallel, Log: logTo,
+		Progress: func(name string, r campaign.SoakRun) {
 			status := "as expected"
 			switch {
 			case r.Err != "":
@@ -96,7 +99,7 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	})
 	interrupted := false
 	switch {
-	case errors.Is(err, scenarios.ErrSpec):
+	case errors.Is(err, spec.ErrSpec):
 		fmt.Fprintln(stderr, "fencecheck soak:", err)
 		return exitUsage
 	case err != nil && res != nil && ctx.Err() != nil:
@@ -143,7 +146,7 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // writeSoak writes the soak's page into the results store and refreshes its index.
-func writeSoak(store string, res *scenarios.SoakResult, began time.Time, interrupted bool) (string, error) {
+func writeSoak(store string, res *campaign.SoakResult, began time.Time, interrupted bool) (string, error) {
 	dir, err := reports.NewRunDir(store, "soak", began)
 	if err != nil {
 		return "", err
@@ -162,7 +165,7 @@ func writeSoak(store string, res *scenarios.SoakResult, began time.Time, interru
 }
 
 // soakTable prints one row per scenario.
-func soakTable(w io.Writer, res *scenarios.SoakResult) {
+func soakTable(w io.Writer, res *campaign.SoakResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\truns\tdetect\tfalse alarm\tinconcl.\tdiffer\terrors\tfirst violation p50/p95/max\tcheck p50/p95/max\tops/s")
 	for _, s := range res.Scenarios {
@@ -180,7 +183,7 @@ func pct(f *float64) string {
 	return fmt.Sprintf("%.0f%%", *f*100)
 }
 
-func pctiles(p scenarios.Percentiles) string {
+func pctiles(p campaign.Percentiles) string {
 	if p.N == 0 {
 		return "-"
 	}

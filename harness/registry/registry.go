@@ -432,3 +432,67 @@ func unavailability(s Settings, needs func(Settings) []proc.Need, other func(Set
 	}
 	return ""
 }
+
+// Named is a name a user types, with one line of meaning.
+type Named struct {
+	Name    string
+	Meaning string
+}
+
+// BackendNames lists the backends, in registration order.
+func (r *Registry) BackendNames() []Named {
+	out := make([]Named, 0, len(r.backends))
+	for _, b := range r.backends {
+		out = append(out, Named{b.Name, b.Meaning})
+	}
+	return out
+}
+
+// ResourceNames lists the resources, in registration order.
+func (r *Registry) ResourceNames() []Named {
+	out := make([]Named, 0, len(r.resources))
+	for _, x := range r.resources {
+		out = append(out, Named{x.Name, x.Meaning})
+	}
+	return out
+}
+
+// FaultNames lists the faults, in registration order.
+func (r *Registry) FaultNames() []Named {
+	out := make([]Named, 0, len(r.faults))
+	for _, f := range r.faults {
+		out = append(out, Named{f.Name(), f.Meaning()})
+	}
+	return out
+}
+
+// ActsOnService reports whether the named fault acts on the lock service (a
+// ServiceFault) rather than striking a client.
+func (r *Registry) ActsOnService(fault string) bool {
+	f, ok := r.Fault(fault)
+	if !ok {
+		return false
+	}
+	_, service := f.(ServiceFault)
+	return service
+}
+
+// ClientFaultNames names the faults that strike a client, in registration order.
+func (r *Registry) ClientFaultNames() []string {
+	var out []string
+	for _, f := range r.faults {
+		if _, ok := f.(ClientFault); ok {
+			out = append(out, f.Name())
+		}
+	}
+	return out
+}
+
+// Names joins the names of a list: "a, b, c".
+func Names(list []Named) string {
+	s := make([]string, len(list))
+	for i, n := range list {
+		s[i] = n.Name
+	}
+	return strings.Join(s, ", ")
+}

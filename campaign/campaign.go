@@ -1,4 +1,8 @@
-package scenarios
+// Package campaign runs many runs: `matrix`, `evaluate` and `soak` are three plans
+// (lists of specs: CellSpec, PlanEvaluate, Soak) over one runner (Campaign). Every run
+// goes into a results store (<store>/<label>/<timestamp>/); an interrupted campaign
+// keeps every run that finished.
+package campaign
 
 import (
 	"context"
@@ -11,18 +15,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
-
-// A campaign is many runs: `matrix`, `evaluate` and `soak` are three plans (lists of
-// specs) over this one runner. Every run goes into the results store; an interrupted
-// campaign keeps every run that finished.
 
 // Campaign says how to run a plan.
 type Campaign struct {
-	// Registry resolves the specs' names (nil: the built-in registry).
+	// Registry resolves the specs' names; required.
 	Registry *registry.Registry
+	// Catalogue names the runs that are its scenarios (Label); nil: every run is
+	// labelled from its settings.
+	Catalogue catalogue.Catalogue
 	// Store is the results store: each run goes to Store/<label>/<timestamp>/ with its
 	// run.log, and Store/<label>/latest points at it.
 	Store string
@@ -44,7 +50,7 @@ type RunResult struct {
 	Label string
 	// Dir is the run's folder ("" when none could be made or the run never started).
 	Dir     string
-	Outcome *Outcome
+	Outcome *trial.Outcome
 	Took    time.Duration
 	Err     error
 }
@@ -55,7 +61,7 @@ var ErrInterrupted = errors.New("interrupted before it ran")
 // Run executes specs, Parallel at a time, and returns each spec's result in order. When
 // ctx ends, the runs under way end with its error, the ones not started get
 // ErrInterrupted, and interrupted is true.
-func (c Campaign) Run(ctx context.Context, specs []Spec) (results []RunResult, interrupted bool) {
+func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResult, interrupted bool) {
 	results = make([]RunResult, len(specs))
 	n := max(c.Parallel, 1)
 	jobs := make(chan int)
@@ -63,7 +69,7 @@ func (c Campaign) Run(ctx context.Context, specs []Spec) (results []RunResult, i
 	for range min(n, max(len(specs), 1)) {
 		wg.Go(func() {
 			for i := range jobs {
-				label := label(c.registry(), specs[i])
+				label := c.label(specs[i])
 				if ctx.Err() != nil { // ended while the job was handed over
 					results[i] = RunResult{Label: label, Err: ErrInterrupted}
 					continue
@@ -87,28 +93,33 @@ func (c Campaign) Run(ctx context.Context, specs []Spec) (results []RunResult, i
 			}
 		}
 		interrupted = true
-		results[i] = RunResult{Label: label(c.registry(), specs[i]), Err: ErrInterrupted}
+		results[i] = RunResult{Label: c.label(specs[i]), Err: ErrInterrupted}
 	}
 	close(jobs)
 	wg.Wait()
 	return results, interrupted || ctx.Err() != nil
 }
 
-func (c Campaign) registry() *registry.Registry {
+// label names a run in the store.
+func (c Campaign) label(s spec.Spec) string {
 	if c.Registry == nil {
-		c.Registry = defaultRegistry()
+		return "unresolved"
 	}
-	return c.Registry
+	return c.Catalogue.Label(c.Registry, s)
 }
 
 // runOne runs spec into Store/<label>/<timestamp>/ with its log in run.log, and points
 // Store/<label>/latest at it.
-func (c Campaign) runOne(ctx context.Context, spec Spec, label string) (r RunResult) {
+func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunResult) {
 	r.Label = label
 	started := time.Now()
 	defer func() { r.Took = time.Since(started) }()
-	if c.Store == "" {
-		r.Err = errors.New("campaign: no results store given (Campaign.Store)")
+	switch {
+	case c.Registry == nil:
+		r.Err = fmt.Errorf("%w: campaign: no registry given (Campaign.Registry)", spec.ErrSpec)
+		return r
+	case c.Store == "":
+		r.Err = fmt.Errorf("%w: campaign: no results store given (Campaign.Store)", spec.ErrSpec)
 		return r
 	}
 	dir, err := reports.NewRunDir(c.Store, label, started)
@@ -128,8 +139,8 @@ func (c Campaign) runOne(ctx context.Context, spec Spec, label string) (r RunRes
 		h = slog.NewMultiHandler(h, slog.NewTextHandler(c.Log, nil))
 	}
 	logger := slog.New(h)
-	logger.Info("scenario starting", "label", label, "backend", spec.Backend, "resource", spec.Resource, "faults", spec.Faults, "seed", spec.Seed)
-	r.Outcome, r.Err = Execute(ctx, spec, Options{OutDir: dir, Logger: logger, CheckTimeout: c.CheckTimeout, Registry: c.Registry})
+	logger.Info("scenario starting", "label", label, "backend", s.Backend, "resource", s.Resource, "faults", s.Faults, "seed", s.Seed)
+	r.Outcome, r.Err = trial.Run(ctx, c.Registry, s, trial.Options{Dir: dir, Logger: logger, CheckTimeout: c.CheckTimeout})
 	if r.Err != nil {
 		logger.Error("scenario failed", "err", r.Err)
 	}
@@ -140,15 +151,12 @@ func (c Campaign) runOne(ctx context.Context, spec Spec, label string) (r RunRes
 	return r
 }
 
-// relTo returns path relative to root, with forward slashes.
-func relTo(root, path string) string {
+// RelTo returns a run's folder relative to the results store's root, with forward
+// slashes, as the store's pages link it.
+func RelTo(root, path string) string {
 	r, err := filepath.Rel(root, path)
 	if err != nil {
 		return filepath.ToSlash(path)
 	}
 	return filepath.ToSlash(r)
 }
-
-// RelTo returns a run's folder relative to the results store's root, with forward
-// slashes, as the store's pages link it.
-func RelTo(root, path string) string { return relTo(root, path) }

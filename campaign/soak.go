@@ -1,4 +1,4 @@
-package scenarios
+package campaign
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Soak runs: every scenario N times with seeds 1..N, and how trustworthy its verdicts
@@ -26,7 +26,7 @@ import (
 // SoakConfig says what to soak.
 type SoakConfig struct {
 	// Scenarios to run, in order; each runs Runs times.
-	Scenarios []Scenario
+	Scenarios []catalogue.Scenario
 	// Runs per scenario, with seeds 1..Runs.
 	Runs int
 	// Random replaces each scenario's targeted faults with a random schedule of the
@@ -40,7 +40,7 @@ type SoakConfig struct {
 	Store string
 	// CheckTimeout bounds each property's check (0: the models' default).
 	CheckTimeout time.Duration
-	// Registry resolves the scenarios' names (nil: the built-in registry).
+	// Registry resolves the scenarios' names; required.
 	Registry *registry.Registry
 	// Parallel runs at a time (default 1: timing-sensitive faults are most faithful
 	// alone); Log, if set, receives every run's log.
@@ -63,66 +63,31 @@ type (
 // that got through, if one did.
 func FirstViolation(rep *models.Report) (int64, bool) { return judge.FirstViolation(rep) }
 
-// SelectScenarios resolves a comma-separated list of catalogue names; "all" (or an
-// empty list) is the whole catalogue but the scenarios that cannot run here (a
-// PostgreSQL resource without a configured server: Unavailable), which it lists in
-// skipped. An unknown name is an ErrSpec error.
-func SelectScenarios(list string) (_ []Scenario, skipped []string, _ error) {
-	all := Catalogue()
-	if list == "" || list == "all" {
-		var out []Scenario
-		for _, sc := range all {
-			if Unavailable(sc.Spec) != "" {
-				skipped = append(skipped, sc.Name)
-				continue
-			}
-			out = append(out, sc)
-		}
-		return out, skipped, nil
-	}
-	var out []Scenario
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		i := slices.IndexFunc(all, func(s Scenario) bool { return s.Name == name })
-		if i < 0 {
-			return nil, nil, fmt.Errorf("%w: unknown scenario %q (see fencecheck list)", ErrSpec, name)
-		}
-		out = append(out, all[i])
-	}
-	if len(out) == 0 {
-		return nil, nil, fmt.Errorf("%w: no scenario named", ErrSpec)
-	}
-	return out, nil, nil
-}
-
 // Soak runs every scenario cfg.Runs times over the campaign runner and summarises each.
 // It returns an error when the configuration is invalid (ErrSpec, before anything runs)
 // or when ctx ends: then the result still holds every run that finished. A run that
 // fails is counted in SoakStats.Errors.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	if cfg.Runs < 1 {
-		return nil, fmt.Errorf("%w: runs must be at least 1, got %d", ErrSpec, cfg.Runs)
+		return nil, fmt.Errorf("%w: runs must be at least 1, got %d", spec.ErrSpec, cfg.Runs)
 	}
 	reg := cfg.Registry
 	if reg == nil {
-		reg = defaultRegistry()
+		return nil, fmt.Errorf("%w: soak needs a registry (SoakConfig.Registry)", spec.ErrSpec)
 	}
 	// Every scenario is checked first: an invalid spec would fail every run.
-	var specs []Spec
+	var specs []spec.Spec
 	for _, sc := range cfg.Scenarios {
-		spec, err := soakSpec(sc, cfg.Random)
+		s, err := soakSpec(sc, cfg.Random)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := normalize(reg, spec); err != nil {
+		if _, err := spec.Resolve(reg, s); err != nil {
 			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
 		}
 		for seed := int64(1); seed <= int64(cfg.Runs); seed++ {
-			spec.Seed = seed
-			specs = append(specs, spec)
+			s.Seed = seed
+			specs = append(specs, s)
 		}
 	}
 	store, keepAll := cfg.Store, cfg.Store != ""
@@ -145,7 +110,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 			r := soakRun(sc, specs[i].Seed, res, cfg.Random)
 			switch {
 			case keepAll && res.Dir != "":
-				r.Evidence = relTo(store, res.Dir)
+				r.Evidence = RelTo(store, res.Dir)
 			case len(r.Diffs) > 0 || r.Err != "":
 				r.Evidence = res.Dir
 			case res.Dir != "":
@@ -177,7 +142,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		}
 		expect := sc.Expect
 		if cfg.Random {
-			expect = Expect{}
+			expect = catalogue.Expect{}
 		}
 		res.Scenarios = append(res.Scenarios, judge.Summarise(sc.Name, expect.Verdicts, done))
 	}
@@ -196,19 +161,19 @@ const RandomSoakDuration = 5 * time.Second
 
 // soakSpec is the spec a soak runs for sc: as catalogued, or, in random mode, with its
 // targeted faults replaced by a random schedule of the same kinds.
-func soakSpec(sc Scenario, random bool) (Spec, error) {
-	spec := sc.Spec
+func soakSpec(sc catalogue.Scenario, random bool) (spec.Spec, error) {
+	s := sc.Spec
 	if !random {
-		return spec, nil
+		return s, nil
 	}
-	if len(spec.Faults) == 0 {
-		return spec, fmt.Errorf("%w: scenario %s has no faults to draw a random schedule from", ErrSpec, sc.Name)
+	if len(s.Faults) == 0 {
+		return s, fmt.Errorf("%w: scenario %s has no faults to draw a random schedule from", spec.ErrSpec, sc.Name)
 	}
-	spec.RandomFaults, spec.Faults = spec.Faults, nil
-	if spec.Duration == 0 {
-		spec.Duration = RandomSoakDuration
+	s.RandomFaults, s.Faults = s.Faults, nil
+	if s.Duration == 0 {
+		s.Duration = RandomSoakDuration
 	}
-	return spec, nil
+	return s, nil
 }
 
 // removeRun deletes a run's folder from a temporary store, and its scenario's folder
@@ -228,7 +193,7 @@ func removeRun(dir string) error {
 
 // soakRun judges one finished run of a soak. A run interrupted by the end of the soak
 // counts as failed only if it started.
-func soakRun(sc Scenario, seed int64, res RunResult, random bool) SoakRun {
+func soakRun(sc catalogue.Scenario, seed int64, res RunResult, random bool) SoakRun {
 	r := SoakRun{Seed: seed}
 	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
 		r.Err = errText(res.Err)

@@ -1,9 +1,8 @@
-package scenarios
+package trial
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // env is a started backend and resource, and what to close when the run ends.
@@ -37,19 +37,12 @@ func (e *env) Close() error {
 	return errors.Join(errs...)
 }
 
-// input turns a descriptor's input error into a spec error (exit 2).
-func input(err error) error {
-	if errors.Is(err, registry.ErrInput) {
-		return fmt.Errorf("%w: %w", ErrSpec, err)
-	}
-	return err
-}
-
 // build starts the spec's backend and resource from their descriptors. Lock-service logs
-// go to outDir (if set) and what its clients say to log; runID names the run's own keys in a store that may outlive it.
-func build(ctx context.Context, r resolved, outDir, runID string, log *slog.Logger) (_ *env, err error) {
+// go to outDir (if set) and what its clients say to log; runID names the run's own keys
+// in a store that may outlive it.
+func build(ctx context.Context, r *spec.Resolved, outDir, runID string, log *slog.Logger) (_ *env, err error) {
 	e := &env{}
-	for range r.Clients {
+	for range r.Spec.Clients {
 		e.clientClock = append(e.clientClock, nemesis.NewClock())
 	}
 	defer func() {
@@ -77,8 +70,8 @@ func build(ctx context.Context, r resolved, outDir, runID string, log *slog.Logg
 		e.closers = append(e.closers, func() error { return os.RemoveAll(dir) })
 		return dir, nil
 	}
-	be, err := r.backend.Start(ctx, registry.Env{
-		Settings:    r.settings,
+	be, err := r.Backend.Start(ctx, registry.Env{
+		Settings:    r.Settings,
 		RunID:       runID,
 		ClientClock: func(i int) func() time.Time { return e.clientClock[i].Monotonic },
 		TempDir:     tempDir,
@@ -86,13 +79,13 @@ func build(ctx context.Context, r resolved, outDir, runID string, log *slog.Logg
 		Logger:      log,
 	})
 	if err != nil {
-		return nil, input(err)
+		return nil, spec.Input(err)
 	}
 	e.backend = be
 	e.closers = append(e.closers, be.Close)
-	res, err := r.resource.Start(ctx, registry.ResourceEnv{Settings: r.resSettings, RunID: runID, Backend: be, TempDir: tempDir})
+	res, err := r.Resource.Start(ctx, registry.ResourceEnv{Settings: r.ResourceSettings, RunID: runID, Backend: be, TempDir: tempDir})
 	if err != nil {
-		return nil, input(err)
+		return nil, spec.Input(err)
 	}
 	e.resource = res
 	e.closers = append(e.closers, res.Close)

@@ -1,10 +1,13 @@
-package scenarios
+package campaign
 
 import (
 	"context"
 	"path/filepath"
 	"testing"
 
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/spec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,11 +18,11 @@ func TestSoakNaive(t *testing.T) {
 		t.Skip("runs 4 scenarios")
 	}
 	t.Parallel() // like the catalogue's runs: the faults heal on events, not timers
-	list, _, err := SelectScenarios("naive-unfenced-pause,naive-fenced-pause")
+	list, _, err := builtin.Catalogue().Select(builtin.Registry(), "naive-unfenced-pause,naive-fenced-pause")
 	require.NoError(t, err)
 	var seen []int64
 	store := t.TempDir()
-	res, err := Soak(context.Background(), SoakConfig{Scenarios: list, Runs: 2, Store: store,
+	res, err := Soak(context.Background(), SoakConfig{Registry: builtin.Registry(), Scenarios: list, Runs: 2, Store: store,
 		Progress: func(_ string, r SoakRun) { seen = append(seen, r.Seed) }})
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2, 1, 2}, seen)
@@ -47,38 +50,34 @@ func TestSoakNaive(t *testing.T) {
 }
 
 func TestSoakBadInput(t *testing.T) {
-	_, _, err := SelectScenarios("naive-fenced-pause,nope")
-	require.ErrorIs(t, err, ErrSpec)
-	all, skipped, err := SelectScenarios("all")
+	reg := builtin.Registry()
+	all, _, err := builtin.Catalogue().Select(reg, "all")
 	require.NoError(t, err)
-	require.Len(t, all, len(Catalogue())-len(skipped))
-	for _, name := range skipped {
-		sc, ok := Lookup(name)
-		require.True(t, ok)
-		require.NotEmpty(t, Unavailable(sc.Spec), name)
-	}
-	_, err = Soak(context.Background(), SoakConfig{Scenarios: all[:1], Runs: 0})
-	require.ErrorIs(t, err, ErrSpec)
-	noFault := Scenario{Spec: Spec{Name: "x", Backend: "naive"}}
-	_, err = Soak(context.Background(), SoakConfig{Scenarios: []Scenario{noFault}, Runs: 1, Random: true})
-	require.ErrorIs(t, err, ErrSpec)
-	bad := Scenario{Spec: Spec{Name: "y", Backend: "chubby"}}
-	_, err = Soak(context.Background(), SoakConfig{Scenarios: []Scenario{bad}, Runs: 1})
-	require.ErrorIs(t, err, ErrSpec)
+	_, err = Soak(context.Background(), SoakConfig{Registry: reg, Scenarios: all[:1], Runs: 0})
+	require.ErrorIs(t, err, spec.ErrSpec)
+	noFault := catalogue.Scenario{Spec: spec.Spec{Name: "x", Backend: "naive"}}
+	_, err = Soak(context.Background(), SoakConfig{Registry: reg, Scenarios: []catalogue.Scenario{noFault}, Runs: 1, Random: true})
+	require.ErrorIs(t, err, spec.ErrSpec)
+	bad := catalogue.Scenario{Spec: spec.Spec{Name: "y", Backend: "chubby"}}
+	_, err = Soak(context.Background(), SoakConfig{Registry: reg, Scenarios: []catalogue.Scenario{bad}, Runs: 1})
+	require.ErrorIs(t, err, spec.ErrSpec)
+	_, err = Soak(context.Background(), SoakConfig{Scenarios: all[:1], Runs: 1})
+	require.ErrorIs(t, err, spec.ErrSpec, "no registry")
 }
 
 // In random mode every catalogue scenario with faults becomes a valid random schedule.
 func TestSoakRandomSpecs(t *testing.T) {
-	for _, sc := range Catalogue() {
+	for _, sc := range builtin.Catalogue() {
 		if len(sc.Faults) == 0 {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
-			spec, err := soakSpec(sc, true)
+			s, err := soakSpec(sc, true)
 			require.NoError(t, err)
-			require.Empty(t, spec.Faults)
-			_, _, ok, err := Schedule(spec)
+			require.Empty(t, s.Faults)
+			r, err := spec.Resolve(builtin.Registry(), s)
 			require.NoError(t, err)
+			_, ok := r.Schedule()
 			require.True(t, ok)
 		})
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package campaign
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // The evaluate plan: every fault that applies to a backend against an unfenced
@@ -17,15 +19,13 @@ import (
 
 // EvaluateConfig says what to evaluate.
 type EvaluateConfig struct {
-	// Registry holds the backend (nil: the built-in registry). Add your own backend's
-	// descriptor to builtin.Registry() to evaluate it.
-	Registry *registry.Registry
-	Backend  string
+	// Backend is the registry's name of the backend to evaluate.
+	Backend string
 	// Options are the backend's options (e.g. an external cluster's endpoints).
 	Options map[string]string
 	// Faults to run; empty: every fault that applies to the backend.
 	Faults []string
-	// Seed of every run's workload (default 1).
+	// Seed of every run's workload (0: spec.DefaultSeed, as any run).
 	Seed int64
 	// TTL of every run (0: the backend's default). A service that grants another TTL
 	// than asked (an existing etcd cluster) is settled first: see ResolveEvaluateTTL.
@@ -34,10 +34,10 @@ type EvaluateConfig struct {
 
 // ResolveEvaluateTTL settles cfg.TTL with the service (ResolveTTL) once for every run
 // of the evaluation; note says when the granted TTL replaced the default.
-func ResolveEvaluateTTL(ctx context.Context, cfg EvaluateConfig) (EvaluateConfig, string, error) {
+func ResolveEvaluateTTL(ctx context.Context, reg *registry.Registry, cfg EvaluateConfig) (EvaluateConfig, string, error) {
 	// On the unfenced register: the TTL does not depend on the resource, and a backend
 	// without tokens refuses the default fenced one.
-	s, note, err := ResolveTTL(ctx, cfg.Registry, Spec{Backend: cfg.Backend, Resource: "unfenced", Options: cfg.Options, TTL: cfg.TTL})
+	s, note, err := spec.ResolveTTL(ctx, reg, spec.Spec{Backend: cfg.Backend, Resource: unfenced, Options: cfg.Options, TTL: cfg.TTL})
 	if err != nil {
 		return cfg, "", err
 	}
@@ -49,7 +49,7 @@ func ResolveEvaluateTTL(ctx context.Context, cfg EvaluateConfig) (EvaluateConfig
 // resource.
 type EvaluateJob struct {
 	Fault, Resource string
-	Spec            Spec
+	Spec            spec.Spec
 }
 
 // EvaluatePlan is an evaluation before it runs.
@@ -62,56 +62,67 @@ type EvaluatePlan struct {
 	Jobs      []EvaluateJob
 }
 
-// PlanEvaluate checks the configuration and lists the runs. Errors wrap ErrSpec.
-func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
-	reg := cfg.Registry
+// The registers an evaluation runs every fault against (with the backend's native
+// resources): harness/resource/register's, which every registry a plan is made in needs.
+const (
+	unfenced = "unfenced"
+	fenced   = "fenced"
+)
+
+// PlanEvaluate checks the configuration and lists the runs, resolving names in reg;
+// a run that is a scenario of cat is named after it. Errors wrap spec.ErrSpec.
+func PlanEvaluate(reg *registry.Registry, cat catalogue.Catalogue, cfg EvaluateConfig) (*EvaluatePlan, error) {
 	if reg == nil {
-		reg = defaultRegistry()
+		return nil, fmt.Errorf("%w: evaluate needs a registry (registry.New, with the backend's descriptor added)", spec.ErrSpec)
 	}
 	be, ok := reg.Backend(cfg.Backend)
 	if !ok {
-		return nil, fmt.Errorf("%w: unknown backend %q (known: %s)", ErrSpec, cfg.Backend, names(backendNames(reg)))
+		return nil, fmt.Errorf("%w: unknown backend %q (known: %s; a backend of your own is added with Registry.AddBackend)", spec.ErrSpec, cfg.Backend, registry.Names(reg.BackendNames()))
+	}
+	for _, r := range []string{unfenced, fenced} {
+		if _, ok := reg.Resource(r); !ok {
+			return nil, fmt.Errorf("%w: evaluate runs every fault against the %s and %s registers: add harness/resource/register's descriptors to the registry", spec.ErrSpec, unfenced, fenced)
+		}
 	}
 	for k := range cfg.Options {
 		if owners, _ := reg.OptionOwners(k); len(owners) > 0 && !slices.Contains(owners, be.Name) {
-			return nil, fmt.Errorf("%w: --%s is for the %s backend (got %q)", ErrSpec, k, strings.Join(owners, " or "), be.Name)
+			return nil, fmt.Errorf("%w: --%s is for the %s backend (got %q)", spec.ErrSpec, k, strings.Join(owners, " or "), be.Name)
 		}
 	}
-	unfenced := "unfenced"
 	def := be.Defaults(registry.Settings{Options: cfg.Options})
 	caps := be.PlanCaps(registry.Settings{Members: max(def.Members, 1), Options: cfg.Options})
 	// The faults are tried on the resource the verdict rests on: a fenced register, or
 	// the unfenced one for a backend without tokens (whose fenced runs cannot be made).
-	probe := "fenced"
+	probe := fenced
 	if caps.NoToken != "" {
 		probe = unfenced
 	}
-	applicable := applicableFaults(reg, be.Name, probe, cfg.Options)
+	applicable := ApplicableFaults(reg, be.Name, probe, cfg.Options)
 	chosen := applicable
 	if len(cfg.Faults) > 0 {
 		chosen = slices.Clone(cfg.Faults)
 		for _, f := range chosen {
 			if _, ok := reg.Fault(f); !ok {
-				return nil, fmt.Errorf("%w: unknown fault %q (known: %s)", ErrSpec, f, names(faultNames(reg)))
+				return nil, fmt.Errorf("%w: unknown fault %q (known: %s)", spec.ErrSpec, f, registry.Names(reg.FaultNames()))
 			}
 			if !slices.Contains(applicable, f) {
-				_, err := normalize(reg, cellSpec(reg, be.Name, probe, []string{f}, cfg.Options))
-				return nil, fmt.Errorf("%w: fault %q does not apply to %s: %w", ErrSpec, f, be.Name, err)
+				_, err := spec.Resolve(reg, CellSpec(reg, nil, be.Name, probe, []string{f}, cfg.Options))
+				return nil, fmt.Errorf("%w: fault %q does not apply to %s: %w", spec.ErrSpec, f, be.Name, err)
 			}
 		}
 	}
 	if len(chosen) == 0 {
 		// Settings the backend refuses whatever the fault (exec without --client-cmd)
 		// are the reason, not the faults.
-		if _, err := normalize(reg, cellSpec(reg, be.Name, probe, nil, cfg.Options)); err != nil {
+		if _, err := spec.Resolve(reg, CellSpec(reg, nil, be.Name, probe, nil, cfg.Options)); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: no fault applies to backend %s", ErrSpec, be.Name)
+		return nil, fmt.Errorf("%w: no fault applies to backend %s", spec.ErrSpec, be.Name)
 	}
-	resources := append([]string{unfenced, "fenced"}, be.Native...)
+	resources := append([]string{unfenced, fenced}, be.Native...)
 	members := max(def.Members, 1)
 	for _, f := range chosen {
-		if isServiceFault(reg, f) && def.NodeFaultMembers > 0 {
+		if reg.ActsOnService(f) && def.NodeFaultMembers > 0 {
 			members = def.NodeFaultMembers
 		}
 	}
@@ -125,15 +136,15 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 			sc.NativeAdvice = append(sc.NativeAdvice, r.Advice)
 		}
 	}
-	cell := func(resource string, faults []string) Spec {
-		s := cellSpec(reg, be.Name, resource, faults, cfg.Options)
+	cell := func(resource string, faults []string) spec.Spec {
+		s := CellSpec(reg, cat, be.Name, resource, faults, cfg.Options)
 		if cfg.TTL != 0 {
 			s.TTL = cfg.TTL
 		}
 		return s
 	}
-	if n, err := normalize(reg, cell(probe, chosen[:1])); err == nil {
-		sc.TTLNanos = n.TTL.Nanoseconds()
+	if r, err := spec.Resolve(reg, cell(probe, chosen[:1])); err == nil {
+		sc.TTLNanos = r.Spec.TTL.Nanoseconds()
 	}
 	p := &EvaluatePlan{Name: "evaluate-" + be.Name, Scorecard: sc}
 	if be.IsExternal(registry.Settings{Options: cfg.Options}) {
@@ -141,26 +152,26 @@ func PlanEvaluate(cfg EvaluateConfig) (*EvaluatePlan, error) {
 	}
 	seed := cfg.Seed
 	if seed == 0 {
-		seed = 1
+		seed = spec.DefaultSeed
 	}
 	for _, f := range chosen {
 		fault, _ := reg.Fault(f)
 		sc.Rows = append(sc.Rows, judge.ScoreRow{Fault: f, Meaning: fault.Meaning()})
 		for _, r := range resources {
-			spec := cell(r, []string{f})
-			if _, err := normalize(reg, spec); err != nil {
+			s := cell(r, []string{f})
+			if _, err := spec.Resolve(reg, s); err != nil {
 				continue // e.g. a resource that cannot take this fault, or needs a token
 			}
-			spec.Seed = seed
-			p.Jobs = append(p.Jobs, EvaluateJob{Fault: f, Resource: r, Spec: spec})
+			s.Seed = seed
+			p.Jobs = append(p.Jobs, EvaluateJob{Fault: f, Resource: r, Spec: s})
 		}
 	}
 	return p, nil
 }
 
 // Specs lists the plan's runs, for a Campaign.
-func (p *EvaluatePlan) Specs() []Spec {
-	out := make([]Spec, len(p.Jobs))
+func (p *EvaluatePlan) Specs() []spec.Spec {
+	out := make([]spec.Spec, len(p.Jobs))
 	for i, j := range p.Jobs {
 		out[i] = j.Spec
 	}
@@ -190,7 +201,7 @@ func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Tim
 			run = judge.NewScoreRun(j.Resource, res.Label, res.Outcome.Report, reports.GapSamples(res.Outcome.History))
 		}
 		if res.Dir != "" {
-			run.Dir = relTo(store, res.Dir)
+			run.Dir = RelTo(store, res.Dir)
 		}
 		run.Seconds = res.Took.Seconds()
 		for k := range sc.Rows {
@@ -204,24 +215,22 @@ func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Tim
 	return sc
 }
 
-// Evaluate plans and runs an evaluation into c.Store, and writes the scorecard to
-// c.Store/<plan name>/<timestamp>/ (scorecard.html, scorecard.json). A user's own test
-// can call it on their backend and fail with the scorecard's Verdict when !Safe.
+// Evaluate plans and runs an evaluation over c (its registry and catalogue, into its
+// store), and writes the scorecard to c.Store/<plan name>/<timestamp>/ (scorecard.html,
+// scorecard.json). A user's own test can call it on their backend and fail with the
+// scorecard's Verdict when !Safe.
 func Evaluate(ctx context.Context, cfg EvaluateConfig, c Campaign) (sc *judge.Scorecard, dir string, interrupted bool, err error) {
-	if c.Registry == nil {
-		c.Registry = cfg.Registry
+	switch {
+	case c.Registry == nil:
+		return nil, "", false, fmt.Errorf("%w: evaluate needs a registry (Campaign.Registry) that holds the backend", spec.ErrSpec)
+	case c.Store == "":
+		return nil, "", false, fmt.Errorf("%w: evaluate needs a results store (Campaign.Store), e.g. t.TempDir()", spec.ErrSpec)
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = c.Registry
-	}
-	if c.Store == "" {
-		return nil, "", false, fmt.Errorf("%w: evaluate needs a results store (Campaign.Store), e.g. t.TempDir()", ErrSpec)
-	}
-	cfg, _, err = ResolveEvaluateTTL(ctx, cfg)
+	cfg, _, err = ResolveEvaluateTTL(ctx, c.Registry, cfg)
 	if err != nil {
 		return nil, "", false, err
 	}
-	p, err := PlanEvaluate(cfg)
+	p, err := PlanEvaluate(c.Registry, c.Catalogue, cfg)
 	if err != nil {
 		return nil, "", false, err
 	}
