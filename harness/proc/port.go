@@ -2,17 +2,67 @@ package proc
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 )
 
 // FreePort returns a loopback port that was free a moment ago, for a server process
 // that must be told its port before it starts. Another process may take it before the
 // server binds it; the server then fails to start and says so.
+//
+// The port lies below the kernel's ephemeral range, so that no outgoing connection can
+// hold it as its local port later: a server that binds its port again after a crash, or
+// only when it becomes leader (a ZooKeeper leader's quorum port), would otherwise find
+// it taken by any client connection that happened to get that number.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := ListenFree()
 	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
+		return 0, err
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ListenFree listens on a free loopback port below the ephemeral range (see FreePort);
+// the caller closes it just before the server that is to have the port starts.
+func ListenFree() (net.Listener, error) {
+	lo, hi := ephemeralRange()
+	const floor = 10000
+	if lo-floor >= 1000 {
+		for range 64 {
+			port := floor + rand.IntN(lo-floor)
+			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+				return ln, nil
+			}
+		}
+	}
+	// No room below the range (an unusual ip_local_port_range): any free port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("find a free loopback port (ephemeral range %d-%d): %w", lo, hi, err)
+	}
+	return ln, nil
+}
+
+// ephemeralRange is the kernel's range of local ports for outgoing connections (Linux's
+// default when it cannot be read).
+func ephemeralRange() (lo, hi int) {
+	lo, hi = 32768, 60999
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return lo, hi
+	}
+	l, err1 := strconv.Atoi(f[0])
+	h, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || l <= 0 || h < l {
+		return lo, hi
+	}
+	return l, h
 }

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // ErrClosed is returned by a Cluster's methods after Close.
@@ -252,7 +253,9 @@ func reservePorts(n int) ([]string, error) {
 	}()
 	addrs := make([]string, 0, n)
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		// Below the ephemeral range: a member restarted after a crash binds its ports
+		// again, and no outgoing connection may hold them by then.
+		ln, err := proc.ListenFree()
 		if err != nil {
 			return nil, fmt.Errorf("etcd: reserve a port: %w", err)
 		}

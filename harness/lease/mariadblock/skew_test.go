@@ -173,7 +173,7 @@ func TestDescriptorCaps(t *testing.T) {
 					t.Skip(err)
 				}
 			}
-			require.Empty(t, tc.d.Unavailable(s.WithOptions(tc.d.Options)))
+			require.Empty(t, tc.d.Unavailability(s))
 			require.Equal(t, tc.setup, tc.d.SetupOf(s))
 			plan := tc.d.PlanCaps(s)
 			require.Equal(t, tc.plan, plan)

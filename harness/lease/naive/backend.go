@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // Config configures the naive backend.
@@ -69,7 +72,13 @@ func New(cfg Config) (*Backend, error) {
 		cfg.Mono = time.Now
 	}
 	b := &Backend{cfg: cfg}
-	srv, err := b.start("127.0.0.1:0")
+	// A port below the ephemeral range: Restart binds it again, and no outgoing
+	// connection may hold it by then.
+	port, err := proc.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := b.start(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // Name is the backend's name as users type it.
@@ -93,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	var servers []hraft.Server
 	lns := make([]net.Listener, cfg.Nodes)
 	for i := range cfg.Nodes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := proc.ListenFree() // a restarted node binds it again
 		if err != nil {
 			for _, l := range lns[:i] {
 				_ = l.Close()

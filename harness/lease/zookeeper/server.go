@@ -48,12 +48,13 @@ type ensemble struct {
 	closeOnce sync.Once
 }
 
-// freePort asks the kernel for a free loopback port and keeps it bound until the caller
-// closes the listener, so that our own proxies (also on ephemeral ports) cannot be given
-// it meanwhile. Another process may still take it between the close and the server's
-// bind; the server then fails to start and says so.
+// freePort finds a free loopback port (below the ephemeral range: a leader binds its
+// quorum port only when it is elected, possibly long after the start, and an outgoing
+// connection must not hold the number by then) and keeps it bound until the caller
+// closes the listener. Another process may still take it between the close and the
+// server's bind; the server then fails to start and says so.
 func freePort() (int, net.Listener, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := proc.ListenFree()
 	if err != nil {
 		return 0, nil, err
 	}
