@@ -100,13 +100,32 @@ func Safe() Expect {
 	return Expect{Verdicts: Verdicts(Held, Held, Held, Violated), MinStaleRejected: 1, NoStaleAccepted: true}
 }
 
-// With returns e with property p's verdict set (a copy: e's map is not changed).
+// NoToken is what a backend without fencing tokens (harness.Tokenless) shows unfenced
+// when the holder outlives its lease: the stale write gets through, and tokens are
+// violated by declaration (history.Run.NoToken). A fenced run of it is refused.
+func NoToken() Expect {
+	return Expect{Verdicts: Verdicts(Violated, Violated, Violated, Violated), MinStaleAccepted: 1}
+}
+
+// Unchecked returns e with the properties ps left unchecked (a copy).
+func (e Expect) Unchecked(ps ...models.Property) Expect {
+	for _, p := range ps {
+		e = e.With(p, Any)
+	}
+	return e
+}
+
+// With returns e with property p's verdict set, or unchecked with Any (a copy: e's map
+// is not changed).
 func (e Expect) With(p models.Property, v models.Verdict) Expect {
-	m := map[models.Property]models.Verdict{p: v}
+	m := map[models.Property]models.Verdict{}
 	for q, w := range e.Verdicts {
-		if q != p {
-			m[q] = w
-		}
+		m[q] = w
+	}
+	if v == Any {
+		delete(m, p)
+	} else {
+		m[p] = v
 	}
 	e.Verdicts = m
 	return e

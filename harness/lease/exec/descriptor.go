@@ -90,18 +90,26 @@ func (d descriptor) service(s registry.Settings) (registry.Backend, error) {
 	return b, nil
 }
 
-// needs are the lock service's (nothing with --lock-endpoints). The client command is the
-// user's: what it needs, they know.
+// needs are the lock service's (nothing with --lock-endpoints), and python3 for a client
+// command that starts with it (the shipped examples); what else a user's command needs,
+// they know.
 func (d descriptor) needs(s registry.Settings) []proc.Need {
+	var out []proc.Need
+	if strings.HasPrefix(strings.TrimSpace(s.Option(OptionClientCmd)), "python3 ") {
+		out = append(out, PythonNeed) // the shipped example clients' interpreter
+	}
 	if len(s.List(OptionLockEndpoints)) > 0 {
-		return nil
+		return out
 	}
 	svc, err := d.service(s)
 	if err != nil {
-		return nil
+		return out
 	}
-	return svc.NeedsOf(serviceSettings(s))
+	return append(out, svc.NeedsOf(serviceSettings(s))...)
 }
+
+// PythonNeed is the python3 a client command that starts with it needs.
+var PythonNeed = proc.Need{Program: "python3", Package: "python3"}
 
 // serviceSettings are the run's settings as the lock service sees them: none of its own
 // options (those of another backend are refused before a run).

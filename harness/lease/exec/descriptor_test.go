@@ -15,6 +15,7 @@ import (
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -113,7 +114,7 @@ func TestDescriptorCapsOverServices(t *testing.T) {
 			if why := d.Unavailability(e.Settings); why != "" {
 				t.Skip(why)
 			}
-			require.Equal(t, svc.NeedsOf(registry.Settings{}), d.NeedsOf(e.Settings), "exec needs what its lock service needs")
+			require.Equal(t, append([]proc.Need{execlock.PythonNeed}, svc.NeedsOf(registry.Settings{})...), d.NeedsOf(e.Settings), "exec needs python3 for the template and what its lock service needs")
 			b := harnesstest.Start(t, d, e.Settings)
 			require.True(t, d.RunCaps(e.Settings, b).ClientProcesses)
 			require.Equal(t, svc.PlanCaps(e.Settings).Crasher, registry.CapsOf(b).Crasher, "node faults act on the service")

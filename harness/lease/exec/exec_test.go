@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,10 +54,19 @@ func startNaive(t *testing.T, cfg execlock.Config) *execlock.Backend {
 	return b
 }
 
-func requireNoProcesses(t *testing.T) {
+// requireNoProcesses checks that no process but the test's own servers (keep) survives.
+func requireNoProcesses(t *testing.T, keep ...int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(proc.Descendants(os.Getpid())) == 0 }, ceiling, 10*time.Millisecond,
-		"processes survive: %v", proc.Descendants(os.Getpid()))
+	others := func() []int {
+		var out []int
+		for _, p := range proc.Descendants(os.Getpid()) {
+			if !slices.Contains(keep, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(others()) == 0 }, ceiling, 10*time.Millisecond, "processes survive: %v", others())
 }
 
 // TestTemplateClient drives the Python template against the naive server: tokens grow,

@@ -1,4 +1,4 @@
-package scenarios
+package zookeeper_test
 
 import (
 	"bytes"
@@ -13,60 +13,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/catalogue"
-	"github.com/fencecheck/fencecheck/harness/builtin"
-	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
 )
 
-// zookeeperDetails is what the node faults of the zookeeper catalogue scenarios must
-// name in the history: the server's PID and the real signal (or the real fast clock).
-var zookeeperDetails = map[string][]string{
-	"zookeeper-fenced-crash":         {"the only server (pid ", "SIGKILL", "restarted at once"},
-	"zookeeper-unfenced-skew":        {"the only server (pid ", "2x fast"},
-	"zookeeper3-unfenced-node-pause": {"leader node ", "(pid ", "SIGSTOP", "SIGCONT"},
-	"zookeeper3-fenced-node-pause":   {"leader node ", "(pid ", "SIGSTOP"},
-	"zookeeper3-fenced-crash":        {"leader node ", "(pid ", "SIGKILL"},
-}
-
-// checkZookeeperRun checks what a zookeeper catalogue run left: the node fault's
-// detail, and no JVM still running.
-func checkZookeeperRun(t *testing.T, sc catalogue.Scenario, h *history.History) {
-	t.Helper()
-	want, ok := zookeeperDetails[sc.Name]
-	if !ok {
-		return
-	}
-	found := false
-	for _, f := range h.Faults {
-		if f.Kind == sc.Faults[0] {
-			found = true
-			for _, w := range want {
-				require.Contains(t, f.Detail, w)
-			}
-		}
-	}
-	require.True(t, found, "no %s fault in the history", sc.Faults[0])
-}
-
-// The zookeeper scenarios cover what the branch's end-to-end test did, and every
-// server process is gone once a run returns.
-func TestZookeeperCatalogue(t *testing.T) {
-	for name := range zookeeperDetails {
-		sc, ok := builtin.Catalogue().Lookup(name)
-		require.True(t, ok, "%s is not in the catalogue", name)
-		require.NotEmpty(t, sc.Faults)
-	}
-	skipUnavailable(t, spec.Spec{Backend: zookeeper.Name})
-	// One run here, the rest in TestCatalogue: the servers must be gone afterwards.
-	sc, _ := builtin.Catalogue().Lookup("zookeeper-fenced-crash")
-	o, err := trial.Run(context.Background(), builtin.Registry(), sc.Spec, trial.Options{Dir: t.TempDir()})
+// A crash run's fault names the server, its PID and the signal, and every server process
+// is gone once the run returns.
+func TestCrashLeavesNoServer(t *testing.T) {
+	reg := newReg(t)
+	sc, ok := catalogue.Catalogue(zookeeper.Scenarios()).Lookup("zookeeper-fenced-crash")
+	require.True(t, ok)
+	harnesstest.SkipUnavailable(t, reg, sc.Spec)
+	o, err := trial.Run(context.Background(), reg, sc.Spec, trial.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	require.Empty(t, sc.Expect.Diff(o.Report))
-	checkZookeeperRun(t, sc, o.History)
+	require.NoError(t, sc.Check(o.History))
 	require.Empty(t, zookeeperJVMs(), "every server stopped")
 }
 
@@ -85,14 +51,14 @@ func TestZookeeperRefusals(t *testing.T) {
 		{"external node fault", spec.Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}, Faults: []string{"crash"}}, "which fencecheck must have started itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := spec.Normalize(builtin.Registry(), tc.s)
+			_, err := spec.Normalize(newReg(t), tc.s)
 			require.ErrorIs(t, err, spec.ErrSpec)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 	// In a random schedule skew is skipped with its reason: the clock is fast from the
 	// server's start or not at all.
-	s, err := spec.Normalize(builtin.Registry(), spec.Spec{Backend: "zookeeper", RandomFaults: []string{"pause", "skew"}, Duration: 10 * spec.DefaultTTL})
+	s, err := spec.Normalize(newReg(t), spec.Spec{Backend: "zookeeper", RandomFaults: []string{"pause", "skew"}, Duration: 10 * spec.DefaultTTL})
 	require.NoError(t, err)
 	require.Equal(t, []string{"pause"}, s.RandomFaults)
 	require.Len(t, s.Skipped, 1)
@@ -103,7 +69,7 @@ func TestZookeeperRefusals(t *testing.T) {
 // at its address. Client-side faults go through the local proxies; node faults are
 // refused; an address where nothing listens is bad input.
 func TestExternalZookeeper(t *testing.T) {
-	skipUnavailable(t, spec.Spec{Backend: zookeeper.Name})
+	harnesstest.SkipUnavailable(t, newReg(t), spec.Spec{Backend: zookeeper.Name})
 	ctx := context.Background()
 	b, err := zookeeper.Start(ctx, zookeeper.Config{TTL: spec.DefaultTTL, Dir: t.TempDir()})
 	if errors.Is(err, proc.ErrNotFound) {
@@ -113,11 +79,11 @@ func TestExternalZookeeper(t *testing.T) {
 	defer b.Close()
 	servers := map[string]string{zookeeper.OptionServers: strings.Join(b.Endpoints(), ",")}
 
-	o, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "zookeeper", Options: servers, Resource: "unfenced", Faults: []string{"pause"}}, trial.Options{})
+	o, err := trial.Run(ctx, newReg(t), spec.Spec{Backend: "zookeeper", Options: servers, Resource: "unfenced", Faults: []string{"pause"}}, trial.Options{})
 	require.NoError(t, err)
 	require.Equal(t, models.Violated, o.Report.Verdicts[models.Register])
 
-	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "zookeeper", Options: servers, Faults: []string{"crash"}}, trial.Options{})
+	_, err = trial.Run(ctx, newReg(t), spec.Spec{Backend: "zookeeper", Options: servers, Faults: []string{"crash"}}, trial.Options{})
 	require.ErrorIs(t, err, spec.ErrSpec)
 	require.ErrorContains(t, err, "which fencecheck must have started itself")
 
@@ -125,7 +91,7 @@ func TestExternalZookeeper(t *testing.T) {
 	require.NoError(t, err)
 	dead := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: dead}}, trial.Options{})
+	_, err = trial.Run(ctx, newReg(t), spec.Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: dead}}, trial.Options{})
 	require.ErrorIs(t, err, spec.ErrSpec, "an unreachable server is bad input (exit 2)")
 	require.ErrorContains(t, err, dead)
 }
@@ -141,4 +107,9 @@ func zookeeperJVMs() []int {
 		}
 	}
 	return out
+}
+
+// newReg is fencecheck's registry with this package's backends: what its scenarios run in.
+func newReg(t testing.TB) *registry.Registry {
+	return harnesstest.Registry(t, zookeeper.Descriptors()...)
 }

@@ -1,16 +1,16 @@
-package builtin
+package execlock
 
 import (
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
-// execScenarios run the exec backend (your own lock client as a process of its own)
+// Scenarios run the exec backend (your own lock client as a process of its own)
 // with the shipped Python template client (harness/lease/exec/examples/naive_http.py,
 // which every run finds in $FENCECHECK_EXAMPLES) against the naive lock server
 // fencecheck starts. Pauses are real: SIGSTOP of the client's process group; a
 // client-crash is a real SIGKILL. They need python3 (the tests skip them without it).
-func execScenarios() []catalogue.Scenario {
+func Scenarios() []catalogue.Scenario {
 	unsafe := catalogue.Unsafe()
 	safe := catalogue.Safe()
 	template := map[string]string{"client-cmd": `python3 "$FENCECHECK_EXAMPLES/naive_http.py"`}

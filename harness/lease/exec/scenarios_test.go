@@ -1,12 +1,10 @@
-package scenarios
+package execlock_test
 
 import (
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,36 +22,12 @@ import (
 	"github.com/fencecheck/fencecheck/trial"
 )
 
-// execFile is a file of the exec backend's package, by absolute path.
+// execFile is a file of the package, by absolute path.
 func execFile(t *testing.T, rel string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "harness", "lease", "exec", rel))
+	p, err := filepath.Abs(rel)
 	require.NoError(t, err)
 	return p
-}
-
-// skipWithoutPython skips a scenario whose exec client is a Python script when there is
-// no python3.
-func skipWithoutPython(t *testing.T, s spec.Spec) {
-	t.Helper()
-	if strings.HasPrefix(s.Options["client-cmd"], "python3 ") {
-		proctest.Skip(t, proc.Need{Program: "python3", Package: "python3"})
-	}
-}
-
-// requireNoProcesses checks that no process but the test's own servers (keep) survives.
-func requireNoProcesses(t *testing.T, keep ...int) {
-	t.Helper()
-	others := func() []int {
-		var out []int
-		for _, p := range proc.Descendants(os.Getpid()) {
-			if !slices.Contains(keep, p) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	require.Eventually(t, func() bool { return len(others()) == 0 }, 30*time.Second, 10*time.Millisecond, "processes survive: %v", others())
 }
 
 // requireSignalled checks that the pause stopped and continued a real process group.
@@ -69,16 +43,17 @@ func requireSignalled(t *testing.T, h *history.History) {
 	t.Fatalf("no pause in %+v", h.Faults)
 }
 
-// TestExecExamples runs the shipped example clients: without fencing a paused client's
+// TestRunExamples runs the shipped example clients: without fencing a paused client's
 // stale write gets through, with fencing it is refused. The runs are not parallel: the
 // leak check below counts processes.
-func TestExecExamples(t *testing.T) {
+func TestRunExamples(t *testing.T) {
 	tests := []struct {
 		name string
 		ttl  time.Duration
 		spec func(t *testing.T) (opts map[string]string, keep []int)
 	}{
 		{"python template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
+			proctest.Skip(t, execlock.PythonNeed)
 			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
 		}},
 		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
@@ -117,9 +92,9 @@ func TestExecExamples(t *testing.T) {
 	}
 }
 
-// TestExecBrokenClient: a client that breaks mid-run ends it with one line, the history
+// TestRunBrokenClient: a client that breaks mid-run ends it with one line, the history
 // so far is kept, and no process survives.
-func TestExecBrokenClient(t *testing.T) {
+func TestRunBrokenClient(t *testing.T) {
 	tests := []struct {
 		with     string
 		protocol bool
@@ -151,8 +126,8 @@ func TestExecBrokenClient(t *testing.T) {
 	}
 }
 
-// TestExecInterrupted: a run cancelled mid-way (Ctrl-C) leaves no client process.
-func TestExecInterrupted(t *testing.T) {
+// TestRunInterrupted: a run cancelled mid-way (Ctrl-C) leaves no client process.
+func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
@@ -171,7 +146,7 @@ func TestExecInterrupted(t *testing.T) {
 	requireNoProcesses(t)
 }
 
-func TestExecSpecErrors(t *testing.T) {
+func TestRunSpecErrors(t *testing.T) {
 	x := func(kv ...string) map[string]string {
 		m := map[string]string{"client-cmd": "x"}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -232,9 +207,10 @@ func TestExecSpecErrors(t *testing.T) {
 
 func isSpec(err error) bool { return errors.Is(err, spec.ErrSpec) }
 
-// TestExecClientCrash: the holder's lock client is killed with SIGKILL and replaced; the
+// TestRunClientCrash: the holder's lock client is killed with SIGKILL and replaced; the
 // application's late write with the old token gets through without a fence, not with one.
-func TestExecClientCrash(t *testing.T) {
+func TestRunClientCrash(t *testing.T) {
+	proctest.Skip(t, execlock.PythonNeed)
 	x := map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py")}
 	for _, resource := range []string{"unfenced", "fenced"} {
 		o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"client-crash"}}, trial.Options{})

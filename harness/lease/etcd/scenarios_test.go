@@ -1,4 +1,4 @@
-package scenarios
+package etcd_test
 
 import (
 	"context"
@@ -13,10 +13,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencecheck/fencecheck/campaign"
-	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/history"
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/harness/resource/etcdtxn"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
@@ -31,13 +34,13 @@ func TestExternalEtcd(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	o, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{})
+	o, err := trial.Run(ctx, newReg(t), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{})
 	require.NoError(t, err)
-	sc, _ := builtin.Catalogue().Lookup("etcd-fenced-pause")
+	sc, _ := catalogue.Catalogue(etcdlock.Scenarios()).Lookup("etcd-fenced-pause")
 	require.Empty(t, sc.Expect.Diff(o.Report), "same verdicts as the embedded etcd-fenced-pause")
 	require.Equal(t, models.Held, o.Report.Verdicts[models.Register])
 
-	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Faults: []string{"leader-isolation"}}, trial.Options{})
+	_, err = trial.Run(ctx, newReg(t), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: strings.Join(c.Endpoints(), ",")}, Faults: []string{"leader-isolation"}}, trial.Options{})
 	require.ErrorIs(t, err, spec.ErrSpec)
 	require.ErrorContains(t, err, "which fencecheck must have started itself")
 }
@@ -49,7 +52,7 @@ func TestExternalEtcdUnreachable(t *testing.T) {
 	require.NoError(t, ln.Close()) // nothing listens there now
 
 	start := time.Now()
-	_, err = trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: addr}}, trial.Options{})
+	_, err = trial.Run(context.Background(), newReg(t), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: addr}}, trial.Options{})
 	require.ErrorIs(t, err, spec.ErrSpec, "an unreachable endpoint is bad input (exit 2)")
 	require.ErrorContains(t, err, addr)
 	t.Logf("unreachable endpoint reported after %v", time.Since(start))
@@ -74,11 +77,11 @@ func TestExternalDebianEtcd(t *testing.T) {
 
 	// The TTL: the default (1 s) becomes the granted 2 s, and says so; an explicit 1 s
 	// is refused in one line.
-	s, note, err := spec.ResolveTTL(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}})
+	s, note, err := spec.ResolveTTL(ctx, newReg(t), spec.Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, s.TTL)
 	require.Contains(t, note, "grants at least 2s leases")
-	_, err = trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}, TTL: time.Second, Faults: []string{"pause"}}, trial.Options{})
+	_, err = trial.Run(ctx, newReg(t), spec.Spec{Backend: "etcd", Options: map[string]string{"etcd-endpoints": strings.Join(eps, ",")}, TTL: time.Second, Faults: []string{"pause"}}, trial.Options{})
 	require.ErrorIs(t, err, spec.ErrSpec)
 	require.ErrorContains(t, err, "this cluster grants at least 2s leases; use --ttl 2s")
 
@@ -96,7 +99,7 @@ func TestExternalDebianEtcd(t *testing.T) {
 		var wg sync.WaitGroup
 		for i, c := range cells {
 			wg.Go(func() {
-				outs[i], errs[i] = trial.Run(ctx, builtin.Registry(), campaign.CellSpec(builtin.Registry(), builtin.Catalogue(), "etcd", c.resource, []string{c.fault}, map[string]string{"etcd-endpoints": strings.Join(eps, ",")}), trial.Options{})
+				outs[i], errs[i] = trial.Run(ctx, newReg(t), campaign.CellSpec(newReg(t), catalogue.Catalogue(etcdlock.Scenarios()), "etcd", c.resource, []string{c.fault}, map[string]string{"etcd-endpoints": strings.Join(eps, ",")}), trial.Options{})
 			})
 		}
 		wg.Wait()
@@ -105,8 +108,8 @@ func TestExternalDebianEtcd(t *testing.T) {
 			require.NoError(t, errs[i], name)
 			o := outs[i]
 			require.EqualValues(t, 2000, o.History.Run.TTLms, "%s: the granted TTL", name)
-			embedded := campaign.CellSpec(builtin.Registry(), builtin.Catalogue(), "etcd", c.resource, []string{c.fault}, nil)
-			want, _ := builtin.Catalogue().Expect(builtin.Registry(), embedded)
+			embedded := campaign.CellSpec(newReg(t), catalogue.Catalogue(etcdlock.Scenarios()), "etcd", c.resource, []string{c.fault}, nil)
+			want, _ := catalogue.Catalogue(etcdlock.Scenarios()).Expect(newReg(t), embedded)
 			require.Empty(t, want.Diff(o.Report), "%s: the embedded etcd's verdicts (faults %+v)", name, o.History.Faults)
 			requireOwnValues(t, o.History, name)
 			passes[pass] = append(passes[pass], o.Report.Verdicts)
@@ -153,4 +156,11 @@ func requireOwnValues(t *testing.T, h *history.History, name string) {
 			require.True(t, written[o.Value], "%s: read #%d returned %q, which this run never wrote", name, o.ID, o.Value)
 		}
 	}
+}
+
+// newReg is fencecheck's registry with the etcd backend and its native resource.
+func newReg(t testing.TB) *registry.Registry {
+	reg := harnesstest.Registry(t, etcdlock.Descriptor())
+	require.NoError(t, reg.AddResource(etcdtxn.Descriptor()))
+	return reg
 }
