@@ -2,7 +2,6 @@ package kubelease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -76,14 +75,13 @@ func Descriptors() []registry.Backend {
 				}
 				return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
 			},
-			Unavailable: func(s registry.Settings) string {
+			// The kube-apiserver to start: --kube-apiserver (or its variable), else the
+			// build; none on an existing cluster.
+			Needs: func(s registry.Settings) []proc.Need {
 				if s.Option(OptionKubeconfig) != "" {
-					return ""
+					return nil
 				}
-				if _, err := FindAPIServer(s.Option(OptionAPIServer)); errors.Is(err, proc.ErrNotFound) {
-					return err.Error()
-				}
-				return ""
+				return []proc.Need{APIServerNeed.Or(s.Option(OptionAPIServer))}
 			},
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)
