@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,11 +72,11 @@ func New(cfg Config) (*Backend, error) {
 	b := &Backend{cfg: cfg}
 	// A port below the ephemeral range: Restart binds it again, and no outgoing
 	// connection may hold it by then.
-	port, err := proc.FreePort()
+	_, addr, err := proc.Loopback(0)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := b.start(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	srv, err := b.start(addr)
 	if err != nil {
 		return nil, err
 	}
