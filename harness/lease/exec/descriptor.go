@@ -166,7 +166,7 @@ func replyTimeout(s registry.Settings) (time.Duration, error) {
 // holds the service's (node faults act on the service); the clients are exec's own:
 // processes of their own (CrashableProcess) whose leases report no end of theirs.
 func (d descriptor) shape(s registry.Settings) registry.Shape {
-	sh := registry.Shape{Locker: (*Locker)(nil), Lease: (*lease)(nil)}
+	sh := registry.Shape{Locker: (*Locker)(nil), Lease: (*grant)(nil)}
 	if len(s.List(OptionLockEndpoints)) > 0 {
 		sh.Backend = external{&started{Backend: &Backend{}}}
 		return sh

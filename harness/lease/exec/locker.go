@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -37,7 +38,7 @@ type Locker struct {
 	cur      *incarnation
 	nextID   int64
 	pending  map[int64]*request
-	lease    *lease // the lease granted last and not yet released
+	lease    *grant // the lease granted last and not yet released
 	paused   bool
 	pausedAt time.Time
 	lastLine string
@@ -435,7 +436,8 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	if !a.ok {
 		return nil, refusal(a)
 	}
-	le := &lease{l: l, token: a.token, lost: make(chan struct{})}
+	loss := lease.NewLoss()
+	le := &grant{Grant: lease.NewGrant(a.token, l.b.cfg.TTL, loss.Done()), l: l, loss: loss}
 	l.mu.Lock()
 	l.lease = le
 	if l.dead != nil || r.inc != l.cur {
@@ -586,22 +588,18 @@ func (l *Locker) stop(inc *incarnation) {
 	_ = inc.stdout.Close()
 }
 
-// lease is a grant the client reported.
-type lease struct {
-	l        *Locker
-	token    int64
-	lost     chan struct{}
-	lostOnce sync.Once
+// grant is a lease the client reported.
+type grant struct {
+	lease.Grant
+	l    *Locker
+	loss *lease.Loss
 }
 
-func (le *lease) Token() int64          { return le.token }
-func (le *lease) TTL() time.Duration    { return le.l.b.cfg.TTL }
-func (le *lease) Lost() <-chan struct{} { return le.lost }
-func (le *lease) markLost()             { le.lostOnce.Do(func() { close(le.lost) }) }
+func (le *grant) markLost() { le.loss.Mark() }
 
 // Release sends {"op":"release"}; the client answers even for a lease it already lost
 // (a definite refusal, typically).
-func (le *lease) Release(ctx context.Context) error {
+func (le *grant) Release(ctx context.Context) error {
 	l := le.l
 	l.mu.Lock()
 	if l.lease == le {
