@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
@@ -39,6 +40,9 @@ type Campaign struct {
 	Log io.Writer
 	// CheckTimeout bounds each property's check (0: the models' default).
 	CheckTimeout time.Duration
+	// Redact masks secrets in every run's log, its error and its folder's failure note
+	// (nil: credential patterns only, such as a URL's password).
+	Redact *redact.Redactor
 	// Started and Finished, if set, are called around each run (from the runs'
 	// goroutines, possibly at the same time).
 	Started  func(i int, label string)
@@ -108,8 +112,8 @@ func (c Campaign) label(s spec.Spec) string {
 	return c.Catalogue.Label(c.Registry, s)
 }
 
-// runOne runs spec into Store/<label>/<timestamp>/ with its log in run.log, and points
-// Store/<label>/latest at it.
+// runOne runs s into Store/<label>/<timestamp>/ with its log in run.log, and points
+// Store/<label>/latest at it if it left a history (reports.EndRun).
 func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunResult) {
 	r.Label = label
 	started := time.Now()
@@ -134,18 +138,22 @@ func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunR
 		return r
 	}
 	defer logf.Close()
-	var h slog.Handler = slog.NewTextHandler(logf, nil)
+	var h slog.Handler = slog.NewTextHandler(c.Redact.Writer(logf), nil)
 	if c.Log != nil {
-		h = slog.NewMultiHandler(h, slog.NewTextHandler(c.Log, nil))
+		h = slog.NewMultiHandler(h, slog.NewTextHandler(c.Redact.Writer(c.Log), nil))
 	}
 	logger := slog.New(h)
 	logger.Info("scenario starting", "label", label, "backend", s.Backend, "resource", s.Resource, "faults", s.Faults, "seed", s.Seed)
 	r.Outcome, r.Err = trial.Run(ctx, c.Registry, s, trial.Options{Dir: dir, Logger: logger, CheckTimeout: c.CheckTimeout})
+	r.Err = c.Redact.Error(r.Err)
+	failure := ""
 	if r.Err != nil {
 		logger.Error("scenario failed", "err", r.Err)
+		failure = r.Err.Error()
 	}
-	// The folder holds whatever evidence there is, even from a failed run.
-	if err := reports.MarkLatest(dir); err != nil && r.Err == nil {
+	// The folder holds whatever evidence there is, even from a failed run; latest
+	// moves to it only if it has a history.
+	if err := reports.EndRun(dir, failure); err != nil && r.Err == nil {
 		r.Err = fmt.Errorf("results store: %w", err)
 	}
 	return r

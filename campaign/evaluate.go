@@ -1,7 +1,9 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -169,6 +171,22 @@ func PlanEvaluate(reg *registry.Registry, cat catalogue.Catalogue, cfg EvaluateC
 	return p, nil
 }
 
+// learnedNoToken is why the backend's grants carry no fencing token when only its runs
+// could tell (an exec client that grants with "no_token"): the reason an unfenced run's
+// history records, or a fenced run's refusal.
+func learnedNoToken(results []RunResult) string {
+	refusal := ""
+	for _, res := range results {
+		if res.Outcome != nil && res.Outcome.History != nil && res.Outcome.History.Run.NoToken != "" {
+			return res.Outcome.History.Run.NoToken
+		}
+		if refusal == "" && errors.Is(res.Err, spec.ErrNoToken) {
+			refusal = res.Err.Error()
+		}
+	}
+	return refusal
+}
+
 // Specs lists the plan's runs, for a Campaign.
 func (p *EvaluatePlan) Specs() []spec.Spec {
 	out := make([]spec.Spec, len(p.Jobs))
@@ -183,12 +201,13 @@ func (p *EvaluatePlan) Specs() []spec.Spec {
 func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Time) *judge.Scorecard {
 	sc := p.Scorecard
 	sc.Started = started
+	// Why there is no token, as the started backend said it (the plan had only its
+	// descriptor's words), or as only its runs could tell (an exec client's no_token).
+	sc.NoToken = cmp.Or(learnedNoToken(results), sc.NoToken)
 	for i, j := range p.Jobs {
 		res := results[i]
-		if res.Outcome != nil && res.Outcome.History != nil && res.Outcome.History.Run.NoToken != "" {
-			// Why there is no token, as the started backend says (the plan had its
-			// descriptor's words).
-			sc.NoToken = res.Outcome.History.Run.NoToken
+		if sc.NoToken != "" && errors.Is(res.Err, spec.ErrNoToken) {
+			continue // a fenced run that ended at its first grant: not a run of the fence
 		}
 		var run judge.ScoreRun
 		if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {

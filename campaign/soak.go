@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
@@ -48,6 +49,11 @@ type SoakConfig struct {
 	Log      io.Writer
 	// Progress, if set, is called after every run.
 	Progress func(scenario string, r SoakRun)
+	// Failed, if set, is called with the error of every run that failed (before
+	// Progress), so that a caller can tell the user's input from its own failure.
+	Failed func(scenario string, err error)
+	// Redact masks secrets in every run's log and error (see Campaign.Redact).
+	Redact *redact.Redactor
 }
 
 // SoakRun, SoakStats, SoakResult and Percentiles are judge's: the soak's judgement is
@@ -102,11 +108,14 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	var mu sync.Mutex // Finished may run on several goroutines at once
 	var cleanupErr error
 	c := Campaign{
-		Registry: reg, Store: store, Parallel: cfg.Parallel, Log: cfg.Log, CheckTimeout: cfg.CheckTimeout,
+		Registry: reg, Store: store, Parallel: cfg.Parallel, Log: cfg.Log, CheckTimeout: cfg.CheckTimeout, Redact: cfg.Redact,
 		Finished: func(i int, res RunResult) {
 			mu.Lock()
 			defer mu.Unlock()
 			sc := cfg.Scenarios[i/cfg.Runs]
+			if res.Err != nil && cfg.Failed != nil {
+				cfg.Failed(sc.Name, res.Err)
+			}
 			r := soakRun(sc, specs[i].Seed, res, cfg.Random)
 			switch {
 			case keepAll && res.Dir != "":

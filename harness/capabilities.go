@@ -31,8 +31,20 @@ type External interface {
 // meaningless): a resource that fences on tokens cannot be made safe with them.
 type Tokenless interface {
 	Backend
-	// NoFencingToken says in a few words why there is no token.
+	// NoFencingToken says in a few words why there is no token; "" when the grants do
+	// carry tokens after all (the exec backend knows only once its clients said so).
 	NoFencingToken() string
+}
+
+// TokenlessReporter is implemented by backends that learn only while they run that
+// their grants carry no fencing token (the exec backend: a client grants with
+// "no_token"); the run records the reason in its history. A backend that knows before it
+// starts is Tokenless.
+type TokenlessReporter interface {
+	Backend
+	// ReportedNoToken is the reason the clients gave for granting without a token, or ""
+	// (no such grant yet).
+	ReportedNoToken() string
 }
 
 // ServiceWrapper is implemented by backends that run their clients against another

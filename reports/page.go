@@ -99,7 +99,7 @@ func verdictClass(v any) string {
 		return "good"
 	case "inconclusive":
 		return "weak"
-	case "unknown", "error":
+	case "unknown", "error", "failed":
 		return "unknown"
 	case "n/a", "skipped":
 		return "na"

@@ -16,9 +16,12 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
-// VerdictFile is the content of verdict.json.
+// VerdictFile is the content of verdict.json (its JSON Schema: docs/verdict.schema.json).
 type VerdictFile struct {
 	Format string `json:"format"`
+	// Outcome is what the run says about the protected data (Outcome: unsafe, unknown,
+	// inconclusive, safe).
+	Outcome string `json:"outcome"`
 	*models.Report
 }
 
@@ -30,7 +33,7 @@ const VerdictFormat = "fencecheck.verdict/v1"
 // or for a history too large for porcupine to draw, a page saying so) and the HTML run
 // report (report.html) into dir.
 func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.Report) error {
-	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Report: rep}, "", "  ")
+	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Outcome: Outcome(rep), Report: rep}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode verdict: %w", err)
 	}

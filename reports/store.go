@@ -19,7 +19,8 @@ import (
 // The results store (`--out DIR`, default ./fencecheck-results):
 //
 //	DIR/<scenario>/<timestamp>/{history.json, verdict.json, report.html, porcupine-<property>.html, run.log}
-//	DIR/<scenario>/latest -> <timestamp>
+//	DIR/<scenario>/latest -> <timestamp>   the newest run that left a history
+//	DIR/<scenario>/<timestamp>/failed.txt  in a run that failed: why, in one line
 //	DIR/matrix/<timestamp>/{index.html, matrix.json}         and DIR/matrix/latest
 //	DIR/evaluate-<backend>/<timestamp>/{scorecard.html, scorecard.json}  and its latest
 //	DIR/soak/<timestamp>/{index.html, soak.json}              and DIR/soak/latest
@@ -41,6 +42,8 @@ const (
 	ScorecardPage = "scorecard.html"
 	ScorecardJSON = "scorecard.json"
 	StoreIndex    = "index.html"
+	// FailedFile, in a run's folder, says why the run failed.
+	FailedFile = "failed.txt"
 )
 
 // NewRunDir creates root/label/<timestamp>/ for a new run and returns its path. Two
@@ -85,6 +88,23 @@ func MarkLatest(dir string) error {
 	return nil
 }
 
+// EndRun records how the run in dir ended. A failed run (failure set: why, in one line,
+// already free of secrets) says so in FailedFile. latest moves to dir only when the run
+// left a history: a run that failed to start leaves it at the last run there is evidence
+// of.
+func EndRun(dir, failure string) error {
+	if failure != "" {
+		line := strings.Join(strings.Fields(failure), " ")
+		if err := writeFileAtomic(filepath.Join(dir, FailedFile), []byte(line+"\n")); err != nil {
+			return err
+		}
+	}
+	if !exists(filepath.Join(dir, HistoryFile)) {
+		return nil
+	}
+	return MarkLatest(dir)
+}
+
 // StoreEntry is one scenario, matrix or scorecard in the store's index.
 type StoreEntry struct {
 	Name string
@@ -96,8 +116,8 @@ type StoreEntry struct {
 	Runs int
 	// When is the newest folder's timestamp.
 	When string
-	// Outcome is the newest run's outcome (runs), or "safe"/"unsafe" (scorecards),
-	// or "as expected"/"differs" (matrices).
+	// Outcome is the newest run's outcome (runs; "failed" for a run that failed), or
+	// "safe"/"unsafe" (scorecards), or "as expected"/"differs" (matrices).
 	Outcome  string
 	Verdicts map[models.Property]models.Verdict
 	Summary  string
@@ -184,6 +204,15 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 				if d.Mismatches() > 0 || d.Errors() > 0 || d.Interrupted {
 					e.Outcome = "unsafe"
 				}
+			}
+			return e, true
+		case exists(filepath.Join(dir, FailedFile)):
+			e.Kind, e.Page, e.Outcome = "run", rel(FailedFile), "failed"
+			if exists(filepath.Join(dir, ReportFile)) {
+				e.Page = rel(ReportFile)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, FailedFile)); err == nil {
+				e.Summary = strings.TrimSpace(string(b))
 			}
 			return e, true
 		case exists(filepath.Join(dir, HistoryFile)):

@@ -132,6 +132,9 @@ func (r *Resolved) resolve(s Spec) error {
 	s.Options = opts.all
 	r.Spec = s
 	r.Settings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Faults: s.Faults, Options: opts.backend}.WithOptions(be.Options)
+	if res.NeedsToken {
+		r.Settings.TokenResource = res.Name
+	}
 	r.ResourceSettings = registry.Settings{TTL: s.TTL, Members: s.Members, Clients: s.Clients, Fence: s.Fence, Options: opts.resource}.WithOptions(res.Options)
 	if err := be.CheckSettings(r.Settings); err != nil {
 		return err

@@ -72,8 +72,9 @@ const (
 var ErrSpec = errors.New("invalid scenario")
 
 // ErrNoToken marks a run of a backend without fencing tokens against a resource that
-// fences on them: it cannot be made safe by fencing (a usage error, exit 2).
-var ErrNoToken = errors.New("no fencing token: cannot be made safe by fencing")
+// fences on them: it cannot be made safe by fencing (a usage error, exit 2). It is
+// registry.ErrNoToken, which a backend that learns it while running (exec) returns.
+var ErrNoToken = registry.ErrNoToken
 
 // Policies lists the client policies.
 func Policies() []registry.Named {

@@ -139,6 +139,12 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		Keys:           s.Keys,
 		ValueTag:       valueTag(be, runID),
 	})
+	if h != nil && h.Run.NoToken == "" {
+		// A backend may learn only while it runs that it has no token (exec's clients).
+		if t, ok := be.(harness.TokenlessReporter); ok {
+			h.Run.NoToken = t.ReportedNoToken()
+		}
+	}
 	if err != nil {
 		return nil, runError(err, h, opt.Dir, be)
 	}
@@ -165,9 +171,9 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 }
 
 // runError keeps the history recorded before a run failed (a client that broke, an
-// interrupt) and says where it is, in one line. A failure that is the user's input (a
-// client of theirs that broke the protocol: registry.Input) is a usage error; the
-// failure a backend's clients reported (harness.Failing) is shown as it is.
+// interrupt) and says where it is, in one line. A failure that is the user's (a client of
+// theirs that broke the protocol, registry.Input, or died: harness.Failing) means the run
+// could not be made as asked: a spec error, shown as it is.
 func runError(err error, h *history.History, dir string, be harness.Backend) error {
 	where := ""
 	if h != nil && dir != "" {
@@ -180,7 +186,7 @@ func runError(err error, h *history.History, dir string, be harness.Backend) err
 		return spec.Error{Err: fmt.Errorf("%w%s", err, where)}
 	}
 	if f, ok := be.(harness.Failing); ok && f.Err() != nil && errors.Is(err, f.Err()) {
-		return fmt.Errorf("%w%s", err, where)
+		return spec.Error{Err: fmt.Errorf("%w%s", err, where)}
 	}
 	return fmt.Errorf("run: %w%s", err, where)
 }

@@ -3,22 +3,34 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
-// checkJSON is one line of `check --json`.
+// errorJSON is the JSON document of a command that could not give a verdict.
+type errorJSON struct {
+	Outcome string `json:"outcome"` // "error"
+	Exit    int    `json:"exit"`
+	Error   string `json:"error"`
+}
+
+// checkJSON is one line of `check --json` (and the verdicts of `run --json`).
 type checkJSON struct {
-	File        string                             `json:"file"`
+	File string `json:"file"`
+	// Outcome is what the history says about the protected data (safe, unsafe,
+	// inconclusive, unknown: see docs/cli.md), Exit the exit code this file alone gives
+	// under --fail-on.
+	Outcome     string                             `json:"outcome"`
+	Exit        int                                `json:"exit"`
 	Verdicts    map[models.Property]models.Verdict `json:"verdicts"`
 	Results     []checkResultJSON                  `json:"results"`
 	StaleWrites []models.StaleWrite                `json:"stale_writes"`
@@ -37,6 +49,23 @@ type checkResultJSON struct {
 	Porcupine     models.Opinion  `json:"porcupine,omitempty"`
 	PorcupineNote string          `json:"porcupine_note,omitempty"`
 	Explanation   string          `json:"explanation"`
+}
+
+// newCheckJSON is the JSON document of a checked history.
+func newCheckJSON(path string, rep *models.Report, code int) checkJSON {
+	doc := checkJSON{File: path, Outcome: reports.Outcome(rep), Exit: code, Verdicts: rep.Verdicts,
+		StaleWrites: rep.StaleWrites, LostUpdates: rep.LostUpdates, Evidence: rep.Evidence, Trouble: rep.Trouble()}
+	if doc.StaleWrites == nil {
+		doc.StaleWrites = []models.StaleWrite{}
+	}
+	if doc.LostUpdates == nil {
+		doc.LostUpdates = []models.LostUpdate{}
+	}
+	for _, r := range rep.Results {
+		doc.Results = append(doc.Results, checkResultJSON{Property: r.Property, Verdict: r.Verdict, Certified: r.Certified, Witness: r.Witness,
+			Porcupine: r.Porcupine, PorcupineNote: r.PorcupineNote, Explanation: r.Explanation})
+	}
+	return doc
 }
 
 // budgetFlag is --porcupine-budget: a duration, 0 (skip porcupine) or -1 (wait for it).
@@ -63,87 +92,106 @@ func (b *budgetFlag) Set(s string) error {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return fmt.Errorf("want a positive duration such as 1s, 0 (skip porcupine) or -1 (wait for it), got %q", s)
+		return fmt.Errorf("want a positive duration such as 1s, 0 (skip porcupine) or -1 (wait for it)")
 	}
 	b.d = d
 	return nil
 }
 
-func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		asJSON  = fs.Bool("json", false, "print one JSON document per file per line")
-		htmlDir = fs.String("html", "", "write verdict.json and the porcupine visualizations of each file into DIR/<file name>/")
-		failOn  = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
-		timeout = fs.Duration("timeout", 0, "hard ceiling on porcupine's second opinion (default: none beyond the budget)")
-		budget  = budgetFlag{models.DefaultPorcupineBudget}
-	)
-	fs.Var(&budget, "porcupine-budget", "how long porcupine's second opinion may take beyond the direct analysis's answer; 0 skips it, -1 waits for it")
-	if code, done := parseFlags(fs, args); done {
-		return code
+func (b *budgetFlag) Type() string { return "budget" }
+
+// checkFlags are `fencecheck check`'s flags.
+type checkFlags struct {
+	json    bool
+	htmlDir string
+	failOn  []string
+	timeout time.Duration
+	budget  budgetFlag
+}
+
+func (a *app) checkCmd() *cobra.Command {
+	f := &checkFlags{budget: budgetFlag{models.DefaultPorcupineBudget}}
+	c := &cobra.Command{
+		Use:   "check [flags] FILE...",
+		Short: "re-check saved history files offline",
+		Long: `Checks saved histories (history.json of a run, or any file in the format of
+docs/history-format.md) offline, with no lock service: the direct analysis gives every
+verdict, porcupine certifies each violation on a small witness and gives a second opinion
+on the whole history within --porcupine-budget. Every file is loaded first: a malformed one
+is reported (file, op and field) and nothing is checked.`,
+		Example: `  fencecheck check fencecheck-results/naive-unfenced-pause/latest/history.json
+  fencecheck check --json --fail-on register,updates,tokens runs/*/history.json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("no history files given")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.check(cmd.Context(), f, args) },
 	}
-	props, err := parseFailOn(*failOn)
+	fs := c.Flags()
+	jsonFlag(fs, &f.json, "one document per file per line")
+	fs.StringVar(&f.htmlDir, "html", "", "write verdict.json, report.html and the porcupine visualizations of each file into DIR/<file name>/")
+	failOnFlag(fs, &f.failOn)
+	checkTimeoutFlag(fs, &f.timeout, true)
+	fs.Var(&f.budget, "porcupine-budget", "how long porcupine's second opinion may take beyond the direct analysis's answer; 0 skips it, -1 waits for it")
+	a.completeCommon(c)
+	setExitCodes(c, exitCodes{
+		exitSafe:     "every file is safe under --fail-on",
+		exitViolated: "some file violates a property of --fail-on",
+		exitUsage:    "bad usage, or a file is missing or malformed (nothing is checked)",
+		exitInternal: "the checkers disagree, a violation's witness was not confirmed, or the checker timed out",
+	})
+	return c
+}
+
+func (a *app) check(ctx context.Context, f *checkFlags, files []string) error {
+	props, err := parseFailOn(f.failOn)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck check:", err)
-		return exitUsage
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "fencecheck check: no history files given")
-		return exitUsage
+		return err
 	}
 	// Load every file first: a malformed one is a usage error and nothing is checked.
-	hs := make([]*history.History, fs.NArg())
-	for i, path := range fs.Args() {
+	hs := make([]*history.History, len(files))
+	for i, path := range files {
 		h, err := history.ReadFile(path)
 		if err != nil {
-			fmt.Fprintln(stderr, "fencecheck check:", err)
-			return exitUsage
+			return badInput("%v", err)
 		}
 		hs[i] = h
 	}
 	code := exitSafe
-	enc := json.NewEncoder(stdout)
-	for i, path := range fs.Args() {
-		rep, err := models.Check(ctx, hs[i], models.Options{Timeout: *timeout, PorcupineBudget: budget.d})
+	enc := json.NewEncoder(a.stdout)
+	for i, path := range files {
+		rep, err := models.Check(ctx, hs[i], models.Options{Timeout: f.timeout, PorcupineBudget: f.budget.d})
 		if err != nil {
-			fmt.Fprintf(stderr, "fencecheck check: %s: %v\n", path, err)
-			return exitInternal
+			return &exitError{code: exitInternal, msg: fmt.Sprintf("%s: %v", path, err)}
 		}
-		if *asJSON {
-			doc := checkJSON{File: path, Verdicts: rep.Verdicts, StaleWrites: rep.StaleWrites, LostUpdates: rep.LostUpdates, Evidence: rep.Evidence, Trouble: rep.Trouble()}
-			for _, r := range rep.Results {
-				doc.Results = append(doc.Results, checkResultJSON{Property: r.Property, Verdict: r.Verdict, Certified: r.Certified, Witness: r.Witness,
-					Porcupine: r.Porcupine, PorcupineNote: r.PorcupineNote, Explanation: r.Explanation})
-			}
-			if err := enc.Encode(doc); err != nil {
-				fmt.Fprintln(stderr, "fencecheck check:", err)
-				return exitInternal
+		c := exitFor(rep, props)
+		if f.json {
+			if err := enc.Encode(newCheckJSON(path, rep, c)); err != nil {
+				return &exitError{code: exitInternal, msg: err.Error()}
 			}
 		} else {
-			fmt.Fprintf(stdout, "== %s\n", path)
-			reports.Summary(stdout, hs[i], rep)
+			fmt.Fprintf(a.stdout, "== %s\n", path)
+			reports.Summary(a.stdout, hs[i], rep)
 		}
-		if *htmlDir != "" {
-			dir := filepath.Join(*htmlDir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-			if len(fs.Args()) > 1 {
-				dir = filepath.Join(*htmlDir, fmt.Sprintf("%d-%s", i+1, filepath.Base(filepath.Dir(path))))
+		if f.htmlDir != "" {
+			dir := filepath.Join(f.htmlDir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+			if len(files) > 1 {
+				dir = filepath.Join(f.htmlDir, fmt.Sprintf("%d-%s", i+1, filepath.Base(filepath.Dir(path))))
 			}
 			err := os.MkdirAll(dir, 0o755)
 			if err == nil {
 				err = reports.WriteRun(ctx, dir, hs[i], rep)
 			}
 			if err != nil {
-				fmt.Fprintf(stderr, "fencecheck check: %s: write report: %v\n", path, err)
-				return exitInternal
+				return &exitError{code: exitInternal, msg: fmt.Sprintf("%s: write report: %v", path, err)}
 			}
 		}
 		if tr := rep.Trouble(); tr != "" {
-			fmt.Fprintf(stderr, "fencecheck check: %s: internal error, please report this history: %s\n", path, tr)
+			fmt.Fprintf(a.stderr, "fencecheck check: %s: internal error, please report this history: %s\n", path, tr)
 		}
-		if c := exitFor(rep, props); c > code {
-			code = c
-		}
+		code = worst(code, c)
 	}
-	return code
+	return withCode(code)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 7's acceptance: etcd + SQLite under a pause exits 0 with a stale write rejected by
+// etcd + SQLite under a pause exits 0 with a stale write rejected by
 // the database; the check-then-write variant exits 1; the saved history re-checks alike.
 func TestRunSQLite(t *testing.T) {
 	for _, tc := range []struct {
@@ -53,7 +53,7 @@ func TestRunBadDatabase(t *testing.T) {
 	}{
 		{"unreachable", []string{"--resource", "postgres", "--postgres-dsn", "postgres://u:sekrit@" + closed + "/db?sslmode=disable"}, "cannot connect to PostgreSQL at " + closed},
 		{"bad dsn", []string{"--resource", "postgres-outbox", "--postgres-dsn", "postgres://u:sekrit@127.0.0.1:x/db"}, "bad PostgreSQL DSN"},
-		{"no dsn", []string{"--resource", "postgres-toctou"}, "give --postgres-dsn or set FENCECHECK_POSTGRES_DSN"},
+		{"no dsn", []string{"--resource", "postgres-toctou"}, "no PostgreSQL server configured (--postgres-dsn"},
 		{"sqlite delay", []string{"--resource", "sqlite", "--fault", "delay"}, "no network between the client and SQLite"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

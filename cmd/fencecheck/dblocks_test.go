@@ -1,6 +1,6 @@
 package main
 
-// Issue 16's acceptance runs against real PostgreSQL and MariaDB servers fencecheck
+// The database-lock runs go against real PostgreSQL and MariaDB servers fencecheck
 // starts.
 
 import (

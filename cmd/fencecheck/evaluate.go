@@ -1,104 +1,155 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencecheck/fencecheck/campaign"
-	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
-func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	reg, cat := builtin.Registry(), builtin.Catalogue()
-	fs := flag.NewFlagSet("evaluate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		backend  = fs.String("backend", "", "the lock backend to evaluate (see 'fencecheck list'); required")
-		faults   = fs.String("fault", "", "comma-separated faults to run (default: every fault that applies to the backend)")
-		parallel = parallelFlag(fs, "runs")
-		seed     = seedFlag(fs, "every run's workload")
-		ttl      = fs.Duration("ttl", 0, "lease TTL of every run (default: the backend's; an existing etcd cluster: the TTL it grants)")
-		out      = outFlag(fs, defaultOut, "results store: runs go to DIR/<scenario>/<timestamp>/, the scorecard to DIR/evaluate-<backend>/<timestamp>/")
-		asJSON   = fs.Bool("json", false, "print the scorecard as JSON instead of a table")
-		verbose  = verboseFlag(fs, "log every run's progress to stderr as well as to its run.log")
-		options  = optionFlags(fs, reg)
-	)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencecheck evaluate --backend NAME [flags]\n\nRuns every fault that applies to a lock backend against an unfenced register, a fenced one\nand the backend's own store (etcd: etcd-txn), and writes a scorecard: may we adopt this\nbackend, and what must our resource do?\nExit 0: safe with fencing under every applicable fault; 1: not safe; 2: bad input; 3: a run\nfailed or the checker timed out.\n\nflags:")
-		fs.PrintDefaults()
+// evaluateFlags are `fencecheck evaluate`'s flags.
+type evaluateFlags struct {
+	backend       string
+	faults        []string
+	parallel      int
+	seed          int64
+	ttl           time.Duration
+	out           string
+	json, verbose bool
+	checkTimeout  time.Duration
+	options       func() map[string]string
+}
+
+// evaluateJSON is `evaluate --json`: the scorecard (as scorecard.json has it), its
+// outcome and exit code.
+type evaluateJSON struct {
+	// Outcome: "safe" (safe with fencing under every applicable fault), "unsafe",
+	// "incomplete" (some run failed or was not decided, or the evaluation was
+	// interrupted).
+	Outcome string `json:"outcome"`
+	Exit    int    `json:"exit"`
+	Page    string `json:"page"`
+	*reports.Scorecard
+}
+
+func (a *app) evaluateCmd() *cobra.Command {
+	f := &evaluateFlags{}
+	c := &cobra.Command{
+		Use:   "evaluate --backend NAME",
+		Short: "a lock backend's scorecard: is it safe with fencing, and what must the resource do?",
+		Long: `Runs every fault that applies to a lock backend against an unfenced register, a fenced one
+and the backend's own store (etcd: etcd-txn), and writes a scorecard into the results store
+(DIR/evaluate-<backend>/<timestamp>/scorecard.html and scorecard.json): may we adopt this
+backend, and what must our resource do? With a backend option naming an existing service
+(--etcd-endpoints, --redis-addrs, ...) the backend is implied and only client-side faults run.`,
+		Example: `  fencecheck evaluate --backend etcd
+  fencecheck evaluate --etcd-endpoints 127.0.0.1:2379 --fault pause
+  fencecheck evaluate --backend exec --client-cmd 'python3 my_lock_client.py' --json`,
+		Args: noArgs("name the backend with --backend"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.evaluate(cmd, f) },
 	}
-	if code, done := parseFlags(fs, args); done {
-		return code
+	fs := c.Flags()
+	fs.StringVar(&f.backend, "backend", "", "the lock backend to evaluate (see 'fencecheck list'); required unless an option implies it")
+	fs.StringSliceVar(&f.faults, "fault", nil, "faults to run, comma-separated (default: every fault that applies to the backend)")
+	parallelFlag(fs, &f.parallel, "runs")
+	seedFlag(fs, &f.seed, "every run's workload")
+	fs.DurationVar(&f.ttl, "ttl", 0, "lease TTL of every run (default: the backend's; an existing etcd cluster: the TTL it grants)")
+	outFlag(fs, &f.out, defaultOut, "results store: runs go to DIR/<scenario>/<timestamp>/, the scorecard to DIR/evaluate-<backend>/<timestamp>/")
+	checkTimeoutFlag(fs, &f.checkTimeout, false)
+	jsonFlag(fs, &f.json, "the scorecard")
+	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
+	f.options = a.optionFlags(fs)
+	a.completeCommon(c)
+	setExitCodes(c, exitCodes{
+		exitSafe:     "safe with fencing under every applicable fault",
+		exitViolated: "not safe: fencing failed or tokens went backwards under some fault, or the backend has no fencing token",
+		exitUsage:    "bad input, a backend that cannot run here, or an interrupt",
+		exitInternal: "a run failed or the checker did not decide (fencecheck's own failure)",
+	})
+	return c
+}
+
+func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
+	ctx := cmd.Context()
+	reg := a.reg
+	fail := a.failer(f.json)
+	opts := f.options()
+	backend := f.backend
+	if backend == "" {
+		backend = impliedBackend(reg, opts)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fencecheck evaluate: unexpected arguments %q\n", fs.Args())
-		return exitUsage
+	if backend == "" {
+		return fail(usageError("--backend is required (one of %s)", strings.Join(a.backendNames(), ", ")))
 	}
-	opts := options()
-	if *backend == "" {
-		*backend = impliedBackend(reg, opts)
+	if err := checkName("backend", backend, a.backendNames()); err != nil {
+		return fail(err)
 	}
-	if *backend == "" {
-		fmt.Fprintf(stderr, "fencecheck evaluate: --backend is required (one of %s)\n", strings.Join(backendList(reg), ", "))
-		return exitUsage
+	for _, fl := range trimList(f.faults) {
+		if err := checkName("fault", fl, a.faultNames()); err != nil {
+			return fail(err)
+		}
 	}
-	if err := checkNames("backend", []string{*backend}, reg.BackendNames()); err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
-		return exitUsage
+	if err := checkParallel(f.parallel); err != nil {
+		return fail(err)
 	}
-	if !checkParallel(*parallel) {
-		fmt.Fprintf(stderr, "fencecheck evaluate: --parallel must be between 1 and 8, got %d\n", *parallel)
-		return exitUsage
+	if f.ttl < 0 {
+		return fail(badInput("--ttl must not be negative"))
 	}
-	if *ttl < 0 {
-		fmt.Fprintln(stderr, "fencecheck evaluate: --ttl must not be negative")
-		return exitUsage
-	}
-	cfg := campaign.EvaluateConfig{Backend: *backend, Options: opts, Faults: splitList(*faults), Seed: *seed, TTL: *ttl}
+	cfg := campaign.EvaluateConfig{Backend: backend, Options: opts, Faults: trimList(f.faults), Seed: f.seed, TTL: f.ttl}
 	// An existing etcd cluster decides the TTL it grants: settle it once, for every run.
 	cfg, note, err := campaign.ResolveEvaluateTTL(ctx, reg, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": "))
-		return exitUsage
+		return fail(err)
+	}
+	out := a.stdout
+	if f.json {
+		out = a.stderr
 	}
 	if note != "" {
-		fmt.Fprintln(stdout, note)
+		fmt.Fprintln(out, note)
 	}
-	plan, err := campaign.PlanEvaluate(reg, cat, cfg)
+	plan, err := campaign.PlanEvaluate(reg, a.cat, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": "))
-		return exitUsage
+		return fail(err)
+	}
+	for _, s := range plan.Specs() {
+		if why := spec.Unavailable(reg, s); why != "" {
+			return fail(badInput("%s", why))
+		}
 	}
 	sc := plan.Scorecard
 	started := time.Now()
-	dir, err := reports.NewRunDir(*out, plan.Name, started)
+	dir, err := reports.NewRunDir(f.out, plan.Name, started)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
-		return exitInternal
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	fmt.Fprintf(stdout, "evaluate %s: %d faults × %d resources = %d runs (%d at a time); results in %s\n", *backend, len(sc.Rows), len(sc.Resources), len(plan.Jobs), *parallel, *out)
+	fmt.Fprintf(out, "evaluate %s: %d faults × %d resources = %d runs (%d at a time); results in %s\n", backend, len(sc.Rows), len(sc.Resources), len(plan.Jobs), f.parallel, f.out)
 	if sc.NoToken != "" {
-		fmt.Fprintf(stdout, "evaluate %s: %s: %s; only the unfenced runs are made\n", *backend, spec.ErrNoToken, sc.NoToken)
+		fmt.Fprintf(out, "evaluate %s: %s: %s; only the unfenced runs are made\n", backend, spec.ErrNoToken, sc.NoToken)
 	}
 	var logTo io.Writer
-	if *verbose {
-		logTo = stderr
+	if f.verbose {
+		logTo = a.stderr
 	}
-	prog := newProgress(stderr, len(plan.Jobs))
+	prog := newProgress(a.stderr, a.isTerminal(), len(plan.Jobs))
 	results, interrupted := campaign.Campaign{
-		Registry: reg, Catalogue: cat, Store: *out, Parallel: *parallel, Log: logTo,
+		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r campaign.RunResult) {
+			if errors.Is(r.Err, spec.ErrNoToken) { // found out at its first grant (exec)
+				prog.Done(r.Label, "refused: "+errText(r.Err))
+				return
+			}
 			if r.Err != nil || r.Outcome == nil || r.Outcome.Report == nil {
 				prog.Done(r.Label, "ERROR: "+errText(r.Err))
 				return
@@ -111,36 +162,49 @@ func cmdEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		},
 	}.Run(ctx, plan.Specs())
 	prog.Close()
-	sc = plan.Judge(results, *out, started)
+	sc = plan.Judge(results, f.out, started)
+	// The scorecard keeps the backend's options (an existing service's address): never
+	// the credentials in them.
+	for k, v := range sc.Options {
+		sc.Options[k] = a.red.String(v)
+	}
+	sc.Setup = a.red.String(sc.Setup)
 	if err := reports.WriteScorecard(dir, sc); err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
-		return exitInternal
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	if err := reports.MarkLatest(dir); err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate:", err)
-		return exitInternal
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	if err := reports.WriteStoreIndex(*out); err != nil {
-		fmt.Fprintln(stderr, "fencecheck evaluate: store index:", err)
-		return exitInternal
+	if err := reports.WriteStoreIndex(f.out); err != nil {
+		return fail(&exitError{code: exitInternal, msg: "store index: " + err.Error()})
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sc); err != nil {
-			fmt.Fprintln(stderr, "fencecheck evaluate:", err)
-			return exitInternal
+	code := evaluateExit(sc, results, interrupted)
+	page := filepath.Join(dir, reports.ScorecardPage)
+	if f.json {
+		doc := evaluateJSON{Outcome: "incomplete", Exit: code, Page: page, Scorecard: sc}
+		switch code {
+		case exitSafe:
+			doc.Outcome = "safe"
+		case exitViolated:
+			doc.Outcome = "unsafe"
+		}
+		if err := a.printJSON(doc); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 	} else {
-		reports.PrintScorecard(stdout, sc)
-		fmt.Fprintf(stdout, "scorecard: %s (took %s)\n", filepath.Join(dir, reports.ScorecardPage), time.Duration(sc.Seconds*float64(time.Second)).Round(time.Second))
+		reports.PrintScorecard(out, sc)
+		fmt.Fprintf(out, "scorecard: %s (took %s)\n", page, time.Duration(sc.Seconds*float64(time.Second)).Round(time.Second))
 	}
-	return evaluateExit(sc, interrupted)
+	if interrupted {
+		fmt.Fprintln(a.stderr, "fencecheck evaluate: interrupted; the runs that finished are in the scorecard")
+	}
+	return withCode(code)
 }
 
-// evaluateExit: 0 safe with fencing everywhere; 1 fencing or tokens failed somewhere; 3
-// otherwise (a run failed, the checker timed out, or the evaluation was interrupted).
-func evaluateExit(sc *reports.Scorecard, interrupted bool) int {
+// evaluateExit: 0 safe with fencing everywhere; 1 fencing or tokens failed somewhere (or
+// there is no token to fence with); else 3 when a run failed or the checker did not
+// decide, 2 when a run could not be made as asked or the evaluation was interrupted.
+func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupted bool) int {
 	if sc.Safe && !interrupted {
 		return exitSafe
 	}
@@ -152,7 +216,19 @@ func evaluateExit(sc *reports.Scorecard, interrupted bool) int {
 			return exitViolated
 		}
 	}
-	return exitInternal
+	code := exitSafe
+	for _, r := range results {
+		if r.Err != nil && !errors.Is(r.Err, campaign.ErrInterrupted) {
+			code = worst(code, codeOf(r.Err))
+		}
+	}
+	if interrupted {
+		code = worst(code, exitUsage)
+	}
+	if code == exitSafe {
+		code = exitInternal // not safe, yet no run failed: a verdict undecided
+	}
+	return code
 }
 
 func runResult(r reports.ScoreRun) string {
@@ -171,15 +247,6 @@ func impliedBackend(reg *registry.Registry, opts map[string]string) string {
 		}
 	}
 	return ""
-}
-
-// backendList names the registry's backends.
-func backendList(reg *registry.Registry) []string {
-	var out []string
-	for _, b := range reg.Backends() {
-		out = append(out, b.Name)
-	}
-	return out
 }
 
 // errText is an error's message, or "no report" for a run without error or report.

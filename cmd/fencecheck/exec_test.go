@@ -16,8 +16,9 @@ func execFile(t *testing.T, rel string) string {
 }
 
 // TestRunExec: the exec backend's exit codes from the command line: the verdicts for a
-// working client, 2 for a client that breaks the protocol or cannot run, 3 for one that
-// dies; a broken client's message is one line, and the history so far is kept.
+// working client, 2 for a client that breaks the protocol, cannot run or dies (the run
+// could not be made as asked); a broken client's message is one line, and the history so
+// far is kept.
 func TestRunExec(t *testing.T) {
 	template := "python3 " + execFile(t, "examples/naive_http.py")
 	tests := []struct {
@@ -35,7 +36,7 @@ func TestRunExec(t *testing.T) {
 			nil, `it sent "oops, not JSON": not a JSON object`},
 		{"command not found", []string{"--client-cmd", "fencecheck-no-such-client"}, exitUsage,
 			nil, "its command cannot run (sh: exit status 127)"},
-		{"crash", []string{"--client-cmd", "BREAK_AFTER=10 BREAK_WITH=exit sh " + execFile(t, "testdata/fake.sh")}, exitInternal,
+		{"crash", []string{"--client-cmd", "BREAK_AFTER=10 BREAK_WITH=exit sh " + execFile(t, "testdata/fake.sh")}, exitUsage,
 			nil, "its process exited during the run (exit status 5)"},
 		{"no command", []string{"--backend", "exec"}, exitUsage, nil, "backend exec needs --client-cmd"},
 		{"wrong backend", []string{"--backend", "raft", "--client-cmd", "x"}, exitUsage, nil, `--client-cmd is for the exec backend (got "raft")`},

@@ -1,33 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/fencecheck/fencecheck/models"
 )
-
-// parseFailOn parses --fail-on: a comma-separated list of properties.
-func parseFailOn(s string) ([]models.Property, error) {
-	var out []models.Property
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		found := false
-		for _, p := range models.AllProperties {
-			if string(p) == part {
-				out = append(out, p)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("--fail-on: unknown property %q (want some of register, updates, tokens, mutex, effects)", part)
-		}
-	}
-	return out, nil
-}
 
 // exitFor maps a report to the exit code under --fail-on: 3 when the checkers disagree
 // or a violation's witness was not confirmed (models.Report.Trouble: a checker bug), 1
@@ -46,4 +21,18 @@ func exitFor(rep *models.Report, failOn []models.Property) int {
 		}
 	}
 	return code
+}
+
+// worst combines the exit codes of several runs: a proven violation (1) stands whatever
+// else happened, then fencecheck's own failure (3), then a run that could not be made
+// (2), then safe (0).
+func worst(codes ...int) int {
+	rank := map[int]int{exitSafe: 0, exitUsage: 1, exitInternal: 2, exitViolated: 3}
+	out := exitSafe
+	for _, c := range codes {
+		if rank[c] > rank[out] {
+			out = c
+		}
+	}
+	return out
 }

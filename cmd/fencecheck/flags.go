@@ -1,45 +1,106 @@
 package main
 
 import (
-	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
-// The flags several commands share are declared here, once; each command says only what
-// its seed seeds and where its results go.
+// The flags several commands share are declared here, once, with one name per concept
+// across commands: --scenario (names or all), --fault (fault names), --out (the results
+// store), --seed, --parallel, --check-timeout (the checker's ceiling), --json, -v, and
+// one flag per registry option. Older spellings stay as hidden aliases that say what
+// replaced them.
+
+// defaultOut is the results store when --out is not given.
+const defaultOut = "fencecheck-results"
 
 // seedFlag is --seed; of says what it seeds.
-func seedFlag(fs *flag.FlagSet, of string) *int64 {
-	return fs.Int64("seed", 1, "seed of "+of)
+func seedFlag(fs *pflag.FlagSet, p *int64, of string) {
+	fs.Int64Var(p, "seed", 1, "seed of "+of)
 }
 
 // outFlag is --out, the results store (or evidence folder) with its default.
-func outFlag(fs *flag.FlagSet, def, usage string) *string {
-	return fs.String("out", def, usage)
+func outFlag(fs *pflag.FlagSet, p *string, def, usage string) {
+	fs.StringVar(p, "out", def, usage)
 }
 
 // parallelFlag is --parallel: runs at a time.
-func parallelFlag(fs *flag.FlagSet, what string) *int {
-	return fs.Int("parallel", 1, what+" at a time (timing-sensitive faults are most faithful at 1)")
+func parallelFlag(fs *pflag.FlagSet, p *int, what string) {
+	fs.IntVar(p, "parallel", 1, what+" at a time, 1 to 8 (timing-sensitive faults are most faithful at 1)")
 }
 
-// verboseFlag is -v.
-func verboseFlag(fs *flag.FlagSet, usage string) *bool {
-	return fs.Bool("v", false, usage)
+// verboseFlag is -v/--verbose.
+func verboseFlag(fs *pflag.FlagSet, p *bool, usage string) {
+	fs.BoolVarP(p, "verbose", "v", false, usage)
+}
+
+// jsonFlag is --json: stdout is JSON with the overall outcome and exit code.
+func jsonFlag(fs *pflag.FlagSet, p *bool, what string) {
+	fs.BoolVar(p, "json", false, "print "+what+" as JSON on stdout, with the overall \"outcome\" and \"exit\" code (progress goes to stderr)")
+}
+
+// checkTimeoutFlag is --check-timeout, the checker's hard ceiling; alias adds --timeout,
+// its old spelling on check and report.
+func checkTimeoutFlag(fs *pflag.FlagSet, p *time.Duration, alias bool) {
+	fs.DurationVar(p, "check-timeout", 0, "hard ceiling on porcupine's second opinion of each property (0: none beyond its budget)")
+	if alias {
+		fs.DurationVar(p, "timeout", 0, "")
+		deprecate(fs, "timeout", "check-timeout")
+	}
+}
+
+// deprecatedFlag marks an old flag name with what replaced it.
+const deprecatedFlag = "fencecheck-deprecated"
+
+// deprecate hides an old flag name; using it works and says on stderr what replaced it
+// (warnDeprecated).
+func deprecate(fs *pflag.FlagSet, old, now string) {
+	_ = fs.SetAnnotation(old, deprecatedFlag, []string{now})
+	fs.Lookup(old).Hidden = true
+}
+
+// warnDeprecated says which old flag names a command line used.
+func (a *app) warnDeprecated(c *cobra.Command) {
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if now, ok := f.Annotations[deprecatedFlag]; ok {
+			fmt.Fprintf(a.stderr, "%s: --%s is deprecated; use --%s\n", c.CommandPath(), f.Name, now[0])
+		}
+	})
+}
+
+// trimList trims the names of a list flag and drops empty ones.
+func trimList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // optionFlags declares one flag per backend or resource option in the registry
 // (--etcd-endpoints, --postgres-dsn, ...) and returns the function that collects the
 // ones given after parsing.
-func optionFlags(fs *flag.FlagSet, reg *registry.Registry) func() map[string]string {
+func (a *app) optionFlags(fs *pflag.FlagSet) func() map[string]string {
 	vals := map[string]*string{}
-	for _, o := range reg.Options() {
+	for _, o := range a.reg.Options() {
 		vals[o.Name] = fs.String(o.Name, "", o.Usage)
+		_ = fs.SetAnnotation(o.Name, optionGroup, []string{"true"})
 	}
 	return func() map[string]string {
 		var out map[string]string
-		fs.Visit(func(f *flag.Flag) {
+		fs.Visit(func(f *pflag.Flag) {
 			if v, ok := vals[f.Name]; ok {
 				if out == nil {
 					out = map[string]string{}
@@ -52,4 +113,163 @@ func optionFlags(fs *flag.FlagSet, reg *registry.Registry) func() map[string]str
 }
 
 // checkParallel refuses a --parallel outside 1..8.
-func checkParallel(n int) bool { return n >= 1 && n <= 8 }
+func checkParallel(n int) error {
+	if n < 1 || n > 8 {
+		return badInput("--parallel must be between 1 and 8, got %d", n)
+	}
+	return nil
+}
+
+// parseFailOn parses --fail-on: properties.
+func parseFailOn(list []string) ([]models.Property, error) {
+	var out []models.Property
+	var known []string
+	for _, p := range models.AllProperties {
+		known = append(known, string(p))
+	}
+	for _, part := range trimList(list) {
+		found := false
+		for _, p := range models.AllProperties {
+			if string(p) == part {
+				out = append(out, p)
+				found = true
+			}
+		}
+		if !found {
+			return nil, badInput("--fail-on: unknown property %q%s (want some of %s)", part, didYouMean(part, known), strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// failOnFlag is --fail-on.
+func failOnFlag(fs *pflag.FlagSet, p *[]string) {
+	fs.StringSliceVar(p, "fail-on", []string{"register", "updates"}, "properties whose violation makes the exit code 1 (of register, updates, tokens, mutex, effects)")
+}
+
+// names of the registry's backends, resources, faults, policies and the catalogue's
+// scenarios, for checks, suggestions and shell completion.
+func namesOf(list []registry.Named) []string {
+	out := make([]string, len(list))
+	for i, n := range list {
+		out[i] = n.Name
+	}
+	return out
+}
+
+func (a *app) backendNames() []string {
+	var out []string
+	for _, b := range a.reg.Backends() {
+		out = append(out, b.Name)
+	}
+	return out
+}
+
+func (a *app) resourceNames() []string {
+	var out []string
+	for _, r := range a.reg.Resources() {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+func (a *app) faultNames() []string {
+	var out []string
+	for _, f := range a.reg.Faults() {
+		out = append(out, f.Name())
+	}
+	return out
+}
+
+func (a *app) scenarioNames() []string {
+	var out []string
+	for _, s := range a.cat {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// checkName refuses a name that is not known, suggesting the nearest.
+func checkName(what, name string, known []string) error {
+	for _, k := range known {
+		if k == name {
+			return nil
+		}
+	}
+	return badInput("unknown %s %q%s (see 'fencecheck list')", what, name, didYouMean(name, known))
+}
+
+// checkNames checks each of names; an empty list is an error.
+func checkNames(what string, names, known []string) error {
+	if len(names) == 0 {
+		return badInput("no %s given", what)
+	}
+	for _, n := range names {
+		if err := checkName(what, n, known); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// complete returns a completion function over names; for a comma-separated list flag
+// it completes the last element.
+func complete(names func() []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		prefix := ""
+		if i := strings.LastIndex(toComplete, ","); i >= 0 {
+			prefix, toComplete = toComplete[:i+1], toComplete[i+1:]
+		}
+		var out []cobra.Completion
+		for _, n := range names() {
+			if strings.HasPrefix(n, toComplete) {
+				out = append(out, prefix+n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}
+}
+
+// completeNames registers name completion for flags of c.
+func completeNames(c *cobra.Command, names func() []string, flags ...string) {
+	for _, f := range flags {
+		if c.Flags().Lookup(f) != nil {
+			_ = c.RegisterFlagCompletionFunc(f, complete(names))
+		}
+	}
+}
+
+// completeCommon registers completion of the names every running command shares.
+func (a *app) completeCommon(c *cobra.Command) {
+	completeNames(c, a.backendNames, "backend", "lock-service")
+	completeNames(c, a.resourceNames, "resource")
+	completeNames(c, a.faultNames, "fault", "faults")
+	completeNames(c, func() []string { return append(a.scenarioNames(), "all") }, "scenario", "scenarios")
+	completeNames(c, func() []string { return namesOf(spec.Policies()) }, "policy")
+	completeNames(c, func() []string {
+		var out []string
+		for _, p := range models.AllProperties {
+			out = append(out, string(p))
+		}
+		return out
+	}, "fail-on")
+	completeNames(c, func() []string { return []string{"strict", "monotonic"} }, "fence")
+}
+
+// noArgs refuses arguments, saying which flag chooses instead.
+func noArgs(hint string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError("unexpected arguments %q (%s)", args, hint)
+		}
+		return nil
+	}
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,6 +1,6 @@
 package main
 
-// Issue 16's acceptance runs against a real kube-apiserver fencecheck starts (built by
+// The kube-lease runs go against a real kube-apiserver fencecheck starts (built by
 // harness/lease/kubelease/apiserver/build.sh; skipped with one line without it).
 
 import (

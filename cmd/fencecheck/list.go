@@ -2,37 +2,59 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/spf13/cobra"
+
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
-func cmdList(args []string, stdout, stderr io.Writer) int {
-	reg := builtin.Registry()
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "fencecheck list: takes no arguments, got %q\n", args)
-		return exitUsage
+func (a *app) listCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "print every backend, resource, fault, policy, property and scenario name",
+		Long: `Prints every name the other commands take, with one line of meaning: backends
+(--backend), resources (--resource), faults (--fault), client policies (--policy),
+properties (--fail-on) and the catalogue's scenarios with their expected verdicts. A backend
+or resource that cannot run on this machine is marked, with what it needs ('fencecheck
+doctor' says how to install it).`,
+		Args: noArgs("list takes no arguments"),
+		RunE: func(*cobra.Command, []string) error { return a.list() },
 	}
-	section := func(title string, list []registry.Named) {
-		fmt.Fprintf(stdout, "%s:\n", title)
-		for _, n := range list {
-			fmt.Fprintf(stdout, "  %-34s %s\n", n.Name, n.Meaning)
+	setExitCodes(c, exitCodes{exitSafe: "listed", exitUsage: "bad usage"})
+	return c
+}
+
+func (a *app) list() error {
+	why := map[string]string{}
+	for _, e := range a.available(nil) {
+		if !e.OK {
+			why[e.Kind+"/"+e.Name] = e.Why
 		}
 	}
-	section("backends (--backend)", reg.BackendNames())
-	section("resources (--resource)", reg.ResourceNames())
-	section("faults (--fault)", reg.FaultNames())
-	section("client policies (--policy)", spec.Policies())
-	fmt.Fprintln(stdout, "properties (--fail-on):")
-	fmt.Fprintln(stdout, "  register                           the resource acts as one atomic register that accepts a write iff its token passes the fence")
-	fmt.Fprintln(stdout, "  updates                            every accepted write read the value accepted just before it (no lost update)")
-	fmt.Fprintln(stdout, "  tokens                             grants carry strictly increasing tokens in real-time order")
-	fmt.Fprintln(stdout, "  mutex                              at most one client believes it holds the lock at any time")
-	fmt.Fprintln(stdout, "scenarios (fencecheck run NAME):")
-	for _, s := range builtin.Catalogue() {
+	w := a.stdout
+	section := func(title, kind string, list []registry.Named) {
+		fmt.Fprintf(w, "%s:\n", title)
+		for _, n := range list {
+			fmt.Fprintf(w, "  %-34s %s\n", n.Name, n.Meaning)
+			if y := why[kind+"/"+n.Name]; y != "" {
+				fmt.Fprintf(w, "  %-34s (cannot run here: %s)\n", "", y)
+			}
+		}
+	}
+	section("backends (--backend)", "backend", a.reg.BackendNames())
+	section("resources (--resource)", "resource", a.reg.ResourceNames())
+	section("faults (--fault)", "", a.reg.FaultNames())
+	section("client policies (--policy)", "", spec.Policies())
+	fmt.Fprintln(w, "properties (--fail-on):")
+	fmt.Fprintln(w, "  register                           the resource acts as one atomic register that accepts a write iff its token passes the fence")
+	fmt.Fprintln(w, "  updates                            every accepted write read the value accepted just before it (no lost update)")
+	fmt.Fprintln(w, "  tokens                             grants carry strictly increasing tokens in real-time order")
+	fmt.Fprintln(w, "  mutex                              at most one client believes it holds the lock at any time")
+	fmt.Fprintln(w, "  effects                            every delivered side effect belongs to a write that took effect (histories with side effects)")
+	fmt.Fprintln(w, "scenarios (fencecheck run NAME):")
+	for _, s := range a.cat {
 		var exp []string
 		for _, p := range []string{"register", "updates", "tokens", "mutex"} {
 			for k, v := range s.Expect.Verdicts {
@@ -41,7 +63,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
-		fmt.Fprintf(stdout, "  %-34s %s\n  %-34s expect %s\n", s.Name, s.About, "", strings.Join(exp, " "))
+		fmt.Fprintf(w, "  %-34s %s\n  %-34s expect %s\n", s.Name, s.About, "", strings.Join(exp, " "))
 	}
-	return exitSafe
+	return nil
 }

@@ -1,26 +1,35 @@
 // Command fencecheck runs lock backends against fenced resources under faults and checks
-// the recorded histories for stale writes.
+// the recorded histories for stale writes. `fencecheck -h` lists its commands and
+// docs/cli.md (generated from this package: go generate) describes every flag.
 //
-//	fencecheck run [flags] [SCENARIO]   run one scenario (by name, or built from flags)
-//	fencecheck check [flags] FILE...    re-check saved histories offline
-//	fencecheck list                     every backend, resource, fault and scenario
-//	fencecheck matrix [flags]           run backend × resource × fault cells; index page
-//	fencecheck evaluate --backend NAME  a backend's scorecard: is it safe with fencing?
-//	fencecheck report DIR_OR_HISTORY... (re)build HTML reports offline
-//	fencecheck serve [DIR]              browse a results store on 127.0.0.1
-//
-// Exit codes: 0 the protected data is safe, 1 a stale write got through or an update was
-// lost (see --fail-on), 2 bad input or usage, 3 internal failure.
+// Exit codes, the same rule for every command: 0 safe (or everything as expected), 1
+// unsafe (a stale write got through, an update was lost, a run differs from its
+// expectation), 2 the run could not be made as asked (bad input or usage, a missing
+// program or service, an unreachable endpoint, an interrupt), 3 fencecheck's own failure
+// (the checkers disagree, the checker timed out, a bug).
 package main
+
+//go:generate go run . gen-docs ../../docs/cli.md
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/redact"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Exit codes.
@@ -38,63 +47,290 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: fencecheck <command> [flags]
+// app is one invocation of the CLI: the registry it resolves names in, and its outputs,
+// which mask every secret it was given (see secrets).
+type app struct {
+	reg    *registry.Registry
+	cat    catalogue.Catalogue
+	stdout io.Writer
+	stderr io.Writer
+	// rawErr is stderr unmasked, only to ask whether it is a terminal.
+	rawErr io.Writer
+	red    *redact.Redactor
+}
 
-commands:
-  run [flags] [SCENARIO]   run one scenario by name, or one built from flags
-  check [flags] FILE...    re-check saved history files offline
-  list                     print every backend, resource, fault and scenario name
-  matrix [flags]           run backend × resource × fault cells against their expected
-                           verdicts and write an index page (exit 1: some cell differs)
-  evaluate --backend NAME  run every applicable fault against unfenced, fenced and native
-                           resources; write a scorecard (exit 0: safe with fencing)
-  report DIR_OR_HISTORY... (re)build report.html, matrix and scorecard pages offline
-  serve [DIR]              serve a results store on 127.0.0.1 for browsing
-  soak [flags]             run scenarios N times each: detection and false-alarm rates
-
-Run 'fencecheck <command> -h' for the flags of a command.
-`
+func newApp(args []string, stdout, stderr io.Writer) *app {
+	reg := builtin.Registry()
+	red := secrets(reg, args)
+	return &app{reg: reg, cat: builtin.Catalogue(), stdout: red.Writer(stdout), stderr: red.Writer(stderr), rawErr: stderr, red: red}
+}
 
 // Main runs the CLI and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
+	a := newApp(args, stdout, stderr)
+	root := a.root()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	return a.exit(cmd, err)
+}
+
+// root builds the command tree.
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fencecheck",
+		Short: "check that a lock and a fenced resource keep data safe under faults",
+		Long: `fencecheck runs real lock services (etcd, ZooKeeper, Redis, NATS, PostgreSQL and MariaDB
+session locks, Kubernetes Leases, your own client through exec, ...) against a protected
+resource, injects pauses, partitions, clock skew and crashes through a real TCP fault proxy,
+records what every client did, and checks the history for stale writes and lost updates.`,
+		Example: `  fencecheck run naive-unfenced-pause      a stale write gets through (exit 1)
+  fencecheck run naive-fenced-pause        the fence rejects it (exit 0)
+  fencecheck evaluate --backend etcd       may we adopt this lock, and how?
+  fencecheck doctor                        what can run on this machine`,
+		Version:           version(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		Args:              a.rootArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.usage(a.stderr, cmd)
+			return &exitError{code: exitUsage}
+		},
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { a.warnDeprecated(cmd) },
 	}
-	switch args[0] {
-	case "run":
-		return cmdRun(ctx, args[1:], stdout, stderr)
-	case "check":
-		return cmdCheck(ctx, args[1:], stdout, stderr)
-	case "list":
-		return cmdList(args[1:], stdout, stderr)
-	case "matrix":
-		return cmdMatrix(ctx, args[1:], stdout, stderr)
-	case "evaluate":
-		return cmdEvaluate(ctx, args[1:], stdout, stderr)
-	case "report":
-		return cmdReport(ctx, args[1:], stdout, stderr)
-	case "serve":
-		return cmdServe(ctx, args[1:], stdout, stderr)
-	case "soak":
-		return cmdSoak(ctx, args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return exitSafe
-	default:
-		fmt.Fprintf(stderr, "fencecheck: unknown command %q\n%s", args[0], usage)
-		return exitUsage
+	root.Flags().Bool("version", false, "print fencecheck's version (module version, VCS revision, Go version) and exit")
+	root.SetVersionTemplate("{{.Version}}\n")
+	// cobra writes completion scripts and completions to Out, and nothing else (help and
+	// errors are this CLI's own).
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { a.help(a.stdout, c) })
+	root.SetUsageFunc(func(c *cobra.Command) error { a.usage(a.stderr, c); return nil })
+	root.SetFlagErrorFunc(a.flagError)
+	root.CompletionOptions.HiddenDefaultCmd = false
+	setExitCodes(root, exitCodes{
+		exitSafe:     "the protected data is safe (or every run is as expected)",
+		exitViolated: "unsafe: a stale write got through, an update was lost, or a run differs from its expectation",
+		exitUsage:    "the run could not be made as asked: bad input or usage, a missing program or service, an unreachable endpoint, an interrupt",
+		exitInternal: "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
+	})
+	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(),
+		a.soakCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd())
+	root.SetHelpCommand(a.helpCmd(root))
+	// cobra's own completion command, in this CLI's words.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Short = "print the shell completion script for bash, zsh, fish or powershell"
+			setExitCodes(c, exitCodes{exitSafe: "printed", exitUsage: "bad usage"})
+		}
+	}
+	return root
+}
+
+// helpCmd is `fencecheck help [COMMAND]`, the same as -h; an unknown command is a usage
+// error.
+func (a *app) helpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "print the help of a command (the same as -h)",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			c, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, s := range c.Commands() {
+				if s.IsAvailableCommand() && strings.HasPrefix(s.Name(), toComplete) {
+					out = append(out, s.Name())
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				var names []string
+				for _, s := range root.Commands() {
+					if s.IsAvailableCommand() {
+						names = append(names, s.Name())
+					}
+				}
+				return usageError("unknown help topic %q%s", strings.Join(args, " "), didYouMean(args[len(args)-1], names))
+			}
+			a.help(a.stdout, c)
+			return nil
+		},
 	}
 }
 
-// parseFlags parses a command's flags. done says the command must return code at once:
-// exit 0 after -h, exit 2 after a bad flag (the flag package has already said what).
-func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe, true
-		}
-		return exitUsage, true
+// rootArgs refuses an unknown command, suggesting the nearest one.
+func (a *app) rootArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
 	}
-	return 0, false
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return usageError("unknown command %q%s", args[0], didYouMean(args[0], names))
+}
+
+// exitError ends a command with an exit code. A message, if any, is printed as one line
+// "fencecheck CMD: message"; a usage error adds a line pointing at the command's help.
+type exitError struct {
+	code  int
+	msg   string
+	usage bool
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageError is a usage mistake (exit 2, with a pointer to -h).
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...), usage: true}
+}
+
+// badInput is input that cannot run as given (exit 2), said in one line.
+func badInput(format string, args ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+// withCode ends a command with code; its output has said why.
+func withCode(code int) error {
+	if code == exitSafe {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+// failed is err as the command's failure: its exit code by codeOf, its message one line.
+func failed(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: codeOf(err), msg: message(err)}
+}
+
+// failer returns the function a command ends a failure with: with --json, stdout
+// also gets {"outcome": "error", "exit": N, "error": "..."}.
+func (a *app) failer(asJSON bool) func(error) error {
+	return func(err error) error {
+		err = failed(err)
+		var ee *exitError
+		if asJSON && errors.As(err, &ee) {
+			_ = a.printJSON(errorJSON{Outcome: "error", Exit: ee.code, Error: oneLine(ee.msg)})
+		}
+		return err
+	}
+}
+
+// codeOf is the exit code of an error from a plan or a run: 2 when the run could not be
+// made as asked (a bad spec, the user's input, a program that is not installed), else 3.
+func codeOf(err error) int {
+	switch {
+	case err == nil:
+		return exitSafe
+	case errors.Is(err, spec.ErrSpec), errors.Is(err, registry.ErrInput), errors.Is(err, proc.ErrNotFound),
+		errors.Is(err, campaign.ErrInterrupted), errors.Is(err, context.Canceled):
+		return exitUsage
+	}
+	return exitInternal
+}
+
+// message is an error's text without the "invalid scenario: " its kind adds.
+func message(err error) string {
+	return strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
+}
+
+// exit prints what ended cmd and returns the exit code.
+func (a *app) exit(cmd *cobra.Command, err error) int {
+	if err == nil {
+		return exitSafe
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		// cobra's own errors (a required argument missing, an unknown help topic).
+		ee = &exitError{code: exitUsage, msg: err.Error(), usage: true}
+	}
+	path := "fencecheck"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	if ee.msg != "" {
+		fmt.Fprintf(a.stderr, "%s: %s\n", path, oneLine(ee.msg))
+	}
+	if ee.usage {
+		fmt.Fprintf(a.stderr, "see '%s -h'\n", path)
+	}
+	return ee.code
+}
+
+// oneLine joins the lines of a multi-line message with "; " (after a line that ends
+// with a colon, with a space).
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.Join(strings.Fields(l), " ")
+		if l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// flagError turns pflag's parse errors into one short line (exit 2).
+func (a *app) flagError(cmd *cobra.Command, err error) error {
+	var (
+		notExist *pflag.NotExistError
+		invalid  *pflag.InvalidValueError
+		required *pflag.ValueRequiredError
+	)
+	switch {
+	case errors.As(err, &notExist):
+		name := notExist.GetSpecifiedName()
+		if sh := notExist.GetSpecifiedShortnames(); sh != "" {
+			return usageError("unknown flag -%s", name)
+		}
+		var names []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				names = append(names, "--"+f.Name)
+			}
+		})
+		return usageError("unknown flag --%s%s", name, didYouMean("--"+name, names))
+	case errors.As(err, &invalid):
+		f := invalid.GetFlag()
+		return usageError("--%s %q: %s", f.Name, invalid.GetValue(), wantValue(f, errors.Unwrap(invalid)))
+	case errors.As(err, &required):
+		return usageError("--%s needs a value", required.GetFlag().Name)
+	}
+	return usageError("%s", err)
+}
+
+// wantValue says what a flag takes, for a value it could not parse.
+func wantValue(f *pflag.Flag, cause error) string {
+	switch f.Value.Type() {
+	case "duration":
+		return "want a duration such as 500ms, 2s or 1m"
+	case "int", "int64":
+		return "want a whole number"
+	case "bool":
+		return "want true or false"
+	}
+	if cause != nil {
+		return cause.Error()
+	}
+	return "invalid value"
 }

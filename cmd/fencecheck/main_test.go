@@ -130,30 +130,51 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no command", nil, "usage"},
+		{"no command", nil, "Usage:\n  fencecheck <command> [flags]"},
 		{"unknown command", []string{"jepsen"}, `unknown command "jepsen"`},
+		{"near command", []string{"rn"}, `unknown command "rn"; did you mean "run"?`},
 		{"truncated json", []string{"check", "testdata/truncated.json"}, "testdata/truncated.json: malformed history: truncated JSON"},
 		{"wrong type", []string{"check", "testdata/wrong-type.json"}, `field "ops.token": got JSON string, want int64`},
 		{"bad read_id", []string{"check", "testdata/bad-read-id.json"}, `op 1: field "read_id"`},
 		{"missing file", []string{"check", "testdata/nope.json"}, "testdata/nope.json"},
 		{"no files", []string{"check"}, "no history files"},
-		{"unknown backend", []string{"run", "--backend", "chubby"}, `unknown backend "chubby"`},
+		{"unknown backend", []string{"run", "--backend", "chubby"}, `unknown backend "chubby" (see 'fencecheck list')`},
+		{"abbreviated backend", []string{"run", "--backend", "zk"}, `unknown backend "zk"; did you mean "zookeeper"?`},
+		{"near scenario", []string{"run", "naive-unfenced-paus"}, `unknown scenario "naive-unfenced-paus"; did you mean "naive-unfenced-pause"?`},
+		{"near fault", []string{"run", "--fault", "pase"}, `unknown fault "pase"; did you mean "pause"?`},
+		{"two scenarios", []string{"run", "naive-fenced-pause", "naive-unfenced-pause"}, "want at most one scenario name, got 2 arguments"},
+		{"random without faults", []string{"run", "--random"}, "--random draws a schedule from the fault kinds"},
 		{"zookeeper node fault on one server", []string{"run", "--backend", "zookeeper", "--fault", "node-pause"}, "needs a cluster of at least 3 zookeeper servers"},
 		{"unknown resource", []string{"run", "--resource", "s3"}, `unknown resource "s3"`},
 		{"unknown fault", []string{"run", "--fault", "meteor"}, `unknown fault "meteor"`},
 		{"negative ttl", []string{"run", "--ttl", "-1s"}, "must not be negative"},
 		{"unknown scenario", []string{"run", "no-such-scenario"}, `unknown scenario "no-such-scenario"`},
-		{"bad flag", []string{"run", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
-		{"bad duration", []string{"run", "--ttl", "soon"}, `invalid value "soon"`},
+		{"bad flag", []string{"run", "--frobnicate"}, "fencecheck run: unknown flag --frobnicate\nsee 'fencecheck run -h'\n"},
+		{"near flag", []string{"run", "--bakend", "naive"}, `unknown flag --bakend; did you mean "--backend"?`},
+		{"bad duration", []string{"run", "--ttl", "banana"}, "fencecheck run: --ttl \"banana\": want a duration such as 500ms, 2s or 1m\nsee 'fencecheck run -h'\n"},
+		{"bad duration after the name", []string{"run", "naive-fenced-pause", "--ttl", "banana"}, `--ttl "banana": want a duration`},
+		{"flag without value", []string{"run", "--ttl"}, "--ttl needs a value"},
+		{"bad int", []string{"run", "--clients", "many"}, `--clients "many": want a whole number`},
 		{"bad fail-on", []string{"check", "--fail-on", "speed", "testdata/concurrent-legal.json"}, `unknown property "speed"`},
+		{"near fail-on", []string{"check", "--fail-on", "registr", "testdata/concurrent-legal.json"}, `unknown property "registr"; did you mean "register"?`},
 		{"bad porcupine budget", []string{"check", "--porcupine-budget", "-5s", "testdata/concurrent-legal.json"}, `0 (skip porcupine) or -1 (wait for it)`},
 		{"list args", []string{"list", "x"}, "takes no arguments"},
+		{"help of nothing", []string{"help", "jepsen"}, `unknown help topic`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, tc.args...)
 			require.Equal(t, exitUsage, code, "stdout:\n%s", stdout)
 			require.Contains(t, stderr, tc.want)
 			require.NotContains(t, stderr, "panic")
+			if tc.args != nil {
+				// The error first, in one line; usage only as a pointer to -h.
+				lines := strings.Split(strings.TrimSpace(stderr), "\n")
+				require.LessOrEqual(t, len(lines), 2, stderr)
+				require.True(t, strings.HasPrefix(lines[0], "fencecheck"), stderr)
+				if len(lines) == 2 {
+					require.Regexp(t, `^see 'fencecheck( [a-z]+)? -h'$`, lines[1])
+				}
+			}
 		})
 	}
 }
@@ -186,4 +207,9 @@ func TestExitForTrouble(t *testing.T) {
 			require.Equal(t, tc.want, exitFor(rep, []models.Property{models.Register, models.Updates}))
 		})
 	}
+}
+
+func TestOneLine(t *testing.T) {
+	require.Equal(t, "cannot connect: a; b", oneLine("cannot connect:\n\ta\n\tb\n"))
+	require.Equal(t, "x y", oneLine("x   y"))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/catalogue"
-	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
@@ -44,65 +44,108 @@ type plannedCell struct {
 	reports.MatrixCell
 	spec spec.Spec
 	exp  catalogue.Expect
+	// code is the cell's exit code once it ran: 0 as expected, 1 differs, 2 or 3 it
+	// failed (codeOf).
+	code int
 }
 
-func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	reg, cat := builtin.Registry(), builtin.Catalogue()
-	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		backends  = fs.String("backend", defaultMatrixBackends(reg), "comma-separated lock backends (rows)")
-		resources = fs.String("resource", defaultMatrixResources, "comma-separated resources")
-		faults    = fs.String("fault", defaultMatrixFaults, "comma-separated targeted faults, one per column; a+b runs two faults together")
-		named     = fs.String("scenario", "", "comma-separated catalogue scenarios to run instead of the grid ('all' runs the whole catalogue)")
-		parallel  = parallelFlag(fs, "cells run")
-		seed      = seedFlag(fs, "every cell's workload")
-		out       = outFlag(fs, defaultOut, "results store: cells go to DIR/<scenario>/<timestamp>/, the index page to DIR/matrix/<timestamp>/index.html")
-		verbose   = verboseFlag(fs, "log every cell's progress to stderr as well as to its run.log")
-		options   = optionFlags(fs, reg)
-	)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencecheck matrix [flags]\n\nRuns backend × resource × fault cells, compares each cell's verdicts with the catalogue's\nexpectation (or, for cells not in it, the table in docs/expected-verdicts.md), and writes an index page.\nExit 0: every cell as expected; 1: some cell differs; 2: bad input; 3: a cell failed to run.\n\nflags:")
-		fs.PrintDefaults()
+// matrixFlags are `fencecheck matrix`'s flags.
+type matrixFlags struct {
+	backends, resources, faults, named []string
+	parallel                           int
+	seed                               int64
+	out                                string
+	verbose, json                      bool
+	checkTimeout                       time.Duration
+	options                            func() map[string]string
+}
+
+// matrixJSON is `matrix --json`: the matrix (as matrix.json has it), its outcome and
+// exit code, and its page.
+type matrixJSON struct {
+	// Outcome: "as-expected", "differs" (some cell differs from its expectation),
+	// "incomplete" (some cell failed or did not run).
+	Outcome string `json:"outcome"`
+	Exit    int    `json:"exit"`
+	Index   string `json:"index"`
+	*reports.Matrix
+}
+
+func (a *app) matrixCmd() *cobra.Command {
+	f := &matrixFlags{}
+	c := &cobra.Command{
+		Use:   "matrix",
+		Short: "run backend × resource × fault cells against their expected verdicts",
+		Long: `Runs backend × resource × fault cells (or catalogue scenarios: --scenario), compares each
+cell's verdicts with the catalogue's expectation (or, for cells not in it, the table in
+docs/expected-verdicts.md), and writes an index page into the results store
+(DIR/matrix/<timestamp>/index.html). A combination that cannot run is shown as n/a with the
+reason. Without --backend, the default rows are the backends that can run here (the others
+are named on stderr).`,
+		Example: `  fencecheck matrix
+  fencecheck matrix --backend etcd,zookeeper --resource unfenced,fenced,etcd-txn --fault pause,partition
+  fencecheck matrix --scenario all --parallel 2`,
+		Args: noArgs("choose cells with --backend, --resource, --fault or --scenario"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.matrix(cmd, f) },
 	}
-	if code, done := parseFlags(fs, args); done {
-		return code
+	fs := c.Flags()
+	fs.StringSliceVar(&f.backends, "backend", strings.Split(defaultMatrixBackends(a.reg), ","), "lock backends (rows), comma-separated")
+	fs.StringSliceVar(&f.resources, "resource", strings.Split(defaultMatrixResources, ","), "resources, comma-separated")
+	fs.StringSliceVar(&f.faults, "fault", strings.Split(defaultMatrixFaults, ","), "targeted faults, one per column, comma-separated; a+b runs two faults together")
+	fs.StringSliceVar(&f.named, "scenario", nil, "catalogue scenarios to run instead of the grid, comma-separated ('all': the whole catalogue that can run here)")
+	parallelFlag(fs, &f.parallel, "cells run")
+	seedFlag(fs, &f.seed, "every cell's workload")
+	outFlag(fs, &f.out, defaultOut, "results store: cells go to DIR/<scenario>/<timestamp>/, the index page to DIR/matrix/<timestamp>/index.html")
+	checkTimeoutFlag(fs, &f.checkTimeout, false)
+	jsonFlag(fs, &f.json, "the matrix")
+	verboseFlag(fs, &f.verbose, "log every cell's progress to stderr as well as to its run.log")
+	f.options = a.optionFlags(fs)
+	a.completeCommon(c)
+	setExitCodes(c, exitCodes{
+		exitSafe:     "every cell as expected",
+		exitViolated: "some cell's verdicts differ from the expectation",
+		exitUsage:    "bad input, a backend or resource asked for that cannot run here, or an interrupt",
+		exitInternal: "a cell failed to run (fencecheck's own failure)",
+	})
+	return c
+}
+
+func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
+	ctx := cmd.Context()
+	fail := a.failer(f.json)
+	if err := checkParallel(f.parallel); err != nil {
+		return fail(err)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fencecheck matrix: unexpected arguments %q (choose cells with --backend, --resource, --fault or --scenario)\n", fs.Args())
-		return exitUsage
-	}
-	if !checkParallel(*parallel) {
-		fmt.Fprintf(stderr, "fencecheck matrix: --parallel must be between 1 and 8, got %d\n", *parallel)
-		return exitUsage
-	}
-	m := &reports.Matrix{Parallel: *parallel}
+	m := &reports.Matrix{Parallel: f.parallel}
 	var plan []plannedCell
 	var err error
-	if *named != "" {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if set["backend"] || set["resource"] || set["fault"] {
-			fmt.Fprintln(stderr, "fencecheck matrix: --scenario runs catalogue scenarios; it cannot be combined with --backend, --resource or --fault")
-			return exitUsage
+	set := cmd.Flags().Changed
+	if set("scenario") {
+		if set("backend") || set("resource") || set("fault") {
+			return fail(usageError("--scenario runs catalogue scenarios; it cannot be combined with --backend, --resource or --fault"))
 		}
-		plan, err = planScenarios(reg, cat, m, splitList(*named))
+		plan, err = a.planScenarios(m, trimList(f.named), f.options())
 	} else {
-		plan, err = planGrid(reg, cat, m, splitList(*backends), splitList(*resources), splitList(*faults), options())
+		backends := trimList(f.backends)
+		if !set("backend") {
+			backends = a.runnableBackends(backends)
+		}
+		plan, err = a.planGrid(m, backends, trimList(f.resources), trimList(f.faults), f.options())
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck matrix:", err)
-		return exitUsage
+		return fail(err)
 	}
 	for i := range plan {
-		plan[i].spec.Seed = *seed
+		plan[i].spec.Seed = f.seed
 	}
-
+	out := a.stdout
+	if f.json {
+		out = a.stderr
+	}
 	m.Started = time.Now()
-	dir, err := reports.NewRunDir(*out, "matrix", m.Started)
+	dir, err := reports.NewRunDir(f.out, "matrix", m.Started)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck matrix:", err)
-		return exitInternal
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	torun := 0
 	for _, c := range plan {
@@ -110,75 +153,93 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			torun++
 		}
 	}
-	fmt.Fprintf(stdout, "matrix: %d cells to run (%d at a time), %d do not apply; results in %s\n", torun, *parallel, len(plan)-torun, *out)
+	fmt.Fprintf(out, "matrix: %d cells to run (%d at a time), %d do not apply; results in %s\n", torun, f.parallel, len(plan)-torun, f.out)
 	var logTo io.Writer
-	if *verbose {
-		logTo = stderr
+	if f.verbose {
+		logTo = a.stderr
 	}
-	interrupted := runCells(ctx, campaign.Campaign{Registry: reg, Catalogue: cat, Store: *out, Parallel: *parallel, Log: logTo}, plan, newProgress(stderr, torun))
+	camp := campaign.Campaign{Registry: a.reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red}
+	interrupted := a.runCells(ctx, camp, plan, newProgress(a.stderr, a.isTerminal(), torun))
 	m.Seconds = time.Since(m.Started).Seconds()
+	code := exitSafe
 	for _, c := range plan {
 		m.Cells = append(m.Cells, c.MatrixCell)
+		code = worst(code, c.code)
+	}
+	if interrupted {
+		code = worst(code, exitUsage)
 	}
 	if err := reports.WriteMatrix(dir, m); err != nil {
-		fmt.Fprintln(stderr, "fencecheck matrix:", err)
-		return exitInternal
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	if err := reports.MarkLatest(dir); err != nil {
-		fmt.Fprintln(stderr, "fencecheck matrix:", err)
-		return exitInternal
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	if err := reports.WriteStoreIndex(*out); err != nil {
-		fmt.Fprintln(stderr, "fencecheck matrix: store index:", err)
-		return exitInternal
+	if err := reports.WriteStoreIndex(f.out); err != nil {
+		return fail(&exitError{code: exitInternal, msg: "store index: " + err.Error()})
 	}
-	m.Table(stdout)
-	fmt.Fprintf(stdout, "%s\n", m.SummaryLine())
-	fmt.Fprintf(stdout, "index: %s\n", filepath.Join(dir, reports.MatrixPage))
+	index := filepath.Join(dir, reports.MatrixPage)
+	if f.json {
+		doc := matrixJSON{Outcome: "as-expected", Exit: code, Index: index, Matrix: m}
+		switch {
+		case m.Mismatches() > 0:
+			doc.Outcome = "differs"
+		case m.Errors() > 0 || interrupted:
+			doc.Outcome = "incomplete"
+		}
+		if err := a.printJSON(doc); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
+		}
+	} else {
+		m.Table(out)
+		fmt.Fprintf(out, "%s\n", m.SummaryLine())
+		fmt.Fprintf(out, "index: %s\n", index)
+	}
 	switch {
 	case interrupted:
-		fmt.Fprintln(stderr, "fencecheck matrix: interrupted; the cells that ran are in the index")
-		return exitInternal
+		fmt.Fprintln(a.stderr, "fencecheck matrix: interrupted; the cells that ran are in the index")
 	case m.Mismatches() > 0:
-		fmt.Fprintln(stdout, "result: some verdicts differ from the expectation (exit 1)")
-		return exitViolated
+		fmt.Fprintf(out, "result: some verdicts differ from the expectation (exit %d)\n", code)
 	case m.Errors() > 0:
-		fmt.Fprintln(stdout, "result: some cells failed to run (exit 3)")
-		return exitInternal
+		fmt.Fprintf(out, "result: some cells failed to run (exit %d)\n", code)
+	default:
+		fmt.Fprintln(out, "result: every cell as expected (exit 0)")
 	}
-	fmt.Fprintln(stdout, "result: every cell as expected (exit 0)")
-	return exitSafe
+	return withCode(code)
 }
 
-// checkNames fails on a name that is not in list.
-func checkNames(what string, names []string, list []registry.Named) error {
-	if len(names) == 0 {
-		return fmt.Errorf("no %s given", what)
-	}
-	for _, n := range names {
-		if !slices.ContainsFunc(list, func(x registry.Named) bool { return x.Name == n }) {
-			known := make([]string, len(list))
-			for i, x := range list {
-				known[i] = x.Name
-			}
-			return fmt.Errorf("unknown %s %q (known: %s)", what, n, strings.Join(known, ", "))
+// runnableBackends leaves out of the default rows the backends that cannot run here,
+// saying so on stderr.
+func (a *app) runnableBackends(backends []string) []string {
+	why := map[string]string{}
+	for _, e := range a.available(nil) {
+		if e.Kind == "backend" && !e.OK {
+			why[e.Name] = e.Why
 		}
 	}
-	return nil
+	var out []string
+	for _, b := range backends {
+		if w := why[b]; w != "" {
+			fmt.Fprintf(a.stderr, "fencecheck matrix: leaving out %s: %s\n", b, w)
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
-func planGrid(reg *registry.Registry, cat catalogue.Catalogue, m *reports.Matrix, backends, resources, faults []string, opts map[string]string) ([]plannedCell, error) {
-	if err := checkNames("backend", backends, reg.BackendNames()); err != nil {
+func (a *app) planGrid(m *reports.Matrix, backends, resources, faults []string, opts map[string]string) ([]plannedCell, error) {
+	if err := checkNames("backend", backends, a.backendNames()); err != nil {
 		return nil, err
 	}
-	if err := checkNames("resource", resources, reg.ResourceNames()); err != nil {
+	if err := checkNames("resource", resources, a.resourceNames()); err != nil {
 		return nil, err
 	}
 	if len(faults) == 0 {
-		return nil, errors.New("no fault given")
+		return nil, badInput("no fault given")
 	}
 	for _, f := range faults {
-		if err := checkNames("fault", strings.Split(f, "+"), reg.FaultNames()); err != nil {
+		if err := checkNames("fault", strings.Split(f, "+"), a.faultNames()); err != nil {
 			return nil, err
 		}
 	}
@@ -187,26 +248,25 @@ func planGrid(reg *registry.Registry, cat catalogue.Catalogue, m *reports.Matrix
 	for _, b := range backends {
 		for _, r := range resources {
 			for _, f := range faults {
-				s := campaign.CellSpec(reg, cat, b, r, strings.Split(f, "+"), opts)
-				plan = append(plan, planCell(reg, cat, b, r, f, s))
+				s := campaign.CellSpec(a.reg, a.cat, b, r, strings.Split(f, "+"), opts)
+				c := a.planCell(b, r, f, s)
+				if c.Outcome != "n/a" {
+					if why := spec.Unavailable(a.reg, s); why != "" {
+						return nil, badInput("%s (cell %s × %s × %s)", why, b, r, f)
+					}
+				}
+				plan = append(plan, c)
 			}
 		}
 	}
 	return plan, nil
 }
 
-func planScenarios(reg *registry.Registry, cat catalogue.Catalogue, m *reports.Matrix, names []string) ([]plannedCell, error) {
-	var scs []catalogue.Scenario
-	if len(names) == 1 && names[0] == "all" {
-		scs = cat
-	} else {
-		for _, n := range names {
-			sc, ok := cat.Lookup(n)
-			if !ok {
-				return nil, fmt.Errorf("unknown scenario %q (see 'fencecheck list')", n)
-			}
-			scs = append(scs, sc)
-		}
+func (a *app) planScenarios(m *reports.Matrix, names []string, opts map[string]string) ([]plannedCell, error) {
+	reg := a.reg
+	scs, err := a.selectScenarios("matrix", names, opts)
+	if err != nil {
+		return nil, err
 	}
 	var plan []plannedCell
 	for _, sc := range scs {
@@ -227,27 +287,27 @@ func planScenarios(reg *registry.Registry, cat catalogue.Catalogue, m *reports.M
 				*ax.list = append(*ax.list, ax.v)
 			}
 		}
-		plan = append(plan, planCell(reg, cat, b, r, f, sc.Spec))
+		plan = append(plan, a.planCell(b, r, f, sc.Spec))
 	}
 	return plan, nil
 }
 
-func planCell(reg *registry.Registry, cat catalogue.Catalogue, b, r, f string, s spec.Spec) plannedCell {
+func (a *app) planCell(b, r, f string, s spec.Spec) plannedCell {
 	c := plannedCell{spec: s, MatrixCell: reports.MatrixCell{Backend: b, Resource: r, Fault: f}}
-	c.Scenario = cat.Label(reg, s)
-	if _, err := spec.Resolve(reg, s); err != nil {
+	c.Scenario = a.cat.Label(a.reg, s)
+	if _, err := spec.Resolve(a.reg, s); err != nil {
 		c.Outcome = "n/a"
 		c.Error = strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 		return c
 	}
-	c.exp, c.Catalogue = cat.Expect(reg, s)
+	c.exp, c.Catalogue = a.cat.Expect(a.reg, s)
 	c.Expected = c.exp.Verdicts
 	return c
 }
 
 // runCells runs the plan's applicable cells over the campaign runner, filling in their
 // results. It reports whether ctx ended before every cell ran.
-func runCells(ctx context.Context, c campaign.Campaign, plan []plannedCell, prog *progress) bool {
+func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedCell, prog *progress) bool {
 	defer prog.Close()
 	var idx []int
 	var specs []spec.Spec
@@ -283,7 +343,10 @@ func fillCell(c *plannedCell, store string, res campaign.RunResult) {
 		c.Dir = campaign.RelTo(store, res.Dir)
 	}
 	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
-		c.Outcome, c.Error = "error", errText(res.Err)
+		c.Outcome, c.Error, c.code = "error", errText(res.Err), exitInternal
+		if res.Err != nil {
+			c.code = codeOf(res.Err)
+		}
 		return
 	}
 	rep := res.Outcome.Report
@@ -293,6 +356,9 @@ func fillCell(c *plannedCell, store string, res campaign.RunResult) {
 	c.ValidityGap = rep.Evidence.ValidityGapNanos
 	c.Diffs = c.exp.Diff(rep)
 	c.Match = len(c.Diffs) == 0
+	if !c.Match {
+		c.code = exitViolated
+	}
 }
 
 func cellResult(c reports.MatrixCell, took time.Duration) string {

@@ -102,7 +102,7 @@ func TestNewCommandsBadInput(t *testing.T) {
 		{"matrix args", []string{"matrix", "naive"}, "unexpected arguments"},
 		{"matrix scenario and grid", []string{"matrix", "--scenario", "naive-fenced-pause", "--backend", "naive"}, "cannot be combined"},
 		{"matrix unknown scenario", []string{"matrix", "--scenario", "nope"}, `unknown scenario "nope"`},
-		{"matrix bad flag", []string{"matrix", "--frobnicate"}, "flag provided but not defined"},
+		{"matrix bad flag", []string{"matrix", "--frobnicate"}, "unknown flag --frobnicate"},
 		{"evaluate no backend", []string{"evaluate"}, "--backend is required"},
 		{"evaluate unknown backend", []string{"evaluate", "--backend", "chubby"}, `unknown backend "chubby"`},
 		{"evaluate fault n/a", []string{"evaluate", "--backend", "naive", "--fault", "leader-isolation"}, `fault "leader-isolation" does not apply to naive`},

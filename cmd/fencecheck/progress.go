@@ -25,6 +25,9 @@ type progress struct {
 	wg      sync.WaitGroup
 }
 
+// isTerminal reports whether stderr (unmasked) is a terminal that draws a bar.
+func (a *app) isTerminal() bool { return isTerminal(a.rawErr) && os.Getenv("TERM") != "dumb" }
+
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -35,8 +38,9 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func newProgress(w io.Writer, total int) *progress {
-	p := &progress{w: w, tty: isTerminal(w) && os.Getenv("TERM") != "dumb", total: total, started: time.Now(), stop: make(chan struct{})}
+// newProgress draws on w (a bar when tty).
+func newProgress(w io.Writer, tty bool, total int) *progress {
+	p := &progress{w: w, tty: tty, total: total, started: time.Now(), stop: make(chan struct{})}
 	if p.tty {
 		p.wg.Add(1)
 		go func() {

@@ -27,7 +27,7 @@ func TestProgressBar(t *testing.T) {
 
 func TestProgressPlain(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(&buf, 1)
+	p := newProgress(&buf, false, 1)
 	p.Start("a")
 	p.Done("a", "held")
 	p.Close()

@@ -2,40 +2,51 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
-func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("report", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var (
-		out     = fset.String("out", "", "write the report of a single history file into DIR instead of beside it")
-		timeout = fset.Duration("timeout", 0, "hard ceiling on porcupine's second opinion (default: none beyond its 1s budget)")
-	)
-	fset.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencecheck report [flags] DIR_OR_HISTORY...\n\n(Re)builds reports offline from saved histories: for a history file, its verdict.json,\nporcupine-<property>.html and report.html beside it (or in --out); for a folder, that for every\nhistory.json under it, every matrix and scorecard page, and the store's index.html.\n\nflags:")
-		fset.PrintDefaults()
+func (a *app) reportCmd() *cobra.Command {
+	var out string
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "report [flags] DIR_OR_HISTORY...",
+		Short: "(re)build HTML reports, matrix, scorecard and soak pages offline",
+		Long: `(Re)builds reports offline from saved histories: for a history file, its verdict.json,
+porcupine-<property>.html and report.html beside it (or in --out); for a folder, that for
+every history.json under it, every matrix, scorecard and soak page, and the store's
+index.html.`,
+		Example: `  fencecheck report fencecheck-results
+  fencecheck report --out /tmp/r fencecheck-results/naive-unfenced-pause/latest/history.json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("no folder or history file given")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.report(cmd.Context(), out, timeout, args) },
 	}
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitSafe
-		}
-		return exitUsage
-	}
-	if fset.NArg() == 0 {
-		fmt.Fprintln(stderr, "fencecheck report: no folder or history file given")
-		return exitUsage
-	}
+	c.Flags().StringVar(&out, "out", "", "write the report of a single history file into DIR instead of beside it")
+	checkTimeoutFlag(c.Flags(), &timeout, true)
+	setExitCodes(c, exitCodes{
+		exitSafe:     "rebuilt (whatever the verdicts: report does not judge)",
+		exitUsage:    "bad usage, a missing path or a malformed file (nothing is written)",
+		exitInternal: "a page could not be written",
+	})
+	return c
+}
+
+func (a *app) report(ctx context.Context, out string, timeout time.Duration, args []string) error {
+	stdout := a.stdout
 	// Find everything first: a missing path or a malformed history is a usage error,
 	// and nothing is written.
 	type job struct {
@@ -52,28 +63,25 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		soakDirs []string
 		indexes  []string // store roots
 	)
-	for _, arg := range fset.Args() {
+	for _, arg := range args {
 		st, err := os.Stat(arg)
 		if err != nil {
-			fmt.Fprintln(stderr, "fencecheck report:", err)
-			return exitUsage
+			return badInput("%v", err)
 		}
 		if !st.IsDir() {
 			h, err := history.ReadFile(arg)
 			if err != nil {
-				fmt.Fprintln(stderr, "fencecheck report:", err)
-				return exitUsage
+				return badInput("%v", err)
 			}
 			dir := filepath.Dir(arg)
-			if *out != "" {
-				dir = *out
+			if out != "" {
+				dir = out
 			}
 			jobs = append(jobs, job{arg, dir, h})
 			continue
 		}
-		if *out != "" {
-			fmt.Fprintln(stderr, "fencecheck report: --out is for a single history file; a folder's reports are rebuilt in place")
-			return exitUsage
+		if out != "" {
+			return badInput("--out is for a single history file; a folder's reports are rebuilt in place")
 		}
 		found := 0
 		err = filepath.WalkDir(arg, func(path string, d fs.DirEntry, err error) error {
@@ -116,70 +124,61 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return nil
 		})
 		if err != nil {
-			fmt.Fprintln(stderr, "fencecheck report:", err)
-			return exitUsage
+			return badInput("%v", err)
 		}
 		if found == 0 {
-			fmt.Fprintf(stderr, "fencecheck report: %s: no %s, %s or %s in it\n", arg, reports.HistoryFile, reports.MatrixJSON, reports.ScorecardJSON)
-			return exitUsage
+			return badInput("%s: no %s, %s or %s in it", arg, reports.HistoryFile, reports.MatrixJSON, reports.ScorecardJSON)
 		}
 		indexes = append(indexes, arg)
 	}
-	if *out != "" && len(jobs) != 1 {
-		fmt.Fprintln(stderr, "fencecheck report: --out takes exactly one history file")
-		return exitUsage
+	if out != "" && len(jobs) != 1 {
+		return badInput("--out takes exactly one history file")
 	}
 	for _, j := range jobs {
-		rep, err := models.Check(ctx, j.h, models.Options{Timeout: *timeout})
+		rep, err := models.Check(ctx, j.h, models.Options{Timeout: timeout})
 		if err != nil {
-			fmt.Fprintf(stderr, "fencecheck report: %s: %v\n", j.path, err)
-			return exitInternal
+			return &exitError{code: exitInternal, msg: fmt.Sprintf("%s: %v", j.path, err)}
 		}
 		err = os.MkdirAll(j.dir, 0o755)
 		if err == nil {
 			err = reports.WriteRun(ctx, j.dir, j.h, rep)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "fencecheck report: %s: %v\n", j.path, err)
-			return exitInternal
+			return &exitError{code: exitInternal, msg: fmt.Sprintf("%s: %v", j.path, err)}
 		}
 		fmt.Fprintf(stdout, "%s: %s (%s)\n", filepath.Join(j.dir, reports.ReportFile), reports.Outcome(rep), verdictList(rep))
 	}
 	for i, m := range mats {
 		if err := reports.WriteMatrix(matDirs[i], m); err != nil {
-			fmt.Fprintln(stderr, "fencecheck report:", err)
-			return exitInternal
+			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 		fmt.Fprintln(stdout, filepath.Join(matDirs[i], reports.MatrixPage))
 	}
 	for i, sc := range scs {
 		sc.Judge() // the verdict's wording follows this version of fencecheck
 		if err := reports.WriteScorecard(scDirs[i], sc); err != nil {
-			fmt.Fprintln(stderr, "fencecheck report:", err)
-			return exitInternal
+			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 		fmt.Fprintln(stdout, filepath.Join(scDirs[i], reports.ScorecardPage))
 	}
 	for i, d := range soaks {
 		if err := reports.WriteSoak(soakDirs[i], d); err != nil {
-			fmt.Fprintln(stderr, "fencecheck report:", err)
-			return exitInternal
+			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 		fmt.Fprintln(stdout, filepath.Join(soakDirs[i], reports.SoakPage))
 	}
 	for _, root := range indexes {
 		if err := reports.WriteStoreIndex(root); err != nil {
-			fmt.Fprintln(stderr, "fencecheck report:", err)
-			return exitInternal
+			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(root, reports.StoreIndex))
 	}
 	if len(soaks) > 0 {
 		fmt.Fprintf(stdout, "rebuilt %d run report(s), %d matrix/scorecard page(s) and %d soak page(s)\n", len(jobs), len(mats)+len(scs), len(soaks))
-		return exitSafe
+		return nil
 	}
 	fmt.Fprintf(stdout, "rebuilt %d run report(s) and %d matrix/scorecard page(s)\n", len(jobs), len(mats)+len(scs))
-	return exitSafe
+	return nil
 }
 
 func verdictList(rep *models.Report) string {

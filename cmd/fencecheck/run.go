@@ -1,179 +1,294 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
+	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/spf13/cobra"
+
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
 )
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	reg, cat := builtin.Registry(), builtin.Catalogue()
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		name     = fs.String("scenario", "", "scenario name from 'fencecheck list' (or give it as the argument)")
-		backend  = fs.String("backend", "", "lock backend (default naive)")
-		resource = fs.String("resource", "", "protected resource (default fenced)")
-		fence    = fs.String("fence", "", "fence rule: strict (token > stored) or monotonic (token >= stored)")
-		fault    = fs.String("fault", "", "comma-separated targeted faults, e.g. pause or delay")
-		faults   = fs.String("faults", "", "comma-separated fault kinds for a random schedule drawn from --seed, e.g. pause,partition,skew")
-		interval = fs.Duration("interval", 0, "mean quiet time between faults of a random schedule (default 2x TTL)")
-		clients  = fs.Int("clients", 0, fmt.Sprintf("number of clients (default %d)", spec.DefaultClients))
-		ttl      = fs.Duration("ttl", 0, fmt.Sprintf("lease TTL (default %v)", spec.DefaultTTL))
-		duration = fs.Duration("duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", spec.DefaultDuration))
-		seed     = seedFlag(fs, "the workload and the fault schedule")
-		policy   = fs.String("policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
-		members  = fs.Int("members", 0, "lock-service cluster size: etcd 1 (default) or 3, raft 3 (default) or 5")
-		keys     = fs.Int("keys", 0, "independent locks and registers; each critical section picks one (seeded). Naive backends with fenced/unfenced/toctou only")
-		out      = outFlag(fs, defaultOut, "results folder; the run writes DIR/<scenario>/<timestamp>/")
-		failOn   = fs.String("fail-on", "register,updates", "properties whose violation makes the exit code 1")
-		verbose  = verboseFlag(fs, "log progress to stderr")
-		options  = optionFlags(fs, reg)
-	)
-	if code, done := parseFlags(fs, args); done {
-		return code
-	}
-	props, err := parseFailOn(*failOn)
-	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck run:", err)
-		return exitUsage
-	}
-	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "fencecheck run: want at most one scenario name, got %q\n", fs.Args())
-		return exitUsage
-	}
-	if fs.NArg() == 1 {
-		if *name != "" && *name != fs.Arg(0) {
-			fmt.Fprintf(stderr, "fencecheck run: two scenario names: --scenario %q and %q\n", *name, fs.Arg(0))
-			return exitUsage
-		}
-		*name = fs.Arg(0)
-	}
+// runFlags are `fencecheck run`'s flags.
+type runFlags struct {
+	scenario, backend, resource, fence, policy, out string
+	faults, oldRandom, failOn                       []string
+	random, json, verbose                           bool
+	interval, ttl, duration, checkTimeout           time.Duration
+	clients, members, keys                          int
+	seed                                            int64
+	options                                         func() map[string]string
+}
 
+func (a *app) runCmd() *cobra.Command {
+	f := &runFlags{}
+	c := &cobra.Command{
+		Use:   "run [SCENARIO]",
+		Short: "run one scenario, by name or built from flags",
+		Long: `Runs one scenario: a catalogue scenario by name ('fencecheck list'), or one built from
+--backend, --resource and --fault; flags given with a name override its settings. The run
+goes into the results store (--out DIR: DIR/<scenario>/<timestamp>/ with history.json,
+verdict.json, report.html and run.log; DIR/<scenario>/latest points at the newest run
+with a history), and a summary of the verdicts is printed.
+
+The exit code follows --fail-on: by default only the register and updates properties (the
+protected data) decide it; a violated mutex under a pause is expected and fencing is what
+makes it harmless.`,
+		Example: `  fencecheck run naive-unfenced-pause
+  fencecheck run --backend etcd --resource fenced --fault pause,partition
+  fencecheck run --backend redis --fault pause --random --duration 10s
+  fencecheck run naive-postgres-outbox-pause --postgres-dsn postgres://app:PASSWORD@127.0.0.1:5432/app`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError("want at most one scenario name, got %d arguments", len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return complete(a.scenarioNames)(nil, nil, toComplete)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.run(cmd, f, args) },
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.scenario, "scenario", "", "scenario name from 'fencecheck list' (or give it as the argument)")
+	fs.StringVar(&f.backend, "backend", "", "lock backend (default naive)")
+	fs.StringVar(&f.resource, "resource", "", "protected resource (default fenced)")
+	fs.StringVar(&f.fence, "fence", "", "fence rule: strict (token > stored) or monotonic (token >= stored)")
+	fs.StringSliceVar(&f.faults, "fault", nil, "faults, comma-separated: targeted (each strikes the lock holder once), or with --random the kinds of a random schedule")
+	fs.BoolVar(&f.random, "random", false, "draw a random schedule of the --fault kinds (or the scenario's) from --seed instead of targeting the holder; verdicts are reported, not expected")
+	fs.StringSliceVar(&f.oldRandom, "faults", nil, "")
+	deprecate(fs, "faults", "fault with --random")
+	fs.DurationVar(&f.interval, "interval", 0, "mean quiet time between faults of a random schedule (default 2x TTL)")
+	fs.IntVar(&f.clients, "clients", 0, fmt.Sprintf("number of clients (default %d)", spec.DefaultClients))
+	fs.DurationVar(&f.ttl, "ttl", 0, fmt.Sprintf("lease TTL (default: the backend's, else %v)", spec.DefaultTTL))
+	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", spec.DefaultDuration))
+	seedFlag(fs, &f.seed, "the workload and the fault schedule")
+	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
+	fs.IntVar(&f.members, "members", 0, "lock-service cluster size (default: the backend's; e.g. etcd 1 or 3, raft 3 or 5)")
+	fs.IntVar(&f.keys, "keys", 0, "independent locks and registers; each critical section picks one (seeded). Backends and resources that serve keys only")
+	outFlag(fs, &f.out, defaultOut, "results store; the run writes DIR/<scenario>/<timestamp>/")
+	failOnFlag(fs, &f.failOn)
+	checkTimeoutFlag(fs, &f.checkTimeout, false)
+	jsonFlag(fs, &f.json, "the verdicts")
+	verboseFlag(fs, &f.verbose, "log progress to stderr as well as to run.log")
+	f.options = a.optionFlags(fs)
+	a.completeCommon(c)
+	setExitCodes(c, exitCodes{
+		exitSafe:     "safe: the protected data held (the properties of --fail-on)",
+		exitViolated: "unsafe: a stale write got through or an update was lost (a property of --fail-on violated)",
+		exitUsage:    "the run could not be made as asked: bad input, a missing program or service (with the line that installs it), an unreachable endpoint, an interrupt",
+		exitInternal: "fencecheck's own failure: the checkers disagree or timed out, or the run broke",
+	})
+	return c
+}
+
+// runJSON is `run --json`: the check's document, and where the run is.
+type runJSON struct {
+	checkJSON
+	Scenario string `json:"scenario"`
+	Seed     int64  `json:"seed"`
+	Dir      string `json:"dir,omitempty"`
+	Report   string `json:"report,omitempty"`
+	// WorkloadSeconds and CheckSeconds are how long the workload and the check took.
+	WorkloadSeconds float64 `json:"workload_seconds,omitempty"`
+	CheckSeconds    float64 `json:"check_seconds,omitempty"`
+}
+
+func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
+	ctx := cmd.Context()
+	props, err := parseFailOn(f.failOn)
+	if err != nil {
+		return a.failer(f.json)(err)
+	}
+	out := a.stdout
+	if f.json {
+		out = a.stderr // stdout is the JSON document
+	}
+	fail := a.failer(f.json)
+	sp, err := a.runSpec(cmd, f, args)
+	if err != nil {
+		return fail(err)
+	}
+	label := a.cat.Label(a.reg, sp)
+	// Bad input is reported before anything is written to the results store.
+	r, err := spec.Resolve(a.reg, sp)
+	if err != nil {
+		return fail(err)
+	}
+	if why := r.Unavailable(); why != "" {
+		return fail(badInput("%s", why))
+	}
+	// An external etcd decides the TTL it grants: settle it before the schedule is drawn.
+	r, note, err := r.SettleTTL(ctx, sp)
+	if err != nil {
+		return fail(err)
+	}
+	if note != "" {
+		fmt.Fprintln(out, note)
+	}
+	sched, random := r.Schedule()
+	dir, err := reports.NewRunDir(f.out, label, time.Now())
+	if err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
+	}
+	logFile, err := os.Create(filepath.Join(dir, reports.RunLog))
+	if err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
+	}
+	defer logFile.Close()
+	var logTo slog.Handler = slog.NewTextHandler(a.red.Writer(logFile), nil)
+	if f.verbose {
+		logTo = slog.NewMultiHandler(logTo, slog.NewTextHandler(a.stderr, nil))
+	}
+	logger := slog.New(logTo)
+	fmt.Fprintf(out, "running %s (seed %d) ...\n", label, r.Spec.Seed)
+	for _, s := range r.Spec.Skipped {
+		fmt.Fprintln(out, "left out of the schedule:", s)
+	}
+	if random {
+		fmt.Fprint(out, sched.String())
+	}
+	o, runErr := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger, CheckTimeout: f.checkTimeout})
+	runErr = a.red.Error(runErr)
+	if runErr != nil {
+		logger.Error("scenario failed", "err", runErr)
+	}
+	if err := a.endRun(f.out, dir, runErr); err != nil {
+		fmt.Fprintln(a.stderr, "fencecheck run: warning:", err)
+	}
+	if runErr != nil {
+		if ctx.Err() != nil {
+			return fail(badInput("interrupted: %v (evidence so far: %s)", message(runErr), dir))
+		}
+		return fail(runErr)
+	}
+	if o.CloseErr != nil {
+		for _, w := range strings.Split(o.CloseErr.Error(), "\n") { // one line per problem
+			fmt.Fprintln(a.stderr, "fencecheck run: warning:", w)
+		}
+	}
+	code := exitFor(o.Report, props)
+	if f.json {
+		hist := filepath.Join(dir, reports.HistoryFile)
+		doc := runJSON{checkJSON: newCheckJSON(hist, o.Report, code), Scenario: label, Seed: r.Spec.Seed, Dir: dir,
+			Report: filepath.Join(dir, reports.ReportFile), WorkloadSeconds: o.Workload.Seconds(), CheckSeconds: o.Check.Seconds()}
+		if err := a.printJSON(doc); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
+		}
+		return withCode(code)
+	}
+	reports.Summary(out, o.History, o.Report)
+	fmt.Fprintf(out, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())
+	fmt.Fprintf(out, "evidence: %s\n", dir)
+	fmt.Fprintf(out, "report: %s\n", filepath.Join(dir, reports.ReportFile))
+	fmt.Fprintln(out, resultLine(code))
+	return withCode(code)
+}
+
+// runSpec builds the spec a run's flags and argument ask for, checking every name.
+func (a *app) runSpec(cmd *cobra.Command, f *runFlags, args []string) (spec.Spec, error) {
 	var sp spec.Spec
-	if *name != "" {
-		sc, ok := cat.Lookup(*name)
+	name := f.scenario
+	if len(args) == 1 {
+		if name != "" && name != args[0] {
+			return sp, usageError("two scenario names: --scenario %q and %q", name, args[0])
+		}
+		name = args[0]
+	}
+	if name != "" {
+		sc, ok := a.cat.Lookup(name)
 		if !ok {
-			fmt.Fprintf(stderr, "fencecheck run: unknown scenario %q (see 'fencecheck list')\n", *name)
-			return exitUsage
+			return sp, checkName("scenario", name, a.scenarioNames())
 		}
 		sp = sc.Spec
 	}
 	// Flags given explicitly override the scenario's settings.
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "backend":
-			sp.Backend = *backend
-		case "resource":
-			sp.Resource = *resource
-		case "fence":
-			sp.Fence = *fence
-		case "fault":
-			sp.Faults = splitList(*fault)
-		case "faults":
-			sp.RandomFaults = splitList(*faults)
-		case "interval":
-			sp.Interval = *interval
-		case "clients":
-			sp.Clients = *clients
-		case "ttl":
-			sp.TTL = *ttl
-		case "duration":
-			sp.Duration = *duration
-		case "members":
-			sp.Members = *members
-		case "keys":
-			sp.Keys = *keys
-		case "policy":
-			sp.Policy = *policy
+	set := cmd.Flags().Changed
+	if set("backend") {
+		sp.Backend = f.backend
+	}
+	if set("resource") {
+		sp.Resource = f.resource
+	}
+	if set("fence") {
+		sp.Fence = f.fence
+	}
+	if set("fault") {
+		sp.Faults = trimList(f.faults)
+	}
+	if f.random {
+		sp.RandomFaults, sp.Faults = sp.Faults, nil
+		if len(sp.RandomFaults) == 0 {
+			return sp, badInput("--random draws a schedule from the fault kinds of --fault (or the scenario's): none given")
 		}
-	})
+	}
+	if set("faults") {
+		sp.RandomFaults, sp.Faults = trimList(f.oldRandom), nil
+	}
+	if set("interval") {
+		sp.Interval = f.interval
+	}
+	if set("clients") {
+		sp.Clients = f.clients
+	}
+	if set("ttl") {
+		sp.TTL = f.ttl
+	}
+	if set("duration") {
+		sp.Duration = f.duration
+	}
+	if set("members") {
+		sp.Members = f.members
+	}
+	if set("keys") {
+		sp.Keys = f.keys
+	}
+	if set("policy") {
+		sp.Policy = f.policy
+	}
 	// Backend and resource options (an option names its backend when none is given;
 	// an unset one falls back to its environment variable, e.g. the PostgreSQL DSN).
-	for k, v := range options() {
+	for k, v := range f.options() {
 		if sp.Options == nil {
 			sp.Options = map[string]string{}
 		}
 		sp.Options[k] = v
 	}
-	sp.Seed = *seed
-	if sp.Clients < 0 || sp.TTL < 0 || sp.Duration < 0 || sp.Members < 0 {
-		fmt.Fprintln(stderr, "fencecheck run: --clients, --ttl, --duration and --members must not be negative")
-		return exitUsage
+	sp.Seed = f.seed
+	if sp.Clients < 0 || sp.TTL < 0 || sp.Duration < 0 || sp.Members < 0 || sp.Interval < 0 {
+		return sp, badInput("--clients, --ttl, --duration, --interval and --members must not be negative")
 	}
-	label := cat.Label(reg, sp)
-	// Bad input is reported before anything is written to the results store.
-	r, err := spec.Resolve(reg, sp)
-	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck run:", err)
-		return exitUsage
-	}
-	// An external etcd decides the TTL it grants: settle it before the schedule is drawn.
-	r, note, err := r.SettleTTL(ctx, sp)
-	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck run:", err)
-		return exitUsage
-	}
-	if note != "" {
-		fmt.Fprintln(stdout, note)
-	}
-	dir, err := reports.NewRunDir(*out, label, time.Now())
-	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck run:", err)
-		return exitInternal
-	}
-	logFile, err := os.Create(filepath.Join(dir, reports.RunLog))
-	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck run:", err)
-		return exitInternal
-	}
-	defer logFile.Close()
-	var logTo slog.Handler = slog.NewTextHandler(logFile, nil)
-	if *verbose {
-		logTo = slog.NewMultiHandler(logTo, slog.NewTextHandler(stderr, nil))
-	}
-	logger := slog.New(logTo)
-	// latest points at this run whatever its end: its folder holds the evidence.
-	defer func() { _ = reports.MarkLatest(dir) }()
-	fmt.Fprintf(stdout, "running %s (seed %d) ...\n", label, r.Spec.Seed)
-	for _, line := range r.Spec.Skipped {
-		fmt.Fprintln(stdout, "left out of the schedule:", line)
-	}
-	if sched, random := r.Schedule(); random {
-		fmt.Fprint(stdout, sched.String())
-	}
-	o, err := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger})
-	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck run:", err)
-		if errors.Is(err, spec.ErrSpec) {
-			return exitUsage
-		}
-		return exitInternal
-	}
-	if o.CloseErr != nil {
-		for _, w := range strings.Split(o.CloseErr.Error(), "\n") { // one line per problem
-			fmt.Fprintln(stderr, "fencecheck run: warning:", w)
+	if sp.Backend != "" {
+		if err := checkName("backend", sp.Backend, a.backendNames()); err != nil {
+			return sp, err
 		}
 	}
-	reports.Summary(stdout, o.History, o.Report)
-	fmt.Fprintf(stdout, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())
-	fmt.Fprintf(stdout, "evidence: %s\n", dir)
-	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, reports.ReportFile))
-	code := exitFor(o.Report, props)
-	fmt.Fprintln(stdout, resultLine(code))
-	return code
+	if sp.Resource != "" {
+		if err := checkName("resource", sp.Resource, a.resourceNames()); err != nil {
+			return sp, err
+		}
+	}
+	for _, fl := range append(append([]string(nil), sp.Faults...), sp.RandomFaults...) {
+		if err := checkName("fault", fl, a.faultNames()); err != nil {
+			return sp, err
+		}
+	}
+	if sp.Policy != "" {
+		if err := checkName("policy", sp.Policy, namesOf(spec.Policies())); err != nil {
+			return sp, err
+		}
+	}
+	return sp, nil
 }
 
 func resultLine(code int) string {
@@ -181,17 +296,14 @@ func resultLine(code int) string {
 	case exitViolated:
 		return "result: UNSAFE: a stale write got through or an update was lost (exit 1)"
 	case exitInternal:
-		return "result: UNPROVEN: the checker timed out (exit 3)"
+		return "result: UNPROVEN: the checker timed out or the checkers disagree (exit 3)"
 	}
 	return "result: safe: the protected data held (exit 0)"
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+// printJSON writes v to stdout, indented.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

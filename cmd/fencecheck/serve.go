@@ -2,73 +2,80 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencecheck/fencecheck/reports"
 )
 
-func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8077", "loopback address to listen on (port 0: any free port)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencecheck serve [--addr 127.0.0.1:PORT] [DIR]\n\nServes a results store (default ./fencecheck-results) on 127.0.0.1 for browsing: / is its\nindex, always fresh; every report, matrix and scorecard page is under it. Ctrl-C stops it.\n\nflags:")
-		fs.PrintDefaults()
+func (a *app) serveCmd() *cobra.Command {
+	var addr string
+	c := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:PORT] [DIR]",
+		Short: "serve a results store on 127.0.0.1 for browsing",
+		Long: `Serves a results store (default ./fencecheck-results) on a loopback address for
+browsing: / is its index, always fresh; every report, matrix, scorecard and soak page is
+under it. Ctrl-C stops it.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError("want one folder, got %q", args)
+			}
+			return nil
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd.Context(), addr, args) },
 	}
-	if code, done := parseFlags(fs, args); done {
-		return code
-	}
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8077", "loopback address to listen on (port 0: any free port)")
+	setExitCodes(c, exitCodes{
+		exitSafe:     "stopped by Ctrl-C",
+		exitUsage:    "bad usage, a missing folder or an address that is not loopback",
+		exitInternal: "the server failed",
+	})
+	return c
+}
+
+func (a *app) serve(ctx context.Context, addr string, args []string) error {
 	dir := defaultOut
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		dir = fs.Arg(0)
-	default:
-		fmt.Fprintf(stderr, "fencecheck serve: want one folder, got %q\n", fs.Args())
-		return exitUsage
+	if len(args) == 1 {
+		dir = args[0]
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a folder", dir)
 		}
-		fmt.Fprintln(stderr, "fencecheck serve:", err)
-		return exitUsage
+		return badInput("%v", err)
 	}
-	host, _, err := net.SplitHostPort(*addr)
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck serve: --addr %q: %v\n", *addr, err)
-		return exitUsage
+		return badInput("--addr %q: %v", addr, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		fmt.Fprintf(stderr, "fencecheck serve: --addr %q: serve only listens on a loopback address (127.0.0.1, ::1 or localhost)\n", *addr)
-		return exitUsage
+		return badInput("--addr %q: serve only listens on a loopback address (127.0.0.1, ::1 or localhost)", addr)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck serve:", err)
-		return exitUsage
+		return badInput("%v", err)
 	}
 	defer root.Close()
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck serve:", err)
-		return exitInternal
+		return badInput("%v", err) // the address is taken: the user's to change
 	}
 	srv := &http.Server{Handler: storeHandler(dir, root), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", dir, ln.Addr())
+	fmt.Fprintf(a.stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", dir, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
-		fmt.Fprintln(stderr, "fencecheck serve:", err)
-		return exitInternal
+		return &exitError{code: exitInternal, msg: err.Error()}
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -77,8 +84,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		srv.Close()
 	}
 	<-done
-	fmt.Fprintln(stdout, "stopped")
-	return exitSafe
+	fmt.Fprintln(a.stdout, "stopped")
+	return nil
 }
 
 // storeHandler serves the store: its index at /, generated on every request, and its

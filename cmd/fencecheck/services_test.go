@@ -1,6 +1,6 @@
 package main
 
-// Issue 14's acceptance runs against real redis-server and nats-server processes, through
+// The redis, redlock and nats runs go against real redis-server and nats-server processes, through
 // the registry entries (harness/lease/{redis,redlock,nats}/descriptor.go).
 
 import (

@@ -1,82 +1,111 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencecheck/fencecheck/campaign"
-	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
-func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		named    = fs.String("scenarios", "all", "comma-separated catalogue scenarios, or 'all'")
-		runs     = fs.Int("runs", 20, "runs per scenario, with seeds 1..N")
-		random   = fs.Bool("random", false, "replace each scenario's targeted faults with a random schedule of the same kinds drawn from the seed (verdicts reported, not compared)")
-		asJSON   = fs.Bool("json", false, "print the result as one JSON document instead of a table")
-		out      = outFlag(fs, defaultOut, "results store: every run goes to DIR/<scenario>/<timestamp>/, the soak's page to DIR/soak/<timestamp>/index.html (empty: a temporary folder keeps only the runs that differ)")
-		timeout  = fs.Duration("check-timeout", 0, "per-property checker timeout (0: the default)")
-		parallel = parallelFlag(fs, "runs")
-		verbose  = verboseFlag(fs, "log every run's progress to stderr as well as to its run.log")
-	)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencecheck soak [flags]\n\nRuns each scenario N times (seeds 1..N), one run at a time by default, and reports per scenario the\ndetection rate (expected violations found), false-alarm rate (expected-held properties found\nviolated), inconclusive rate, time to the first stale write accepted, checker time and ops/s.\nExit 0: every run as the catalogue expects; 1: some run differed; 2: bad input; 3: a run\nfailed to complete.\n\nflags:")
-		fs.PrintDefaults()
+// soakFlags are `fencecheck soak`'s flags.
+type soakFlags struct {
+	named        []string
+	runs         int
+	random, json bool
+	out          string
+	checkTimeout time.Duration
+	parallel     int
+	verbose      bool
+	options      func() map[string]string
+}
+
+// soakJSON is `soak --json`: the soak's result, its outcome and exit code.
+type soakJSON struct {
+	// Outcome: "as-expected", "differs" (some run differs from the catalogue),
+	// "incomplete" (some run failed, or the soak was interrupted).
+	Outcome string `json:"outcome"`
+	Exit    int    `json:"exit"`
+	*campaign.SoakResult
+}
+
+func (a *app) soakCmd() *cobra.Command {
+	f := &soakFlags{}
+	c := &cobra.Command{
+		Use:   "soak",
+		Short: "run scenarios N times each: detection and false-alarm rates",
+		Long: `Runs each scenario N times (seeds 1..N), one run at a time by default, and reports per
+scenario the detection rate (expected violations found), the false-alarm rate
+(expected-held properties found violated), the inconclusive rate, the time to the first
+stale write accepted, the checker's time and ops/s. 'all' is the catalogue without the
+scenarios that cannot run here (each named on stderr with what it needs).`,
+		Example: `  fencecheck soak --scenario naive-unfenced-pause,naive-fenced-pause --runs 50
+  fencecheck soak --scenario all --runs 5 --random --json`,
+		Args: noArgs("choose scenarios with --scenario"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.soak(cmd, f) },
 	}
-	if code, done := parseFlags(fs, args); done {
-		return code
+	fs := c.Flags()
+	fs.StringSliceVar(&f.named, "scenario", []string{"all"}, "catalogue scenarios, comma-separated, or 'all'")
+	fs.StringSliceVar(&f.named, "scenarios", []string{"all"}, "")
+	deprecate(fs, "scenarios", "scenario")
+	fs.IntVar(&f.runs, "runs", 20, "runs per scenario, with seeds 1..N")
+	fs.BoolVar(&f.random, "random", false, "replace each scenario's targeted faults with a random schedule of the same kinds drawn from the seed (verdicts reported, not compared)")
+	outFlag(fs, &f.out, defaultOut, "results store: every run goes to DIR/<scenario>/<timestamp>/, the soak's page to DIR/soak/<timestamp>/index.html (empty: a temporary folder keeps only the runs that differ)")
+	checkTimeoutFlag(fs, &f.checkTimeout, false)
+	parallelFlag(fs, &f.parallel, "runs")
+	jsonFlag(fs, &f.json, "the result")
+	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
+	f.options = a.optionFlags(fs)
+	a.completeCommon(c)
+	setExitCodes(c, exitCodes{
+		exitSafe:     "every run as the catalogue expects",
+		exitViolated: "some run differed from the catalogue",
+		exitUsage:    "bad input, a scenario asked for that cannot run here, or an interrupt",
+		exitInternal: "a run failed to complete (fencecheck's own failure)",
+	})
+	return c
+}
+
+func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
+	ctx := cmd.Context()
+	fail := a.failer(f.json)
+	if f.runs < 1 {
+		return fail(badInput("--runs must be at least 1, got %d", f.runs))
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fencecheck soak: unexpected arguments %q (choose scenarios with --scenarios)\n", fs.Args())
-		return exitUsage
-	}
-	if *runs < 1 {
-		fmt.Fprintf(stderr, "fencecheck soak: --runs must be at least 1, got %d\n", *runs)
-		return exitUsage
-	}
-	if !checkParallel(*parallel) {
-		fmt.Fprintf(stderr, "fencecheck soak: --parallel must be between 1 and 8, got %d\n", *parallel)
-		return exitUsage
+	if err := checkParallel(f.parallel); err != nil {
+		return fail(err)
 	}
 	var logTo io.Writer
-	if *verbose {
-		logTo = stderr
+	if f.verbose {
+		logTo = a.stderr
 	}
-	reg, cat := builtin.Registry(), builtin.Catalogue()
-	list, skipped, err := cat.Select(reg, *named)
+	list, err := a.selectScenarios("soak", trimList(f.named), f.options())
 	if err != nil {
-		fmt.Fprintln(stderr, "fencecheck soak:", err)
-		return exitUsage
-	}
-	// One line per reason, naming the scenarios it skips.
-	var reasons []string
-	byReason := map[string][]string{}
-	for _, name := range skipped {
-		sc, _ := cat.Lookup(name)
-		why := spec.Unavailable(reg, sc.Spec)
-		if _, ok := byReason[why]; !ok {
-			reasons = append(reasons, why)
-		}
-		byReason[why] = append(byReason[why], name)
-	}
-	for _, why := range reasons {
-		fmt.Fprintf(stderr, "fencecheck soak: skipping %s: %s\n", strings.Join(byReason[why], ", "), why)
+		return fail(err)
 	}
 	began := time.Now()
+	var mu sync.Mutex
+	failedCode := exitSafe // of the runs that failed
 	res, err := campaign.Soak(ctx, campaign.SoakConfig{
-		Registry: reg, Scenarios: list, Runs: *runs, Random: *random, Store: *out, CheckTimeout: *timeout, Parallel: *parallel, Log: logTo,
+		Scenarios: list, Runs: f.runs, Random: f.random, Store: f.out, CheckTimeout: f.checkTimeout, Parallel: f.parallel, Log: logTo,
+		Registry: a.reg, Redact: a.red,
+		Failed: func(_ string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			failedCode = worst(failedCode, codeOf(err))
+		},
 		Progress: func(name string, r campaign.SoakRun) {
 			status := "as expected"
 			switch {
@@ -84,65 +113,135 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				status = "ERROR: " + r.Err
 			case len(r.Diffs) > 0:
 				status = "DIFFERS: " + strings.Join(r.Diffs, "; ")
-			case *random:
+			case f.random:
 				status = "done"
 			}
 			if r.Evidence != "" && status != "as expected" && status != "done" {
 				ev := r.Evidence
-				if *out != "" {
-					ev = filepath.Join(*out, ev)
+				if f.out != "" {
+					ev = filepath.Join(f.out, ev)
 				}
 				status += " (evidence: " + ev + ")"
 			}
-			fmt.Fprintf(stderr, "soak %s seed %d: %s\n", name, r.Seed, status)
+			fmt.Fprintf(a.stderr, "soak %s seed %d: %s\n", name, r.Seed, status)
 		},
 	})
 	interrupted := false
 	switch {
 	case errors.Is(err, spec.ErrSpec):
-		fmt.Fprintln(stderr, "fencecheck soak:", err)
-		return exitUsage
+		return fail(err)
 	case err != nil && res != nil && ctx.Err() != nil:
 		interrupted = true // keep what finished
 	case err != nil:
-		fmt.Fprintln(stderr, "fencecheck soak:", err)
-		return exitInternal
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	if *out != "" {
-		page, err := writeSoak(*out, res, began, interrupted)
+	out := a.stdout
+	if f.json {
+		out = a.stderr // stdout is one JSON document
+	}
+	if f.out != "" {
+		page, err := writeSoak(f.out, res, began, interrupted)
 		if err != nil {
-			fmt.Fprintln(stderr, "fencecheck soak:", err)
-			return exitInternal
+			return fail(&exitError{code: exitInternal, msg: err.Error()})
 		}
-		pageTo := stdout
-		if *asJSON {
-			pageTo = stderr // stdout is one JSON document
-		}
-		defer fmt.Fprintf(pageTo, "soak page: %s\n", page)
+		defer fmt.Fprintf(out, "soak page: %s\n", page)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			fmt.Fprintln(stderr, "fencecheck soak:", err)
-			return exitInternal
+	code := failedCode
+	switch {
+	case res.Mismatches() > 0:
+		code = exitViolated
+	case res.Errors() > 0 && code == exitSafe:
+		code = exitInternal
+	}
+	if interrupted {
+		code = worst(code, exitUsage)
+	}
+	if f.json {
+		doc := soakJSON{Outcome: "as-expected", Exit: code, SoakResult: res}
+		switch {
+		case res.Mismatches() > 0:
+			doc.Outcome = "differs"
+		case res.Errors() > 0 || interrupted:
+			doc.Outcome = "incomplete"
+		}
+		if err := a.printJSON(doc); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 	} else {
-		soakTable(stdout, res)
-		fmt.Fprintf(stdout, "soak: %d scenario(s) × %d run(s) in %s\n", len(res.Scenarios), res.Runs, time.Since(began).Round(time.Second))
+		soakTable(out, res)
+		fmt.Fprintf(out, "soak: %d scenario(s) × %d run(s) in %s\n", len(res.Scenarios), res.Runs, time.Since(began).Round(time.Second))
 	}
 	switch {
-	case interrupted:
-		fmt.Fprintln(stderr, "fencecheck soak: interrupted; the runs that finished are in the results (exit 3)")
-		return exitInternal
 	case res.Mismatches() > 0:
-		fmt.Fprintf(stderr, "fencecheck soak: %d run(s) differ from the catalogue (exit 1)\n", res.Mismatches())
-		return exitViolated
+		fmt.Fprintf(a.stderr, "fencecheck soak: %d run(s) differ from the catalogue (exit %d)\n", res.Mismatches(), code)
 	case res.Errors() > 0:
-		fmt.Fprintf(stderr, "fencecheck soak: %d run(s) failed to complete (exit 3)\n", res.Errors())
-		return exitInternal
+		fmt.Fprintf(a.stderr, "fencecheck soak: %d run(s) failed to complete (exit %d)\n", res.Errors(), code)
+	case interrupted:
+		fmt.Fprintf(a.stderr, "fencecheck soak: interrupted; the runs that finished are in the results (exit %d)\n", code)
 	}
-	return exitSafe
+	return withCode(code)
+}
+
+// selectScenarios resolves catalogue names for matrix --scenario and soak: each name
+// (a near miss gets a suggestion), or all (or none) for the catalogue without what cannot
+// run here, each left out named on stderr once per reason. A named scenario that cannot
+// run here is bad input. The registry options given go to the scenarios whose backend or
+// resource declares them; one that none of them takes is bad input.
+func (a *app) selectScenarios(cmd string, names []string, opts map[string]string) ([]catalogue.Scenario, error) {
+	all := len(names) == 0 || len(names) == 1 && names[0] == "all"
+	var picked []catalogue.Scenario
+	if all {
+		picked = a.cat
+	} else {
+		for _, n := range names {
+			sc, ok := a.cat.Lookup(n)
+			if !ok {
+				return nil, checkName("scenario", n, append(a.scenarioNames(), "all"))
+			}
+			picked = append(picked, sc)
+		}
+	}
+	used := map[string]bool{}
+	var out []catalogue.Scenario
+	var reasons []string
+	byReason := map[string][]string{}
+	for _, sc := range picked {
+		for k, v := range opts {
+			backends, resources := a.reg.OptionOwners(k)
+			if slices.Contains(backends, sc.Backend) || slices.Contains(resources, sc.Resource) {
+				sc.Spec.Options = maps.Clone(sc.Spec.Options)
+				if sc.Spec.Options == nil {
+					sc.Spec.Options = map[string]string{}
+				}
+				sc.Spec.Options[k] = v
+				used[k] = true
+			}
+		}
+		if why := spec.Unavailable(a.reg, sc.Spec); why != "" {
+			if !all {
+				return nil, badInput("scenario %s cannot run here: %s", sc.Name, why)
+			}
+			if _, ok := byReason[why]; !ok {
+				reasons = append(reasons, why)
+			}
+			byReason[why] = append(byReason[why], sc.Name)
+			continue
+		}
+		out = append(out, sc)
+	}
+	for k := range opts {
+		if !used[k] {
+			backends, resources := a.reg.OptionOwners(k)
+			return nil, badInput("--%s is for %s, and none of the scenarios chosen uses one", k, strings.Join(append(backends, resources...), ", "))
+		}
+	}
+	for _, why := range reasons {
+		fmt.Fprintf(a.stderr, "fencecheck %s: skipping %s: %s\n", cmd, strings.Join(byReason[why], ", "), why)
+	}
+	if len(out) == 0 {
+		return nil, badInput("no scenario to run")
+	}
+	return out, nil
 }
 
 // writeSoak writes the soak's page into the results store and refreshes its index.

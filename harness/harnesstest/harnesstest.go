@@ -12,6 +12,18 @@
 //   - Close is safe twice, on a Locker and on the Backend;
 //   - (Descriptor) the descriptor's Shape states the capabilities the started values
 //     have: plans made before anything starts offer the faults that can run.
+//
+// and the rules the harness's faults punish later (rules.go), where they apply:
+//
+//   - a harness.Crasher crashed and restarted with its data (a cluster: its leader) goes
+//     on with greater tokens — or, when the backend declares TokensResetOnCrash, really
+//     goes back;
+//   - a lease that is harness.Expiring says, by ValidUntil, that it has ended by the
+//     time a silent holder's lock is given to another client, and does not move while
+//     nothing is confirmed;
+//   - a harness.Cluster of 3 or more with its leader cut off grants nothing to a client
+//     of that member alone, goes on granting with greater tokens through the majority,
+//     and after a follower lost its data (where the cluster accepts such a restart).
 package harnesstest
 
 import (
@@ -33,6 +45,18 @@ type Config struct {
 	Start func(ctx context.Context, t *testing.T) (harness.Backend, error)
 	// TTL is the lease TTL the backend grants (it bounds the suite's waits).
 	TTL time.Duration
+	// TokensResetOnCrash: the backend says its token counter is lost when its server
+	// crashes (registry.Backend.TokensResetOnCrash). The crash rule then requires the
+	// tokens to go back after a crash instead of increasing.
+	TokensResetOnCrash bool
+	// StartCluster, if set, starts the backend as a cluster of 3 or more members for
+	// the cluster rules (nil: Start; they apply when it starts a cluster).
+	StartCluster func(ctx context.Context, t *testing.T) (harness.Backend, error)
+
+	// declared and declaredCluster are a descriptor's capabilities for Start and
+	// StartCluster (nil: read from the started value), so that a rule that cannot apply
+	// skips without starting anything.
+	declared, declaredCluster *registry.Caps
 }
 
 // Descriptor runs the suite on a registry descriptor, started as a run would start it
@@ -44,14 +68,25 @@ func Descriptor(t *testing.T, d registry.Backend) {
 		ttl = registry.DefaultTTL
 	}
 	members := max(d.Members, 1)
-	cfg := Config{TTL: ttl, Start: func(ctx context.Context, t *testing.T) (harness.Backend, error) {
-		env := envFor(t, ttl)
-		env.Members = members
-		if err := d.CheckSettings(env.Settings); err != nil {
-			return nil, err
+	startWith := func(members int) func(ctx context.Context, t *testing.T) (harness.Backend, error) {
+		return func(ctx context.Context, t *testing.T) (harness.Backend, error) {
+			env := envFor(t, ttl)
+			env.Members = members
+			if err := d.CheckSettings(env.Settings); err != nil {
+				return nil, err
+			}
+			return d.Start(ctx, env)
 		}
-		return d.Start(ctx, env)
-	}}
+	}
+	declared := func(members int) *registry.Caps {
+		c := d.PlanCaps(registry.Settings{TTL: ttl, Members: members, Clients: 2})
+		return &c
+	}
+	cfg := Config{TTL: ttl, Start: startWith(members), TokensResetOnCrash: d.TokensResetOnCrash, declared: declared(members), declaredCluster: declared(members)}
+	// The cluster rules run at the size node faults run at (matrix, evaluate).
+	if cm := max(members, d.NodeFaultMembers); cm >= 3 && cm != members {
+		cfg.StartCluster, cfg.declaredCluster = startWith(cm), declared(cm)
+	}
 	t.Run("shape", func(t *testing.T) {
 		shapeAgrees(t, cfg, d.ShapeOf(registry.Settings{TTL: ttl, Members: members, Clients: 2}), members)
 	})
@@ -80,6 +115,10 @@ func Backend(t *testing.T, cfg Config) {
 	t.Run("acquire-honours-ctx", func(t *testing.T) { honoursCtx(t, cfg) })
 	t.Run("dials-only-given-addresses", func(t *testing.T) { dialsOnlyGiven(t, cfg) })
 	t.Run("lost-closes", func(t *testing.T) { lostCloses(t, cfg) })
+	t.Run("tokens-across-crash", func(t *testing.T) { tokensAcrossCrash(t, cfg) })
+	t.Run("valid-until-before-takeover", func(t *testing.T) { validUntilBeforeTakeover(t, cfg) })
+	t.Run("cluster-isolation", func(t *testing.T) { clusterIsolation(t, cfg) })
+	t.Run("cluster-wipe", func(t *testing.T) { clusterWipe(t, cfg) })
 }
 
 // ceiling is a generous bound on anything that should take about a TTL, for a loaded
@@ -160,7 +199,8 @@ func (f *fixture) mustLocker(ctx context.Context, id int) (harness.Locker, []*pr
 
 func tokensIncrease(t *testing.T, cfg Config) {
 	f := start(t, cfg)
-	if tl, ok := f.backend.(harness.Tokenless); ok {
+	// Tokenless with a reason: no tokens; an empty reason is a variant that has them.
+	if tl, ok := f.backend.(harness.Tokenless); ok && tl.NoFencingToken() != "" {
 		t.Skipf("backend has no fencing tokens: %s", tl.NoFencingToken())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*cfg.ceiling())

@@ -2,9 +2,14 @@ package harnesstest
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd"
@@ -16,9 +21,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
 
-// Every built-in backend meets the contract.
+// The built-in backends meet the contract (the others run it in their own packages).
 func TestBuiltinBackends(t *testing.T) {
-	for _, d := range append(naive.Descriptors()[:1], etcd.Descriptor(), raftlock.Descriptor()) {
+	for _, d := range append(naive.Descriptors()[:3], etcd.Descriptor(), raftlock.Descriptor()) { // not naive-32bit: it wraps by design
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
 			Descriptor(t, d)
@@ -100,4 +105,94 @@ func TestShapeMustAgree(t *testing.T) {
 	if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "Cluster:") {
 		t.Errorf("%v: want one line naming only the differing fields", err)
 	}
+}
+func memlockConfig(persist, lie, declared bool) Config {
+	const ttl = 300 * time.Millisecond
+	return Config{TTL: ttl, TokensResetOnCrash: declared, Start: func(context.Context, *testing.T) (harness.Backend, error) {
+		return startMemlock(ttl, persist, lie)
+	}}
+}
+
+// The crash rule: a counter lost on a restart fails, and says so; a declaration of
+// that loss must be true.
+func TestCrashRule(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		persist, declared bool
+		want              []string // "" : passes
+	}{
+		{"in-memory counter", false, false, []string{"tokens-survive-crash", "tokens went back after Crash+Restart(keepData)", "persist the token counter (fsync) before granting"}},
+		{"persisted counter", true, false, nil},
+		{"in-memory counter, declared", false, true, nil},
+		{"persisted counter, declared lost", true, true, []string{"tokens-reset-on-crash", "declares TokensResetOnCrash", "drop the declaration"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := memlockConfig(tc.persist, false, tc.declared)
+			f := start(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ceiling())
+			defer cancel()
+			a, _ := f.mustLocker(ctx, 0)
+			b, _ := f.mustLocker(ctx, 1)
+			err := f.checkCrash(ctx, cfg, a, b)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// The expiry rule: a lease whose ValidUntil outlives its grant on the service fails,
+// and says what to fix.
+func TestExpiryRule(t *testing.T) {
+	for _, lie := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lie=%v", lie), func(t *testing.T) {
+			cfg := memlockConfig(true, lie, false)
+			f := start(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ceiling())
+			defer cancel()
+			err := f.checkExpiry(ctx, cfg)
+			if !lie {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, "a careful client would write with a lease the service had already given away")
+			t.Log(err)
+		})
+	}
+}
+
+// A user's backend that keeps its counter passes the whole suite (the cluster rules
+// skip: it is no cluster).
+func TestWholeSuiteOnAUserBackend(t *testing.T) {
+	Backend(t, memlockConfig(true, false, false))
+}
+
+// brokenEnv makes TestBrokenUserBackend run: the suite on a backend that loses its
+// counter on a restart, in a child test process (TestSuiteFailsOnALostCounter).
+const brokenEnv = "FENCECHECK_HARNESSTEST_BROKEN"
+
+func TestBrokenUserBackend(t *testing.T) {
+	if os.Getenv(brokenEnv) == "" {
+		t.Skip("run by TestSuiteFailsOnALostCounter in a child process")
+	}
+	Backend(t, memlockConfig(false, false, false))
+}
+
+// A backend whose token counter resets on restart fails the suite, and the failure
+// says so: the whole suite in a child test process, as a user's `go test` runs it.
+func TestSuiteFailsOnALostCounter(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenUserBackend$", "-test.count=1")
+	cmd.Env = append(os.Environ(), brokenEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the suite passed a backend that loses its counter:\n%s", out)
+	require.Contains(t, string(out), "--- FAIL: TestBrokenUserBackend/tokens-across-crash")
+	require.Contains(t, string(out), "tokens went back after Crash+Restart(keepData) of node 0: token 1 after 3 — persist the token counter (fsync) before granting")
+	require.NotContains(t, string(out), "--- FAIL: TestBrokenUserBackend/tokens-increase", "only the crash rule may fail")
 }

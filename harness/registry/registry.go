@@ -43,6 +43,9 @@ type Option struct {
 	// External marks an option that points the backend at servers fencecheck does not
 	// own: a run with it is labelled "-external" and matches no catalogue scenario.
 	External bool
+	// Secret marks an option whose value carries credentials (a DSN's password, a
+	// kubeconfig's token): the CLI masks them in everything it prints and writes.
+	Secret bool
 }
 
 // Settings are what a descriptor's functions see of a run.
@@ -55,6 +58,10 @@ type Settings struct {
 	// Faults are the run's targeted faults: a backend whose clock runs fast from its
 	// start (FastClocked) must know before it starts.
 	Faults []string
+	// TokenResource names the run's resource when its safety rests on fencing tokens
+	// (Resource.NeedsToken), else "": a backend that learns only while it runs that its
+	// grants carry no token (exec: the client says so) then ends the run with ErrNoToken.
+	TokenResource string
 	// Options are the descriptor's own options as given (not yet the Env defaults).
 	Options map[string]string
 	// opts are the descriptor's declared options, for Option's Env defaults.
@@ -385,6 +392,10 @@ func (e inputError) Is(target error) bool { return target == ErrInput }
 
 // ErrInput matches errors wrapped by Input.
 var ErrInput = errors.New("bad input")
+
+// ErrNoToken marks a run of a backend without fencing tokens against a resource that
+// fences on them: it cannot be made safe by fencing (a usage error, exit 2).
+var ErrNoToken = errors.New("no fencing token: cannot be made safe by fencing")
 
 // Input marks err as the user's input: the CLI exits 2 for it. The message is err's.
 func Input(err error) error {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -56,6 +57,9 @@ type Config struct {
 	StopGrace time.Duration
 	// Env is more environment for the command (NAME=value), after fencecheck's own.
 	Env []string
+	// TokenResource names the run's resource when it fences on tokens: a client that
+	// grants with "no_token" then ends the run (a *NoTokenError).
+	TokenResource string
 }
 
 // Validate checks the configuration.
@@ -80,7 +84,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Backend is the exec backend (harness.Backend, harness.Failing).
+// Backend is the exec backend (harness.Backend, harness.Failing, and
+// harness.TokenlessReporter: a client may grant with "no_token").
 type Backend struct {
 	cfg       Config
 	endpoints []string
@@ -94,6 +99,74 @@ type Backend struct {
 	failOnce sync.Once
 	failed   chan struct{}
 	err      error // set before failed closes
+
+	// kind is what the run's first grant said, which every later grant must say too:
+	// kindNone until then.
+	kind grantKind
+	// noToken is the first client's reason its lock has no fencing token.
+	noToken string
+	// seen counts the tokenless grants in the order fencecheck read them: their Token.
+	seen atomic.Int64
+}
+
+type grantKind int
+
+const (
+	kindNone grantKind = iota
+	kindToken
+	kindNoToken
+)
+
+// grantKind checks a grant of client's against the run's first: all carry tokens, or
+// none. The first grant without a token in a run whose resource fences on tokens is a
+// *NoTokenError.
+func (b *Backend) grantKind(client, pid int, noToken string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := kindToken
+	if noToken != "" {
+		k = kindNoToken
+	}
+	switch {
+	case b.kind == kindNone:
+		b.kind = k
+		if k == kindNoToken {
+			b.noToken = noToken
+			if b.cfg.TokenResource != "" {
+				return &NoTokenError{Client: client, PID: pid, Reason: noToken, Resource: b.cfg.TokenResource}
+			}
+		}
+	case b.kind != k && k == kindToken:
+		return fmt.Errorf(`it reported a token after a grant with "no_token" (%s): a lock hands out tokens on every grant or on none`, b.noToken)
+	case b.kind != k:
+		return errors.New(`it sent "no_token" after grants with tokens: a lock hands out tokens on every grant or on none`)
+	}
+	return nil
+}
+
+// ReportedNoToken implements harness.TokenlessReporter: the reason the run's clients gave
+// for granting without a token, or "" (no grant yet, or grants with tokens).
+func (b *Backend) ReportedNoToken() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.noToken
+}
+
+// NoTokenError is a client that said its lock has no fencing token in a run whose
+// resource fences on tokens: registry.ErrNoToken, the user's input (exit 2), as a
+// tokenless backend's fenced run is refused before it starts.
+type NoTokenError struct {
+	Client, PID      int
+	Reason, Resource string
+}
+
+func (e *NoTokenError) Error() string {
+	return fmt.Sprintf("%v (backend exec: client %d (pid %d) granted with %q: %s; resource %s fences on tokens)", registry.ErrNoToken, e.Client, e.PID, "no_token", e.Reason, e.Resource)
+}
+
+// Is makes errors.Is(err, registry.ErrNoToken) and registry.ErrInput work.
+func (e *NoTokenError) Is(target error) bool {
+	return target == registry.ErrNoToken || target == registry.ErrInput
 }
 
 // Start checks the configuration and the lock service (an existing service must accept

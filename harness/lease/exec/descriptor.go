@@ -90,14 +90,10 @@ func (d descriptor) service(s registry.Settings) (registry.Backend, error) {
 	return b, nil
 }
 
-// needs are the lock service's (nothing with --lock-endpoints), and python3 for a client
-// command that starts with it (the shipped examples); what else a user's command needs,
-// they know.
+// needs are the shipped examples' the client command runs (ExampleNeeds) and the lock
+// service's (nothing with --lock-endpoints).
 func (d descriptor) needs(s registry.Settings) []proc.Need {
-	var out []proc.Need
-	if strings.HasPrefix(strings.TrimSpace(s.Option(OptionClientCmd)), "python3 ") {
-		out = append(out, PythonNeed) // the shipped example clients' interpreter
-	}
+	out := ExampleNeeds(s.Option(OptionClientCmd))
 	if len(s.List(OptionLockEndpoints)) > 0 {
 		return out
 	}
@@ -107,9 +103,6 @@ func (d descriptor) needs(s registry.Settings) []proc.Need {
 	}
 	return append(out, svc.NeedsOf(serviceSettings(s))...)
 }
-
-// PythonNeed is the python3 a client command that starts with it needs.
-var PythonNeed = proc.Need{Program: "python3", Package: "python3"}
 
 // serviceSettings are the run's settings as the lock service sees them: none of its own
 // options (those of another backend are refused before a run).
@@ -202,13 +195,16 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 	}
 	cfg := Config{
 		Command: env.Option(OptionClientCmd), TTL: env.TTL, ReplyTimeout: timeout,
-		Endpoints: env.List(OptionLockEndpoints),
+		Endpoints: env.List(OptionLockEndpoints), TokenResource: env.TokenResource,
 	}
 	dir, err := env.TempDir()
 	if err != nil {
 		return nil, err
 	}
 	if err := writeExamples(dir); err != nil {
+		return nil, err
+	}
+	if err := prepareExamples(ctx, dir, cfg.Command); err != nil {
 		return nil, err
 	}
 	cfg.Env = []string{ExamplesEnv + "=" + dir}

@@ -15,7 +15,6 @@ import (
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
-	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -44,7 +43,9 @@ func requirePython(t *testing.T) {
 func TestDescriptorContract(t *testing.T) {
 	requirePython(t)
 	opts := map[string]string{execlock.OptionClientCmd: `python3 "$` + execlock.ExamplesEnv + `/naive_http.py"`}
-	harnesstest.Backend(t, harnesstest.Config{TTL: registry.DefaultTTL, Start: func(ctx context.Context, t *testing.T) (harness.Backend, error) {
+	// The lock service is the naive server, whose in-memory counter a crash loses (its
+	// descriptor declares it): the crash rule checks that it really does.
+	harnesstest.Backend(t, harnesstest.Config{TTL: registry.DefaultTTL, TokensResetOnCrash: naive.Descriptors()[0].TokensResetOnCrash, Start: func(ctx context.Context, t *testing.T) (harness.Backend, error) {
 		e, d := env(t, opts)
 		if err := d.CheckSettings(e.Settings); err != nil {
 			return nil, err
@@ -114,7 +115,7 @@ func TestDescriptorCapsOverServices(t *testing.T) {
 			if why := d.Unavailability(e.Settings); why != "" {
 				t.Skip(why)
 			}
-			require.Equal(t, append([]proc.Need{execlock.PythonNeed}, svc.NeedsOf(registry.Settings{})...), d.NeedsOf(e.Settings), "exec needs python3 for the template and what its lock service needs")
+			require.Equal(t, append(execlock.ExampleNeeds(cmd), svc.NeedsOf(registry.Settings{})...), d.NeedsOf(e.Settings), "exec needs python3 for the template and what its lock service needs")
 			b := harnesstest.Start(t, d, e.Settings)
 			require.True(t, d.RunCaps(e.Settings, b).ClientProcesses)
 			require.Equal(t, svc.PlanCaps(e.Settings).Crasher, registry.CapsOf(b).Crasher, "node faults act on the service")

@@ -20,6 +20,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -138,6 +139,8 @@ func TestBadClients(t *testing.T) {
 		{"string token", script("string_token.sh"), true, []string{`"token" must be a JSON integer`, `got "42"`}},
 		{"zero token", script("zero_token.sh"), true, []string{`it sent "{\"id\":1,\"ok\":true,\"token\":0}": "token" must not be 0`}},
 		{"never answers", script("silent.sh"), true, []string{`it did not answer {"id":1,"op":"acquire"} within 1s (the last line it sent: nothing)`}},
+		{"token and no_token", script("both_tokens.sh"), true, []string{`"no_token\":\"none really\"}": a grant has either "token" or "no_token", not both`}},
+		{"empty no_token", script("empty_no_token.sh"), true, []string{`"no_token" must be a string saying why the lock has no fencing token, got ""`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,4 +290,81 @@ func TestCrashProcess(t *testing.T) {
 	require.NoError(t, b.Err(), "a crash fencecheck caused is no failure")
 	require.NoError(t, b.Close())
 	requireNoProcesses(t)
+}
+
+// TestNoToken: a client whose lock has no fencing token says so in its grants; its
+// leases carry the order fencecheck saw the grants in, and the backend is
+// harness.Tokenless with the client's reason.
+func TestNoToken(t *testing.T) {
+	ctx := context.Background()
+	b := startNaive(t, execlock.Config{Command: "NO_TOKEN='a lock of ours' " + script("fake.sh"), TTL: 500 * time.Millisecond})
+	require.Empty(t, b.ReportedNoToken(), "nothing is known before a grant")
+	l0, err := b.NewLocker(ctx, 0, b.Endpoints())
+	require.NoError(t, err)
+	l1, err := b.NewLocker(ctx, 1, b.Endpoints())
+	require.NoError(t, err)
+	var tokens []int64
+	for _, l := range []harness.Locker{l0, l1, l0} {
+		le, err := l.Acquire(ctx)
+		require.NoError(t, err)
+		tokens = append(tokens, le.Token())
+		require.NoError(t, le.Release(ctx))
+	}
+	require.Equal(t, []int64{1, 2, 3}, tokens, "the order fencecheck saw the grants in, across clients")
+	require.Equal(t, "a lock of ours", b.ReportedNoToken())
+	require.NoError(t, b.Err())
+	require.NoError(t, b.Close())
+	requireNoProcesses(t)
+}
+
+// TestNoTokenAgainstAFence: in a run whose resource fences on tokens, the first grant
+// without a token ends the run, as a tokenless backend's fenced run is refused.
+func TestNoTokenAgainstAFence(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), ceiling)
+	defer cancel()
+	b := startNaive(t, execlock.Config{Command: "NO_TOKEN='a lock of ours' " + script("fake.sh"), TTL: 500 * time.Millisecond, TokenResource: "fenced"})
+	l, err := b.NewLocker(ctx, 0, b.Endpoints())
+	require.NoError(t, err)
+	_, err = l.Acquire(ctx)
+	require.Error(t, err)
+	select {
+	case <-b.Failed():
+	case <-ctx.Done():
+		t.Fatal("the backend never failed")
+	}
+	ferr := b.Err()
+	require.ErrorIs(t, ferr, registry.ErrNoToken)
+	require.ErrorIs(t, ferr, registry.ErrInput, "the user's input: exit 2")
+	require.NotErrorIs(t, ferr, execlock.ErrCrashed)
+	require.Regexp(t, `^no fencing token: cannot be made safe by fencing \(backend exec: client 0 \(pid [1-9][0-9]*\) granted with "no_token": a lock of ours; resource fenced fences on tokens\)$`, ferr.Error())
+	require.NoError(t, b.Close())
+	requireNoProcesses(t)
+}
+
+// TestGrantsAgree: a lock hands out tokens on every grant or on none; a client that
+// changes its mind breaks the protocol, either way round.
+func TestGrantsAgree(t *testing.T) {
+	tests := []struct{ env, want string }{
+		{"SWITCH_AFTER=1", `it sent "no_token" after grants with tokens`},
+		{"NO_TOKEN=ours SWITCH_AFTER=1", `it reported a token after a grant with "no_token" (ours)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), ceiling)
+			defer cancel()
+			b := startNaive(t, execlock.Config{Command: tt.env + " " + script("fake.sh"), TTL: 500 * time.Millisecond})
+			l, err := b.NewLocker(ctx, 0, b.Endpoints())
+			require.NoError(t, err)
+			le, err := l.Acquire(ctx)
+			require.NoError(t, err)
+			require.NoError(t, le.Release(ctx))
+			_, err = l.Acquire(ctx)
+			require.Error(t, err)
+			<-b.Failed()
+			require.ErrorIs(t, b.Err(), execlock.ErrProtocol)
+			require.ErrorContains(t, b.Err(), tt.want)
+			require.NoError(t, b.Close())
+			requireNoProcesses(t)
+		})
+	}
 }

@@ -85,6 +85,7 @@ type request struct {
 type answer struct {
 	ok       bool
 	token    int64
+	noToken  string // the client's reason its lock has no fencing token
 	msg      string
 	definite bool
 	err      error // the client died or broke the protocol before answering
@@ -231,15 +232,34 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 	}
 	a := answer{ok: okv}
 	if okv && req.op == "acquire" {
-		rawTok, has := m["token"]
-		if !has {
-			return bad(`a granted acquire needs "token" (a JSON integer)`)
+		rawTok, hasTok := m["token"]
+		rawNo, hasNo := m["no_token"]
+		switch {
+		case hasTok && hasNo:
+			return bad(`a grant has either "token" or "no_token", not both`)
+		case hasNo:
+			if json.Unmarshal(rawNo, &a.noToken) != nil || strings.TrimSpace(a.noToken) == "" {
+				return bad(`"no_token" must be a string saying why the lock has no fencing token, got %s`, rawNo)
+			}
+		case !hasTok:
+			return bad(`a granted acquire needs "token" (a JSON integer), or "no_token" (why your lock has none)`)
+		default:
+			if a.token, err = strconv.ParseInt(string(rawTok), 10, 64); err != nil {
+				return bad(`"token" must be a JSON integer (a 64-bit signed integer written without quotes, fraction or exponent), got %s`, rawTok)
+			}
+			if a.token == 0 {
+				return bad(`"token" must not be 0: a history reserves 0 for "no token" (start your tokens at 1, e.g. a sequence number + 1; a lock without tokens sends "no_token")`)
+			}
 		}
-		if a.token, err = strconv.ParseInt(string(rawTok), 10, 64); err != nil {
-			return bad(`"token" must be a JSON integer (a 64-bit signed integer written without quotes, fraction or exponent), got %s`, rawTok)
+		if err := l.b.grantKind(l.id, inc.proc.PID(), a.noToken); err != nil {
+			if nt := (*NoTokenError)(nil); errors.As(err, &nt) {
+				return err
+			}
+			return bad("%v", err)
 		}
-		if a.token == 0 {
-			return bad(`"token" must not be 0: a history reserves 0 for "no token" (start your tokens at 1, e.g. a sequence number + 1)`)
+		if a.noToken != "" {
+			// The order fencecheck saw the grants in: the checker's, never a fence.
+			a.token = l.b.seen.Add(1)
 		}
 	}
 	if !okv {

@@ -13,11 +13,14 @@ import (
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/history"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
 )
@@ -53,17 +56,17 @@ func TestRunExamples(t *testing.T) {
 		spec func(t *testing.T) (opts map[string]string, keep []int)
 	}{
 		{"python template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
-			proctest.Skip(t, execlock.PythonNeed)
+			proctest.Skip(t, execlock.ExampleNeeds("naive_http.py")...)
 			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
 		}},
 		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
 			proctest.Skip(t, proc.Need{Program: "curl", Package: "curl"})
 			return map[string]string{"client-cmd": "sh " + execFile(t, "examples/naive_http.sh")}, nil
 		}},
-		{"redis-py Lock, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
+		{"redis-py Lock with an INCR token, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
 			exectest.RequirePythonModule(t, "redis", "python3-redis")
 			addr, pid := exectest.StartRedis(t)
-			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), "lock-endpoints": addr}, []int{pid}
+			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py") + " --token incr", "lock-endpoints": addr}, []int{pid}
 		}},
 		// The session timeout is the TTL: 1 s, so kazoo's heartbeats (every third of it)
 		// keep up on a loaded machine; the pause stops the client for 2 s.
@@ -112,7 +115,7 @@ func TestRunBrokenClient(t *testing.T) {
 			require.NotContains(t, err.Error(), "\n")
 			require.Contains(t, err.Error(), tt.want)
 			require.Contains(t, err.Error(), "the history so far")
-			require.Equal(t, tt.protocol, isSpec(err), "protocol errors are usage errors (exit 2), crashes are not (exit 3)")
+			require.True(t, isSpec(err), "the user's client broke: the run could not be made as asked (exit 2), whether it sent garbage or died")
 			if tt.protocol {
 				require.ErrorIs(t, err, execlock.ErrProtocol)
 			} else {
@@ -210,7 +213,7 @@ func isSpec(err error) bool { return errors.Is(err, spec.ErrSpec) }
 // TestRunClientCrash: the holder's lock client is killed with SIGKILL and replaced; the
 // application's late write with the old token gets through without a fence, not with one.
 func TestRunClientCrash(t *testing.T) {
-	proctest.Skip(t, execlock.PythonNeed)
+	proctest.Skip(t, execlock.ExampleNeeds("naive_http.py")...)
 	x := map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py")}
 	for _, resource := range []string{"unfenced", "fenced"} {
 		o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"client-crash"}}, trial.Options{})
@@ -226,4 +229,48 @@ func TestRunClientCrash(t *testing.T) {
 	requireNoProcesses(t)
 	_, err := spec.Normalize(builtin.Registry(), spec.Spec{Backend: "naive", Faults: []string{"client-crash"}})
 	require.ErrorContains(t, err, "kills a lock client that is a process of its own")
+}
+
+// TestRunNoToken: redis-py's Lock as it is grants with "no_token". Unfenced, the run
+// records the client's reason and the tokens verdict is violated by it; against a fenced
+// resource the run ends at the first grant with ErrNoToken (exit 2), the history kept,
+// no process left; evaluate's scorecard says "no fencing token" as for redis-notoken.
+func TestRunNoToken(t *testing.T) {
+	exectest.RequirePythonModule(t, "redis", "python3-redis")
+	reg := builtin.Registry()
+	opts := map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), "lock-service": "redis"}
+	harnesstest.SkipUnavailable(t, reg, spec.Spec{Backend: "exec", Options: opts})
+	o, err := trial.Run(context.Background(), reg, spec.Spec{Backend: "exec", Options: opts, Resource: "unfenced", Faults: []string{"pause"}}, trial.Options{})
+	require.NoError(t, err)
+	require.Contains(t, o.History.Run.NoToken, "redis-py's Lock is SET NX PX with a random value")
+	require.Equal(t, models.Violated, o.Report.Verdicts[models.Tokens])
+	res, ok := o.Report.Result(models.Tokens)
+	require.True(t, ok)
+	require.Contains(t, res.Explanation, "The backend says: redis-py's Lock")
+
+	dir := t.TempDir()
+	_, err = trial.Run(context.Background(), reg, spec.Spec{Backend: "exec", Options: opts, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{Dir: dir})
+	require.ErrorIs(t, err, spec.ErrNoToken)
+	require.True(t, isSpec(err), "a usage error: exit 2")
+	require.NotContains(t, err.Error(), "\n")
+	require.Contains(t, err.Error(), `granted with "no_token": redis-py's Lock`)
+	require.Contains(t, err.Error(), "resource fenced fences on tokens")
+	h, err := history.ReadFile(filepath.Join(dir, "history.json"))
+	require.NoError(t, err)
+	require.Contains(t, h.Run.NoToken, "redis-py's Lock")
+	for _, op := range h.Ops {
+		require.NotEqual(t, history.Write, op.Kind, "no write reached the fenced resource")
+	}
+	requireNoProcesses(t)
+
+	plan, err := campaign.PlanEvaluate(reg, nil, campaign.EvaluateConfig{Backend: "exec", Options: opts, Faults: []string{"pause"}})
+	require.NoError(t, err)
+	results, _ := campaign.Campaign{Registry: reg, Store: t.TempDir()}.Run(context.Background(), plan.Specs())
+	sc := plan.Judge(results, t.TempDir(), time.Now())
+	require.Contains(t, sc.NoToken, "redis-py's Lock")
+	require.False(t, sc.Safe)
+	require.Len(t, sc.Rows, 1)
+	require.Equal(t, judge.NoTokenWord, sc.Rows[0].Fenced)
+	require.Equal(t, "stale writes got through", sc.Rows[0].Unfenced)
+	requireNoProcesses(t)
 }

@@ -38,7 +38,7 @@ func Descriptors() []registry.Backend {
 				Name: OptionAPIServer, Env: EnvAPIServer,
 				Usage: "the kube-apiserver binary for the kube-lease backends (default: the build " + BuildScript + " caches in " + CachePath() + ")",
 			}, {
-				Name: OptionKubeconfig, External: true,
+				Name: OptionKubeconfig, External: true, Secret: true,
 				Usage: "kubeconfig of an existing Kubernetes cluster for the kube-lease backends (its current context; the run takes Lease fencecheck-<run id> and deletes it; client-side faults only)",
 			}, {
 				Name:  OptionNamespace,

@@ -18,7 +18,7 @@ const OptionDSN = "mariadb-lock-dsn"
 
 func dsnOption() registry.Option {
 	return registry.Option{
-		Name: OptionDSN, External: true,
+		Name: OptionDSN, External: true, Secret: true,
 		Usage: "existing MariaDB (user:password@tcp(host:port)/database) for the mariadb-lock backends, instead of a private mariadbd fencecheck starts (client-side faults only)",
 	}
 }
@@ -75,8 +75,10 @@ func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
-			TTL:     time.Second, // wait_timeout is whole seconds
-			Options: []registry.Option{dsnOption()},
+			// Connection ids restart at 1 when the server restarts.
+			TokensResetOnCrash: tok == TokenConnID,
+			TTL:                time.Second, // wait_timeout is whole seconds
+			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
 				if s.Members != 1 {
 					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)

@@ -102,11 +102,13 @@ func TestFastServerClockEndsSilentSessionsEarly(t *testing.T) {
 }
 
 // Why SkewRate is 2: a healthy holder pings every TTL/3, 2/3 of wait_timeout by a 2x
-// server clock, and keeps its session for many TTLs (at the default 1 s TTL, a ping
-// may be 167 ms late). At 4x its pings are 4/3 of wait_timeout apart by the server's
-// clock: every session is ended, busy or not.
+// server clock, and keeps its session for many TTLs: a ping may be TTL/6 late. At 4x its
+// pings are 4/3 of wait_timeout apart by the server's clock: every session is ended,
+// busy or not, whatever the TTL. The test runs at 3 s, where TTL/6 is 500 ms, beyond the
+// scheduling delays of a loaded machine; at the default 1 s it is 167 ms, which a loaded
+// machine can exceed (a healthy session then ends, and another client takes over).
 func TestClockRateAndHealthySessions(t *testing.T) {
-	ttl := time.Second
+	ttl := 3 * time.Second
 	for _, tc := range []struct {
 		name     string
 		rate     float64
@@ -125,7 +127,7 @@ func TestClockRateAndHealthySessions(t *testing.T) {
 			granted := time.Now()
 			// Between two pings: a Release racing a ping in flight cancels it, and the
 			// driver closes a connection whose statement was cancelled.
-			held := 6*ttl + ttl/6
+			held := 3*ttl + ttl/6
 			select {
 			case <-le.Lost():
 				require.False(t, tc.survives, "a pinged session was lost at %gx", tc.rate)

@@ -89,8 +89,22 @@ func TestLostWhenLinkStalls(t *testing.T) {
 		harnesstest.WaitClosed(t, le.Lost(), "Lost after the link stalled")
 		link.Pass()
 		require.ErrorIs(t, le.Release(context.Background()), harness.ErrNoEffect)
-		require.NoError(t, le2.Release(context.Background()))
+		releaseHeldOrLost(t, le2)
 	}
+}
+
+// releaseHeldOrLost releases a lease that nothing stalled. On a loaded machine its
+// renewals (every TTL/3) can still come too late for the server's expiry; then the
+// release has no effect and the lease must say it was lost, never pretend it held.
+func releaseHeldOrLost(t *testing.T, le harness.Lease) {
+	t.Helper()
+	err := le.Release(context.Background())
+	if errors.Is(err, harness.ErrNoEffect) {
+		t.Logf("the unstalled lease expired before its release (a renewal late by a loaded machine): %v", err)
+		harnesstest.WaitClosed(t, le.Lost(), "Lost of a lease the server expired")
+		return
+	}
+	require.NoError(t, err)
 }
 
 func TestLostWhenServerPaused(t *testing.T) {

@@ -23,7 +23,7 @@ func Descriptor() registry.Backend {
 		Meaning: "one nats-server with JetStream (or --nats-url): KV Create/Update(revision) with the bucket's TTL; token = the key's revision at grant",
 		Token:   "the key's revision at grant (the stream sequence)",
 		Options: []registry.Option{{
-			Name: OptionURL, External: true,
+			Name: OptionURL, External: true, Secret: true,
 			Usage: "nats://host:port of an existing nats-server with JetStream to use instead of starting one (client-side faults only)",
 		}},
 		Needs: func(s registry.Settings) []proc.Need {

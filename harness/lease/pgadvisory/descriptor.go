@@ -17,7 +17,7 @@ const OptionDSN = "postgres-lock-dsn"
 
 func dsnOption() registry.Option {
 	return registry.Option{
-		Name: OptionDSN, External: true,
+		Name: OptionDSN, External: true, Secret: true,
 		Usage: "existing PostgreSQL (libpq URL naming one TCP host) for the postgres-advisory backends, instead of a private cluster fencecheck starts (client-side faults only)",
 	}
 }
@@ -35,7 +35,10 @@ func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
-			Options: []registry.Option{dsnOption()},
+			// A crash loses the commit records the WAL writer had not flushed, and the
+			// restarted server hands their transaction ids out again.
+			TokensResetOnCrash: tok == TokenXact,
+			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
 				if s.Members != 1 {
 					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)

@@ -17,7 +17,7 @@ const OptionDSN = "postgres-dsn"
 // Descriptors returns the registry entries of the PostgreSQL resources.
 func Descriptors() []registry.Resource {
 	opt := registry.Option{
-		Name: OptionDSN, Env: EnvDSN,
+		Name: OptionDSN, Env: EnvDSN, Secret: true,
 		Usage: "PostgreSQL server of the postgres resources, e.g. postgres://user:pass@127.0.0.1:5432/db (default $" + EnvDSN + ")",
 	}
 	entry := func(name, meaning string) registry.Resource {

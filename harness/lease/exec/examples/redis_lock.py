@@ -1,17 +1,26 @@
 #!/usr/bin/python3
 """A fencecheck exec client using redis-py's Lock (Debian python3-redis) against Redis.
 
-redis-py's Lock is SET key <random value> NX PX <ttl>: it hands out no fencing token.
-This client keeps everything of the library's Lock (its blocking acquire, reacquire to
-renew, the compare-and-delete release script) and changes only do_acquire: the same
-SET NX PX, plus an INCR of a counter key in the same Lua script, so the counter value is
-a token that is bumped atomically with the grant. Renewal is a background thread calling
-reacquire() every TTL/3; a refused renewal is reported as {"event":"lost"}.
+redis-py's Lock is SET key <random value> NX PX <ttl>, renewed here by reacquire() every
+TTL/3 from a background thread, released by its compare-and-delete script. It hands out
+no fencing token: the random value says who holds the lock, not in which order grants
+came, so no resource can refuse an older holder with it. This client says so in every
+grant ({"no_token": "..."}, docs/exec-protocol.md): fencecheck then judges it as it does
+its own tokenless backends (redis-notoken, redlock) and refuses a run against a resource
+that fences on tokens.
+
+With --token incr it shows what it takes to get one: do_acquire runs the same SET NX PX
+and an INCR of a counter key in one Lua script, so the counter is bumped atomically with
+the grant and is a token (as long as Redis keeps the counter: not across a restart
+without persistence).
+
+A refused renewal, or a TTL without a confirmed one, is reported as {"event":"lost"}.
 
 Run it with /usr/bin/python3 (Debian's python3-redis is installed for that interpreter).
 Environment: FENCECHECK_CLIENT, FENCECHECK_LOCK_ADDRS (host:port of Redis, through this
-client's fault proxy), FENCECHECK_TTL_MS. Protocol: docs/exec-protocol.md.
+client's fault proxy), FENCECHECK_TTL_MS.
 """
+import argparse
 import json
 import os
 import sys
@@ -21,13 +30,21 @@ import time
 import redis
 from redis.exceptions import LockError, LockNotOwnedError
 
+NO_TOKEN = ("redis-py's Lock is SET NX PX with a random value, which says who holds the "
+            "lock but not in which order grants came")
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--token", choices=["none", "incr"], default="none",
+                    help="none: redis-py's Lock as it is; incr: a counter bumped in the acquire script")
+ARGS = parser.parse_args()
+
 ADDR = os.environ["FENCECHECK_LOCK_ADDRS"].split(",")[0]
 TTL_MS = int(os.environ["FENCECHECK_TTL_MS"])
 HOST, PORT = ADDR.rsplit(":", 1)
 LOCK_NAME = "fencecheck:lock"
 
 # SET NX PX and the token in one step: a grant without its token cannot be observed.
-ACQUIRE = """
+ACQUIRE_INCR = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return redis.call('INCR', KEYS[2])
 end
@@ -35,13 +52,13 @@ return 0
 """
 
 
-class FencedLock(redis.lock.Lock):
+class IncrLock(redis.lock.Lock):
     """redis-py's Lock whose acquire also returns a counter (self.fence)."""
 
     fence = None
 
     def do_acquire(self, token):
-        n = self.redis.eval(ACQUIRE, 2, self.name, self.name + ":fence", token, int(self.timeout * 1000))
+        n = self.redis.eval(ACQUIRE_INCR, 2, self.name, self.name + ":fence", token, int(self.timeout * 1000))
         if n:
             self.fence = int(n)
             return True
@@ -50,8 +67,9 @@ class FencedLock(redis.lock.Lock):
 
 r = redis.Redis(host=HOST, port=int(PORT), socket_timeout=max(TTL_MS / 1000.0, 1.0),
                 socket_connect_timeout=max(TTL_MS / 1000.0, 1.0))
-# thread_local=False: the renewing thread must see the token acquire() stored.
-lock = FencedLock(r, LOCK_NAME, timeout=TTL_MS / 1000.0, sleep=0.01, thread_local=False)
+lock_class = IncrLock if ARGS.token == "incr" else redis.lock.Lock
+# thread_local=False: the renewing thread must see the value acquire() stored.
+lock = lock_class(r, LOCK_NAME, timeout=TTL_MS / 1000.0, sleep=0.01, thread_local=False)
 out_lock = threading.Lock()
 stop_renewing = threading.Event()
 
@@ -90,7 +108,9 @@ def acquire(rid):
         return {"id": rid, "ok": False, "error": "lock busy", "definite": True}
     stop_renewing = threading.Event()
     threading.Thread(target=renew, args=(stop_renewing,), daemon=True).start()
-    return {"id": rid, "ok": True, "token": lock.fence}
+    if ARGS.token == "incr":
+        return {"id": rid, "ok": True, "token": lock.fence}
+    return {"id": rid, "ok": True, "no_token": NO_TOKEN}
 
 
 def release(rid):

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
@@ -30,6 +32,39 @@ var Python = proc.Need{Program: SystemPython, Package: "python3"}
 func RequirePythonModule(t testing.TB, module, debianPackage string) {
 	t.Helper()
 	proctest.Skip(t, Python, proc.Need{PythonModule: module, Package: debianPackage})
+}
+
+// CuratorNeeds are what examples/curator_lock.sh runs with (execlock.CuratorNeeds).
+func CuratorNeeds() []proc.Need { return execlock.CuratorNeeds() }
+
+// RequireCurator skips the test, in one line naming the Debian package, unless the
+// Curator example can run here.
+func RequireCurator(t testing.TB) {
+	t.Helper()
+	proctest.Skip(t, CuratorNeeds()...)
+}
+
+// PrepareCurator compiles the Curator example (script is examples/curator_lock.sh) into
+// its cache folder before a test's clients start, so that javac's seconds do not count
+// against their first answers.
+func PrepareCurator(t testing.TB, script string) {
+	t.Helper()
+	RequireCurator(t)
+	out, err := exec.Command("sh", script, "--prepare").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --prepare: %v: %s", script, err, out)
+	}
+}
+
+// ExampleNeeds are what the shipped examples that the client command cmd runs need
+// (execlock.ExampleNeeds).
+func ExampleNeeds(cmd string) []proc.Need { return execlock.ExampleNeeds(cmd) }
+
+// RequireClient skips the test, in one line naming the Debian package, unless every
+// shipped example the client command cmd runs can run here.
+func RequireClient(t testing.TB, cmd string) {
+	t.Helper()
+	proctest.Skip(t, ExampleNeeds(cmd)...)
 }
 
 // StartRedis starts redis-server on a free loopback port (no persistence, data in a

@@ -2,7 +2,8 @@
 # A fake lock client that grants every acquire at once with a growing token (no real
 # lock: for tests of the protocol plumbing only). SLOW=seconds delays every answer;
 # BREAK_AFTER=N makes it misbehave at request N+1: BREAK_WITH=garbage prints a line that
-# is not JSON, BREAK_WITH=exit exits with status 5.
+# is not JSON, BREAK_WITH=exit exits with status 5. NO_TOKEN=why grants with "no_token"
+# instead of a token; SWITCH_AFTER=N switches between the two after N grants.
 n=0
 seen=0
 while read -r line; do
@@ -18,7 +19,18 @@ while read -r line; do
   fi
   [ -n "${SLOW:-}" ] && sleep "$SLOW"
   case "$line" in
-  *'"acquire"'*) n=$((n + 1)); printf '{"id":%s,"ok":true,"token":%s}\n' "$id" "$n" ;;
+  *'"acquire"'*)
+    n=$((n + 1))
+    tokenless=${NO_TOKEN:+yes}
+    if [ -n "${SWITCH_AFTER:-}" ] && [ "$n" -gt "$SWITCH_AFTER" ]; then
+      tokenless=$([ -n "$tokenless" ] || echo yes)
+    fi
+    if [ -n "$tokenless" ]; then
+      printf '{"id":%s,"ok":true,"no_token":"%s"}\n' "$id" "${NO_TOKEN:-a fake lock}"
+    else
+      printf '{"id":%s,"ok":true,"token":%s}\n' "$id" "$n"
+    fi
+    ;;
   *) printf '{"id":%s,"ok":true}\n' "$id" ;;
   esac
 done

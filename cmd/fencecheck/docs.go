@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// docs/cli.md is written from the command tree by `go generate ./cmd/fencecheck` (the
+// hidden gen-docs command); TestCLIDocIsCurrent fails when the file differs from what
+// this code writes.
+
+// docsEnv is the environment the page is written under, so that no path of the machine
+// that wrote it (the kube-apiserver build cache under $HOME) gets into it.
+var docsEnv = map[string]string{"FENCECHECK_CACHE": "~/.cache/fencecheck"}
+
+func (a *app) genDocsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "gen-docs FILE",
+		Short:  "write docs/cli.md from the command tree",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			for k, v := range docsEnv {
+				if err := os.Setenv(k, v); err != nil {
+					return err
+				}
+			}
+			var b bytes.Buffer
+			writeCLIDoc(&b)
+			return os.WriteFile(args[0], b.Bytes(), 0o644)
+		},
+	}
+}
+
+// writeCLIDoc writes the command-line reference of a fresh command tree.
+func writeCLIDoc(w io.Writer) {
+	var discard bytes.Buffer
+	a := newApp(nil, &discard, &discard)
+	root := a.root()
+	root.InitDefaultCompletionCmd()
+	cmds := commandTree(root)
+
+	fmt.Fprint(w, `# fencecheck command line
+
+<!-- Written by "go generate ./cmd/fencecheck" from the command tree in cmd/fencecheck;
+     a test fails when it differs from what the code would write. Do not edit. -->
+
+Every command takes its flags before or after its arguments, prints its help with `+"`-h`"+`,
+and says what went wrong in one line on stderr (with a pointer to its help when the
+command line itself was wrong). Secrets given to it (DSN passwords, the tokens of a
+kubeconfig) are masked in everything it prints and writes. Shell completion of commands,
+flags and backend, resource, fault and scenario names: `+"`fencecheck completion bash|zsh|fish`"+`.
+
+## Exit codes
+
+The same rule for every command:
+
+| code | meaning |
+|---|---|
+`)
+	for _, e := range exitCodesOf(root) {
+		fmt.Fprintf(w, "| %s | %s |\n", e[0], cell(e[1]))
+	}
+	fmt.Fprint(w, `
+When one command makes several runs (check of several files, matrix, evaluate, soak), a
+proven violation (1) wins over fencecheck's own failure (3), which wins over a run that
+could not be made (2).
+
+## JSON output
+
+`+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, soak) prints JSON on
+stdout with the overall `+"`outcome`"+` and the `+"`exit`"+` code; progress and messages go to
+stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error\", \"exit\": N, \"error\": \"...\"}`"+`.
+
+| command | document | outcome |
+|---|---|---|
+| run | the verdicts (as check), the scenario, seed and run folder | safe, unsafe, inconclusive, unknown |
+| check | one document per file per line | safe, unsafe, inconclusive, unknown |
+| matrix | matrix.json's fields and the index page | as-expected, differs, incomplete |
+| evaluate | scorecard.json's fields ([schema](scorecard.schema.json)) and the page | safe, unsafe, incomplete |
+| soak | the soak's result | as-expected, differs, incomplete |
+| doctor | one entry per backend and resource, and the apt-get line | ready, missing |
+
+A run's outcome says what the history shows about the protected data: unsafe (register or
+updates violated), unknown (the checker did not decide), inconclusive (held, but the fault
+never produced a stale write), safe. verdict.json in every run folder has the same
+`+"`outcome`"+` ([schema](verdict.schema.json)).
+
+## Commands
+
+| command | what it does |
+|---|---|
+`)
+	for _, c := range cmds[1:] {
+		fmt.Fprintf(w, "| [%s](#%s) | %s |\n", c.Name(), anchor(c.CommandPath()), cell(c.Short))
+	}
+	for _, c := range cmds {
+		writeCommandDoc(w, c)
+	}
+	writeOptionsDoc(w, a)
+}
+
+// writeOptionsDoc writes the one table of the registry's options, with who takes each.
+func writeOptionsDoc(w io.Writer, a *app) {
+	fmt.Fprint(w, `
+## Backend and resource options
+
+The commands that run backends (run, matrix, evaluate, soak, doctor) take one flag per
+option a backend or resource declares. An option of another backend than the run's is an
+error; one of another resource is ignored (a DSN given for a run that uses no database).
+An option marked as a secret has its credentials masked in every output.
+
+| flag | for | meaning |
+|---|---|---|
+`)
+	for _, o := range a.reg.Options() {
+		backends, resources := a.reg.OptionOwners(o.Name)
+		var owners []string
+		if len(backends) > 0 {
+			owners = append(owners, "backends "+strings.Join(backends, ", "))
+		}
+		if len(resources) > 0 {
+			owners = append(owners, "resources "+strings.Join(resources, ", "))
+		}
+		usage := o.Usage
+		if o.Secret {
+			usage += " (secret: masked in every output)"
+		}
+		if o.Env != "" && !strings.Contains(usage, "$"+o.Env) {
+			usage += " (default $" + o.Env + ")"
+		}
+		fmt.Fprintf(w, "| `--%s string` | %s | %s |\n", o.Name, cell(strings.Join(owners, "; ")), cell(usage))
+	}
+}
+
+// writeCommandDoc writes one command's section.
+func writeCommandDoc(w io.Writer, c *cobra.Command) {
+	fmt.Fprintf(w, "\n## %s\n\n%s.\n\n```\n%s\n```\n", c.CommandPath(), capitalize(c.Short), useLine(c))
+	if c.Long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
+	}
+	if c.Example != "" {
+		fmt.Fprintf(w, "\nExamples:\n\n```sh\n%s\n```\n", strings.TrimRight(exampleCommands(c.Example), "\n"))
+	}
+	own, options := flagGroups(c)
+	if c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion" {
+		own = pflag.NewFlagSet("", pflag.ContinueOnError)
+	}
+	flagTable(w, "Flags", own)
+	if options.HasFlags() {
+		fmt.Fprint(w, "\nAnd every [backend and resource option](#backend-and-resource-options).\n")
+	}
+	if c.HasParent() {
+		if codes := c.Annotations; len(codes) > 0 {
+			if e := exitCodesOf(c); len(e) > 0 {
+				fmt.Fprint(w, "\nExit codes:\n\n| code | meaning |\n|---|---|\n")
+				for _, x := range e {
+					fmt.Fprintf(w, "| %s | %s |\n", x[0], cell(x[1]))
+				}
+			}
+		}
+	}
+}
+
+// flagTable writes a table of flags.
+func flagTable(w io.Writer, title string, fs *pflag.FlagSet) {
+	if !fs.HasFlags() {
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n\n| flag | default | meaning |\n|---|---|---|\n", title)
+	fs.VisitAll(func(f *pflag.Flag) {
+		typ, usage := pflag.UnquoteUsage(f)
+		name := "`--" + f.Name
+		if f.Shorthand != "" {
+			name = "`-" + f.Shorthand + "`, `--" + f.Name
+		}
+		if typ != "" {
+			name += " " + typ
+		}
+		name += "`"
+		def := ""
+		if !zeroDefault(f) {
+			def = "`" + f.DefValue + "`"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", name, def, cell(usage))
+	})
+}
+
+// zeroDefault reports whether a flag's default is its type's zero (not worth a column).
+func zeroDefault(f *pflag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "[]", "0s":
+		return true
+	}
+	return false
+}
+
+// exampleCommands drops the explanations aligned after the root's examples.
+func exampleCommands(ex string) string {
+	var out []string
+	for _, l := range strings.Split(ex, "\n") {
+		l = strings.TrimSpace(l)
+		if i := strings.Index(l, "   "); i > 0 {
+			l = strings.TrimSpace(l[:i]) + "   # " + strings.TrimSpace(l[i:])
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// cell escapes text for a Markdown table cell.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// anchor is GitHub's anchor of a heading.
+func anchor(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-' || r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// capitalize upper-cases the first letter.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,10 @@
+package leasetable
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+)
+
+func TestMain(m *testing.M) { os.Exit(proctest.VerifyNoLeaks(m)) }
