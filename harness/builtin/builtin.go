@@ -12,6 +12,7 @@ import (
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
+	"github.com/fencecheck/fencecheck/harness/lease/leasetable"
 	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
@@ -53,6 +54,7 @@ func Packages(reg *registry.Registry) []Package {
 		{Path: "harness/lease/pgadvisory", Backends: pgadvisory.Descriptors(), Scenarios: pgadvisory.Scenarios(), Doc: pgadvisory.Doc()},
 		{Path: "harness/lease/mariadblock", Backends: mariadblock.Descriptors(), Scenarios: mariadblock.Scenarios(), Doc: mariadblock.Doc()},
 		{Path: "harness/lease/kubelease", Backends: kubelease.Descriptors(), Scenarios: kubelease.Scenarios(), Doc: kubelease.Doc()},
+		{Path: "harness/lease/leasetable", Backends: leasetable.Descriptors(), Scenarios: leasetable.Scenarios(), Doc: leasetable.Doc()},
 
 		{Path: "harness/resource/register", Resources: register.Descriptors()},
 		{Path: "harness/resource/etcdtxn", Resources: one(etcdtxn.Descriptor())},
