@@ -272,15 +272,15 @@ func diffFields(want, got capFlags) string {
 	return strings.Join(out, "; ")
 }
 
-// CheckSettings validates settings with the descriptor's Check (a single server when
-// nil). Errors are the user's input.
+// CheckSettings validates settings: a backend that is not MultiMember runs one member,
+// then the descriptor's Check. Errors are the user's input.
 func (b Backend) CheckSettings(s Settings) error {
 	s = s.WithOptions(b.Options)
+	if !b.MultiMember && s.Members != 1 {
+		return fmt.Errorf("backend %s is a single server: --members must be 1, got %d (a backend of more members declares registry.Backend.MultiMember)", b.Name, s.Members)
+	}
 	if b.Check != nil {
 		return b.Check(s)
-	}
-	if s.Members != 1 {
-		return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", b.Name, s.Members)
 	}
 	return nil
 }

@@ -148,8 +148,12 @@ type Backend struct {
 	DurableLeases bool
 	// Options are the backend's own settings.
 	Options []Option
-	// Check validates the settings before anything starts (members, TTL, options);
-	// nil: a single server, Members must be 1. Errors are the user's input.
+	// MultiMember: the backend can run with more than one member (--members), and Check
+	// says which sizes it takes. Without it a run's Members must be 1, whatever Check
+	// says.
+	MultiMember bool
+	// Check validates the settings before anything starts (TTL, options, the sizes of
+	// a MultiMember backend). Errors are the user's input.
 	Check func(Settings) error
 	// Shape returns values of the types Start, NewLocker and Acquire will return with
 	// these settings (see Shape): plans read the capabilities from their interfaces

@@ -26,6 +26,7 @@ func Descriptor() registry.Backend {
 		TTL:              time.Second, // etcd leases are whole seconds, at least 1
 		Members:          1,
 		NodeFaultMembers: 3,
+		MultiMember:      true,
 		Matrix:           true,
 		Native:           []string{"etcd-txn"},
 		Options: []registry.Option{{

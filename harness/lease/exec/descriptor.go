@@ -43,6 +43,8 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 		Name:    Name,
 		Meaning: "your own lock client in any language (--client-cmd), one process per client over a JSON-lines protocol, against a lock service fencecheck starts (--lock-service) or yours (--lock-endpoints); token = what your client reports",
 		Token:   "the token your lock client reports",
+		// --members is its lock service's (which says which sizes it takes).
+		MultiMember: true,
 		Options: []registry.Option{
 			{Name: OptionClientCmd, Usage: "backend exec: your lock client, run by /bin/sh -c once per client (protocol: docs/exec-protocol.md)"},
 			{Name: OptionLockService, Usage: "backend exec: the lock service fencecheck starts for your client (a backend name; default " + DefaultLockService + ")"},

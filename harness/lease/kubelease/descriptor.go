@@ -45,9 +45,6 @@ func Descriptors() []registry.Backend {
 				Usage: "namespace of the run's Lease on an existing cluster (--kubeconfig; default \"default\")",
 			}},
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is one kube-apiserver: --members must be 1, got %d", name, s.Members)
-				}
 				if k := s.Option(OptionKubeconfig); k != "" {
 					if _, err := os.Stat(k); err != nil {
 						return fmt.Errorf("--%s: %w", OptionKubeconfig, err)

@@ -102,9 +102,6 @@ func Descriptors() []registry.Backend {
 }
 
 func check(name string, s registry.Settings) error {
-	if s.Members != 1 {
-		return fmt.Errorf("backend %s is one lock table: --members must be 1, got %d", name, s.Members)
-	}
 	if s.TTL < 10*time.Millisecond {
 		return fmt.Errorf("%s: --ttl %v is below 10ms, shorter than the timing noise of a database round trip here", name, s.TTL)
 	}

@@ -80,9 +80,6 @@ func Descriptors() []registry.Backend {
 			TTL:                time.Second, // wait_timeout is whole seconds
 			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)
-				}
 				if s.TTL < time.Second || s.TTL%time.Second != 0 {
 					return fmt.Errorf("%s: --ttl %v will not do: MariaDB's wait_timeout is whole seconds, at least 1s", name, s.TTL)
 				}

@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -33,9 +32,6 @@ func Descriptor() registry.Backend {
 			return []proc.Need{ServerNeed}
 		},
 		Check: func(s registry.Settings) error {
-			if s.Members != 1 {
-				return fmt.Errorf("backend nats is a single nats-server: --members must be 1, got %d", s.Members)
-			}
 			// Dir: Start makes a temp dir; only the settings are checked here.
 			return Config{TTL: s.TTL, URL: s.Option(OptionURL), Dir: "-"}.Validate()
 		},

@@ -40,9 +40,6 @@ func Descriptors() []registry.Backend {
 			TokensResetOnCrash: tok == TokenXact,
 			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)
-				}
 				if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
 					return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", name, s.TTL)
 				}
@@ -81,9 +78,6 @@ func bouncerDescriptor() registry.Backend {
 			"the session lock is taken on a pooled server connection every client shares; token = nextval", BouncerPoolSize),
 		Token: "nextval of a sequence in the granting statement",
 		Check: func(s registry.Settings) error {
-			if s.Members != 1 {
-				return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", BouncerName, s.Members)
-			}
 			if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
 				return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", BouncerName, s.TTL)
 			}

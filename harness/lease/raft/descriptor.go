@@ -13,11 +13,12 @@ import (
 // Descriptor returns the registry entry of the raft backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:    Name,
-		Meaning: "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire",
-		Token:   "the Raft log index of the committed acquire entry",
-		Members: 3,
-		Matrix:  true,
+		Name:        Name,
+		Meaning:     "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire",
+		Token:       "the Raft log index of the committed acquire entry",
+		Members:     3,
+		MultiMember: true,
+		Matrix:      true,
 		Check: func(s registry.Settings) error {
 			if s.Members < 1 || s.Members > 7 {
 				return fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)

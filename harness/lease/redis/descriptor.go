@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -42,9 +41,6 @@ func Descriptors() []registry.Backend {
 			Options:            []registry.Option{AddrsOption()},
 			Needs:              Needs,
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is a single redis-server: --members must be 1, got %d", name, s.Members)
-				}
 				// Dir: Start makes a temp dir; only the settings are checked here.
 				return Config{TTL: s.TTL, Token: kind, Addrs: s.List(OptionAddrs), Dir: "-"}.Validate()
 			},

@@ -33,7 +33,7 @@ func TestSpecErrors(t *testing.T) {
 		{"no clock", spec.Spec{Backend: "redis", Faults: []string{"clock-jump"}}, "needs a service clock fencecheck owns"},
 		{"external node fault", spec.Spec{Backend: "redis", Options: map[string]string{redis.OptionAddrs: "127.0.0.1:1"}, Faults: []string{"crash"}}, "takes client-side faults only"},
 		{"two redis addrs", spec.Spec{Backend: "redis", Options: map[string]string{redis.OptionAddrs: "127.0.0.1:1,127.0.0.1:2"}}, "one server address, got 2"},
-		{"redis members", spec.Spec{Backend: "redis", Members: 3}, "single redis-server: --members must be 1"},
+		{"redis members", spec.Spec{Backend: "redis", Members: 3}, "single server: --members must be 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := spec.Normalize(newReg(t), tc.s)

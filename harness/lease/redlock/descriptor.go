@@ -17,12 +17,13 @@ const Name = "redlock"
 // Descriptor returns the registry entry of the redlock backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:    Name,
-		Meaning: "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
-		Token:   "no token (the lock's random value)",
-		Members: 3,
-		Options: []registry.Option{redis.AddrsOption()},
-		Needs:   redis.Needs,
+		Name:        Name,
+		Meaning:     "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
+		Token:       "no token (the lock's random value)",
+		Members:     3,
+		MultiMember: true,
+		Options:     []registry.Option{redis.AddrsOption()},
+		Needs:       redis.Needs,
 		Check: func(s registry.Settings) error {
 			addrs := s.List(redis.OptionAddrs)
 			switch {

@@ -37,6 +37,7 @@ func Descriptors() []registry.Backend {
 			Name: name, Meaning: meaning, Token: tokenWords,
 			Members:          1,
 			NodeFaultMembers: 3,
+			MultiMember:      true,
 			// A server restarted with its data still knows every session, so the lock
 			// znodes stay until their sessions expire.
 			DurableLeases: true,
