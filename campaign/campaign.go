@@ -34,7 +34,7 @@ type Campaign struct {
 	// run.log, and Store/<label>/latest points at it.
 	Store string
 	// Parallel is how many runs go at a time (default 1: timing-sensitive faults are
-	// most faithful alone).
+	// most faithful alone; always 1 for a Shared backend's runs).
 	Parallel int
 	// Log, if set, also receives every run's log.
 	Log io.Writer
@@ -68,6 +68,9 @@ var ErrInterrupted = errors.New("interrupted before it ran")
 func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResult, interrupted bool) {
 	results = make([]RunResult, len(specs))
 	n := max(c.Parallel, 1)
+	if c.shared(specs) {
+		n = 1
+	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(n, max(len(specs), 1)) {
@@ -102,6 +105,20 @@ func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResu
 	close(jobs)
 	wg.Wait()
 	return results, interrupted || ctx.Err() != nil
+}
+
+// shared reports whether a spec's backend is Shared: its runs share one started value,
+// so they go one at a time.
+func (c Campaign) shared(specs []spec.Spec) bool {
+	if c.Registry == nil {
+		return false
+	}
+	for _, s := range specs {
+		if b, ok := c.Registry.Backend(s.Backend); ok && b.Shared {
+			return true
+		}
+	}
+	return false
 }
 
 // label names a run in the store.

@@ -108,8 +108,13 @@ func PlanEvaluate(reg *registry.Registry, cat catalogue.Catalogue, cfg EvaluateC
 				return nil, fmt.Errorf("%w: unknown fault %q (known: %s)", spec.ErrSpec, f, registry.Names(reg.FaultNames()))
 			}
 			if !slices.Contains(applicable, f) {
+				// The resolver's refusal says what would make it apply.
 				_, err := spec.Resolve(reg, CellSpec(reg, nil, be.Name, probe, []string{f}, cfg.Options))
-				return nil, fmt.Errorf("%w: fault %q does not apply to %s: %w", spec.ErrSpec, f, be.Name, err)
+				why := "it is not among the faults that apply"
+				if err != nil {
+					why = strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
+				}
+				return nil, fmt.Errorf("%w: fault %q does not apply to %s: %s", spec.ErrSpec, f, be.Name, why)
 			}
 		}
 	}
@@ -129,7 +134,7 @@ func PlanEvaluate(reg *registry.Registry, cat catalogue.Catalogue, cfg EvaluateC
 		}
 	}
 	sc := &judge.Scorecard{
-		Backend: be.Name, Options: cloneOptions(cfg.Options), Token: be.Token, Native: slices.Clone(be.Native),
+		Backend: be.Name, Options: cloneOptions(cfg.Options), Token: be.TokenWords(), Native: slices.Clone(be.Native),
 		Setup:     be.SetupOf(registry.Settings{Members: members, Options: cfg.Options}),
 		Resources: resources, NoToken: caps.NoToken,
 	}

@@ -31,8 +31,8 @@ type External interface {
 // meaningless): a resource that fences on tokens cannot be made safe with them.
 type Tokenless interface {
 	Backend
-	// NoFencingToken says in a few words why there is no token; "" when the grants do
-	// carry tokens after all (the exec backend knows only once its clients said so).
+	// NoFencingToken says in a few words why there is no token. (A backend that learns
+	// it only as it runs is a TokenlessReporter instead.)
 	NoFencingToken() string
 }
 

@@ -82,7 +82,9 @@ func build(ctx context.Context, r *spec.Resolved, outDir, runID string, log *slo
 		return nil, spec.Input(err)
 	}
 	e.backend = be
-	e.closers = append(e.closers, be.Close)
+	if !r.Backend.Shared {
+		e.closers = append(e.closers, be.Close)
+	}
 	res, err := r.Resource.Start(ctx, registry.ResourceEnv{Settings: r.ResourceSettings, RunID: runID, Backend: be, TempDir: tempDir})
 	if err != nil {
 		return nil, spec.Input(err)

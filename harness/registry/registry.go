@@ -174,6 +174,19 @@ type Backend struct {
 	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
+	// Shared: Start returns one value that every run shares, a backend its caller
+	// started and will close (fencecheck.Config.Started): no run closes it, and a
+	// campaign runs one run at a time.
+	Shared bool
+}
+
+// TokenWords is the descriptor's Token, or words naming the backend's token when it
+// states none.
+func (b Backend) TokenWords() string {
+	if b.Token != "" {
+		return b.Token
+	}
+	return b.Name + "'s lease token"
 }
 
 // ResourceEnv is what a resource's Start gets.
