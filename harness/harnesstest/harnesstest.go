@@ -326,7 +326,7 @@ func lostCloses(t *testing.T, cfg Config) {
 	}
 	bctx, bcancel := context.WithTimeout(ctx, cfg.ceiling())
 	defer bcancel()
-	next, err := b.Acquire(bctx)
+	next, err := AcquireRetrying(bctx, t, b)
 	if err != nil {
 		for _, l := range alinks {
 			l.Pass()

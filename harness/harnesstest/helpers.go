@@ -34,11 +34,30 @@ func Acquire(t testing.TB, l harness.Locker) harness.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Ceiling)
 	defer cancel()
-	le, err := l.Acquire(ctx)
+	le, err := AcquireRetrying(ctx, t, l)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
 	return le
+}
+
+// AcquireRetrying acquires as a run's client does: an attempt that definitely had no
+// effect (harness.ErrNoEffect: a session lost while waiting on a loaded machine, say) is
+// tried again, until ctx ends; any other error is returned at once.
+func AcquireRetrying(ctx context.Context, t testing.TB, l harness.Locker) (harness.Lease, error) {
+	t.Helper()
+	for {
+		le, err := l.Acquire(ctx)
+		if err == nil || !errors.Is(err, harness.ErrNoEffect) || ctx.Err() != nil {
+			return le, err
+		}
+		t.Logf("acquire had no effect, trying again: %v", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // WaitClosed fails the test unless ch closes within Ceiling; what names it.

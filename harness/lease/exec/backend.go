@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -60,20 +61,45 @@ type Config struct {
 	// TokenResource names the run's resource when it fences on tokens: a client that
 	// grants with "no_token" then ends the run (a *NoTokenError).
 	TokenResource string
+	// Logger, when LogWriter is nil, gets every line of the clients' stderr (nil: the
+	// lines are discarded).
+	Logger *slog.Logger
+
+	// Program, when set, is a lock-client program of fencecheck's own, run directly with
+	// Args instead of Command under /bin/sh (the kube-lease backends' client). Its
+	// failures are fencecheck's own (ClientError.Builtin), not the user's input.
+	Program string
+	Args    []string
+	// Label names a client in messages (default "exec client": "exec client 2 (pid 7)").
+	Label string
+	// Expiry says that the clients report how long each grant is valid by their clock
+	// (valid_until_ms in a grant and the renewed event, docs/exec-protocol.md): the
+	// leases then implement harness.Expiring.
+	Expiry bool
+	// Cancel says that the clients take the cancel request: an Acquire whose ctx ends
+	// asks the client to give up and waits up to CancelWait for its answer, so that a
+	// definite refusal stays definite.
+	Cancel     bool
+	CancelWait time.Duration
 }
+
+// DefaultCancelWait bounds the wait for a cancelled acquire's answer.
+const DefaultCancelWait = 5 * time.Second
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {
-	case strings.TrimSpace(c.Command) == "":
+	case strings.TrimSpace(c.Command) == "" && c.Program == "":
 		return errors.New("exec: a client command is required (--client-cmd)")
+	case c.Command != "" && c.Program != "":
+		return errors.New("exec: give either a client command or a program, not both")
 	case c.Inner == nil && len(c.Endpoints) == 0:
 		return errors.New("exec: a lock service is required: a started backend or the endpoints of an existing one (--lock-endpoints)")
 	case c.Inner != nil && len(c.Endpoints) > 0:
 		return errors.New("exec: give either a lock service to start or the endpoints of an existing one, not both")
 	case c.TTL <= 0:
 		return fmt.Errorf("exec: TTL must be positive, got %v", c.TTL)
-	case c.ReplyTimeout < 0 || c.StopGrace < 0:
+	case c.ReplyTimeout < 0 || c.StopGrace < 0 || c.CancelWait < 0:
 		return errors.New("exec: timeouts must not be negative")
 	}
 	for _, e := range c.Endpoints {
@@ -89,6 +115,8 @@ func (c Config) Validate() error {
 type Backend struct {
 	cfg       Config
 	endpoints []string
+	// logw is the clients' stderr into cfg.Logger (nil without one); Close ends it.
+	logw *slogLines
 
 	mu      sync.Mutex
 	lockers []*Locker
@@ -187,7 +215,22 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if cfg.StopGrace == 0 {
 		cfg.StopGrace = DefaultStopGrace
 	}
+	if cfg.CancelWait == 0 {
+		cfg.CancelWait = DefaultCancelWait
+	}
+	if cfg.Label == "" {
+		cfg.Label = "exec client"
+	}
 	b := &Backend{cfg: cfg, failed: make(chan struct{})}
+	if cfg.LogWriter == nil && cfg.Logger != nil {
+		b.logw = newSlogLines(cfg.Logger, cfg.Label+" stderr")
+		b.cfg.LogWriter = b.logw
+		defer func() {
+			if err != nil {
+				_ = b.logw.Close()
+			}
+		}()
+	}
 	if cfg.Inner != nil {
 		b.endpoints = cfg.Inner.Endpoints()
 		return b, nil
@@ -291,13 +334,16 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	if k := b.killedClients; len(k) > 0 {
 		slices.Sort(k)
-		noun := "client"
+		noun := b.cfg.Label
 		if len(k) > 1 {
-			noun = "clients"
+			noun += "s"
 		}
-		errs = append(errs, fmt.Errorf("exec %s %s did not exit when stdin closed, nor within %v of SIGTERM: killed with SIGKILL", noun, strings.Join(k, ", "), b.cfg.StopGrace))
+		errs = append(errs, fmt.Errorf("%s %s did not exit when stdin closed, nor within %v of SIGTERM: killed with SIGKILL", noun, strings.Join(k, ", "), b.cfg.StopGrace))
 	}
 	b.mu.Unlock()
+	if b.logw != nil {
+		_ = b.logw.Close()
+	}
 	return errors.Join(errs...)
 }
 
@@ -310,6 +356,8 @@ var (
 
 // ClientError is what went wrong with one client, in one line.
 type ClientError struct {
+	// Label names the kind of client ("" for "exec client").
+	Label  string
 	Client int
 	PID    int
 	// Line is what the client sent (or, for a crash or a timeout, the last line it
@@ -317,11 +365,18 @@ type ClientError struct {
 	Line    string
 	Problem string
 	Crash   bool
+	// Builtin: the client is a program of fencecheck's own (Config.Program), so a
+	// protocol error is fencecheck's failure, not the user's input.
+	Builtin bool
 }
 
 func (e *ClientError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "exec client %d (pid %d): ", e.Client, e.PID)
+	label := e.Label
+	if label == "" {
+		label = "exec client"
+	}
+	fmt.Fprintf(&b, "%s %d (pid %d): ", label, e.Client, e.PID)
 	if e.Crash {
 		b.WriteString(e.Problem)
 		if e.Line != "" {
@@ -337,9 +392,17 @@ func (e *ClientError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrProtocol) and errors.Is(err, ErrCrashed) work; a protocol
-// error is also the user's input (registry.ErrInput: exit 2).
+// error of a user's client is also the user's input (registry.ErrInput: exit 2).
 func (e *ClientError) Is(target error) bool {
-	return ((target == ErrProtocol || target == registry.ErrInput) && !e.Crash) || (target == ErrCrashed && e.Crash)
+	switch target {
+	case ErrProtocol:
+		return !e.Crash
+	case registry.ErrInput:
+		return !e.Crash && !e.Builtin
+	case ErrCrashed:
+		return e.Crash
+	}
+	return false
 }
 
 // quote shows a client's line on one line, cut if long.

@@ -161,16 +161,17 @@ func replyTimeout(s registry.Settings) (time.Duration, error) {
 // holds the service's (node faults act on the service); the clients are exec's own:
 // processes of their own (CrashableProcess) whose leases report no end of theirs.
 func (d descriptor) shape(s registry.Settings) registry.Shape {
-	sh := registry.Shape{Locker: (*Locker)(nil), Lease: (*grant)(nil)}
+	var sh registry.Shape
+	sh.Locker, sh.Lease = ClientShape(Config{})
 	if len(s.List(OptionLockEndpoints)) > 0 {
-		sh.Backend = external{&started{Backend: &Backend{}}}
+		sh.Backend = external{&Backend{}}
 		return sh
 	}
 	var inner harness.Backend
 	if svc, err := d.service(s); err == nil { // else Check refuses the settings before anything runs
 		inner = svc.ShapeOf(serviceSettings(s)).Backend
 	}
-	sh.Backend = &started{Backend: &Backend{cfg: Config{Inner: inner}}}
+	sh.Backend = &Backend{cfg: Config{Inner: inner}}
 	return sh
 }
 
@@ -223,37 +224,24 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 		}
 		cfg.Inner = inner
 	}
-	logw := newSlogLines(env.Logger)
-	cfg.LogWriter = logw
+	// The clients' stderr goes to the run's log.
+	cfg.Logger = env.Logger
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	b, err := Start(ctx, cfg) // closes Inner if it fails
 	if err != nil {
-		_ = logw.Close()
 		// A bad command or an unreachable service is the user's input.
 		return nil, registry.Input(err)
 	}
-	st := &started{Backend: b, logw: logw}
 	if cfg.Inner == nil {
-		return external{st}, nil
+		return external{b}, nil
 	}
-	return st, nil
-}
-
-// started is the exec backend as a run starts it: its clients' stderr goes to the run's
-// log until it closes.
-type started struct {
-	*Backend
-	logw *slogLines
-}
-
-// Close ends the clients and the lock service, then the log of their stderr.
-func (s *started) Close() error {
-	err := s.Backend.Close()
-	_ = s.logw.Close()
-	return err
+	return b, nil
 }
 
 // external is the exec backend on a lock service fencecheck did not start.
-type external struct{ *started }
+type external struct{ *Backend }
 
 // External implements harness.External.
 func (external) External() string { return externalWords }
@@ -265,10 +253,7 @@ type slogLines struct {
 	once sync.Once
 }
 
-func newSlogLines(log *slog.Logger) *slogLines {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+func newSlogLines(log *slog.Logger, msg string) *slogLines {
 	pr, pw := io.Pipe()
 	l := &slogLines{pw: pw, done: make(chan struct{})}
 	go func() {
@@ -276,7 +261,7 @@ func newSlogLines(log *slog.Logger) *slogLines {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 0, 4096), maxLine)
 		for sc.Scan() {
-			log.Info("exec client stderr", "line", sc.Text())
+			log.Info(msg, "line", sc.Text())
 		}
 		_, _ = io.Copy(io.Discard, pr)
 	}()

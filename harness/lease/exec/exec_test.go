@@ -368,3 +368,48 @@ func TestGrantsAgree(t *testing.T) {
 		})
 	}
 }
+
+// A program of fencecheck's own (Config.Program) with the extensions: the grant's
+// validity and its renewal reach the lease (harness.Expiring), an acquire whose ctx ends is
+// cancelled and its definite refusal stays definite, and the messages carry the label.
+func TestProgramExtensions(t *testing.T) {
+	p, err := filepath.Abs(filepath.Join("testdata", "extended.sh"))
+	require.NoError(t, err)
+	b := startNaive(t, execlock.Config{Program: "/bin/sh", Args: []string{p}, Label: "own client", Expiry: true, Cancel: true, TTL: time.Second})
+	l, err := b.NewLocker(context.Background(), 0, b.Endpoints())
+	require.NoError(t, err)
+	le, err := l.Acquire(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, le.Token())
+	e, ok := le.(harness.Expiring)
+	require.True(t, ok, "the lease does not know its end")
+	require.Eventually(t, func() bool { return time.Until(e.ValidUntil()) > 30*time.Second }, ceiling, 10*time.Millisecond,
+		"the renewed event did not reach the lease (valid until %v)", e.ValidUntil())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err = l.Acquire(ctx)
+	require.ErrorIs(t, err, harness.ErrNoEffect, "the cancelled acquire's definite refusal")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "cancelled while the lock was held")
+	require.Less(t, time.Since(began), ceiling/2)
+	// The client answered the cancel: the next request needs no wait for it.
+	require.NoError(t, le.Release(context.Background()))
+	require.NoError(t, b.Err())
+	require.NoError(t, b.Close())
+	requireNoProcesses(t)
+}
+
+// A protocol error of fencecheck's own client is fencecheck's failure, not the user's input.
+func TestProgramProtocolErrorIsNotInput(t *testing.T) {
+	b := startNaive(t, execlock.Config{Program: "/bin/sh", Args: []string{"-c", "read -r line; echo garbage; cat >/dev/null"}, Label: "own client", TTL: time.Second})
+	l, err := b.NewLocker(context.Background(), 0, b.Endpoints())
+	require.NoError(t, err)
+	_, err = l.Acquire(context.Background())
+	require.ErrorIs(t, err, execlock.ErrProtocol)
+	require.NotErrorIs(t, err, registry.ErrInput)
+	require.ErrorContains(t, err, "own client 0 (pid ")
+	require.NoError(t, b.Close())
+	requireNoProcesses(t)
+}

@@ -83,12 +83,15 @@ type request struct {
 }
 
 type answer struct {
-	ok       bool
-	token    int64
-	noToken  string // the client's reason its lock has no fencing token
-	msg      string
-	definite bool
-	err      error // the client died or broke the protocol before answering
+	ok      bool
+	token   int64
+	noToken string // the client's reason its lock has no fencing token
+	// validUntil is when the grant ends by the client's clock (Config.Expiry).
+	validUntil time.Time
+	lease      *grant // a grant's, made when it was read
+	msg        string
+	definite   bool
+	err        error // the client died or broke the protocol before answering
 }
 
 func startLocker(ctx context.Context, b *Backend, id int, addrs []string) (*Locker, error) {
@@ -106,21 +109,25 @@ func (l *Locker) spawn(ctx context.Context) (*incarnation, error) {
 	b, id, addrs := l.b, l.id, l.addrs
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("exec: client %d: %w", id, err)
+		return nil, fmt.Errorf("exec: %s %d: %w", b.cfg.Label, id, err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		_ = inR.Close()
 		_ = inW.Close()
-		return nil, fmt.Errorf("exec: client %d: %w", id, err)
+		return nil, fmt.Errorf("exec: %s %d: %w", b.cfg.Label, id, err)
+	}
+	path, args := "/bin/sh", []string{"-c", b.cfg.Command}
+	if b.cfg.Program != "" {
+		path, args = b.cfg.Program, b.cfg.Args
 	}
 	var logw io.Writer = io.Discard
 	if b.cfg.LogWriter != nil {
-		logw = &linePrefixer{w: b.cfg.LogWriter, prefix: fmt.Sprintf("exec client %d: ", id)}
+		logw = &linePrefixer{w: b.cfg.LogWriter, prefix: fmt.Sprintf("%s %d: ", b.cfg.Label, id)}
 	}
 	p, err := proc.Start(ctx, proc.Config{
-		Name: fmt.Sprintf("exec client %d", id),
-		Path: "/bin/sh", Args: []string{"-c", b.cfg.Command},
+		Name: fmt.Sprintf("%s %d", b.cfg.Label, id),
+		Path: path, Args: args,
 		Env: append([]string{
 			"FENCECHECK_CLIENT=" + strconv.Itoa(id),
 			"FENCECHECK_LOCK_ADDRS=" + strings.Join(addrs, ","),
@@ -137,7 +144,7 @@ func (l *Locker) spawn(ctx context.Context) (*incarnation, error) {
 	if err != nil {
 		_ = inW.Close()
 		_ = outR.Close()
-		return nil, fmt.Errorf("exec: client %d: %w", id, err)
+		return nil, fmt.Errorf("exec: %s %d: %w", b.cfg.Label, id, err)
 	}
 	inc := &incarnation{proc: p, stdin: inW, stdout: outR, ended: make(chan struct{})}
 	l.wg.Add(2)
@@ -152,6 +159,9 @@ func (l *Locker) PID() int {
 	defer l.mu.Unlock()
 	return l.cur.proc.PID()
 }
+
+// builtin reports whether the client is a program of fencecheck's own.
+func (l *Locker) builtin() bool { return l.b.cfg.Program != "" }
 
 // read turns every line the process prints into an answer or an event.
 func (l *Locker) read(inc *incarnation) {
@@ -177,7 +187,7 @@ func (l *Locker) read(inc *incarnation) {
 		}
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		l.die(&ClientError{Client: l.id, PID: inc.proc.PID(), Problem: fmt.Sprintf("it sent a line longer than %d bytes (one JSON object per line)", maxLine)})
+		l.die(&ClientError{Label: l.b.cfg.Label, Builtin: l.builtin(), Client: l.id, PID: inc.proc.PID(), Problem: fmt.Sprintf("it sent a line longer than %d bytes (one JSON object per line)", maxLine)})
 	}
 	// EOF: the process exited or closed its stdout; watch reports an exit.
 }
@@ -185,7 +195,7 @@ func (l *Locker) read(inc *incarnation) {
 // handle checks one line against the protocol and delivers it.
 func (l *Locker) handle(inc *incarnation, line string) error {
 	bad := func(format string, args ...any) error {
-		return &ClientError{Client: l.id, PID: inc.proc.PID(), Line: line, Problem: fmt.Sprintf(format, args...)}
+		return &ClientError{Label: l.b.cfg.Label, Builtin: l.builtin(), Client: l.id, PID: inc.proc.PID(), Line: line, Problem: fmt.Sprintf(format, args...)}
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(line), &m); err != nil || m == nil {
@@ -196,7 +206,19 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return bad(`"event" must be a string`)
 		}
-		if ev != "lost" {
+		switch {
+		case ev == "renewed" && l.b.cfg.Expiry:
+			until, err := validUntil(m)
+			if err != nil {
+				return bad("%v", err)
+			}
+			l.mu.Lock()
+			if l.lease != nil && l.cur == inc {
+				l.lease.setValidUntil(until)
+			}
+			l.mu.Unlock()
+			return nil
+		case ev != "lost":
 			return bad(`unknown event %q (the only event is "lost")`, ev)
 		}
 		l.mu.Lock()
@@ -261,6 +283,11 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 			// The order fencecheck saw the grants in: the checker's, never a fence.
 			a.token = l.b.seen.Add(1)
 		}
+		if l.b.cfg.Expiry {
+			if a.validUntil, err = validUntil(m); err != nil {
+				return bad("%v", err)
+			}
+		}
 	}
 	if !okv {
 		if raw, has := m["error"]; has && json.Unmarshal(raw, &a.msg) != nil {
@@ -279,10 +306,31 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 		return nil
 	}
 	delete(l.pending, id)
+	if a.ok && req.op == "acquire" {
+		// The lease is the current one from now on, so that an event the client sends
+		// right after the grant reaches it.
+		loss := lease.NewLoss()
+		a.lease = &grant{Grant: lease.NewGrant(a.token, l.b.cfg.TTL, loss.Done()), l: l, loss: loss, validUntil: a.validUntil}
+		l.lease = a.lease
+	}
 	l.mu.Unlock()
 	req.timer.Stop()
 	req.reply <- a
 	return nil
+}
+
+// validUntil reads "valid_until_ms", the end of a grant by the client's clock in Unix
+// milliseconds.
+func validUntil(m map[string]json.RawMessage) (time.Time, error) {
+	raw, ok := m["valid_until_ms"]
+	if !ok {
+		return time.Time{}, errors.New(`a grant and a renewed event need "valid_until_ms" (Unix milliseconds, a JSON integer)`)
+	}
+	ms, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf(`"valid_until_ms" must be a JSON integer, got %s`, raw)
+	}
+	return time.UnixMilli(ms), nil
 }
 
 // watch reports the process's exit, unless fencecheck ended it.
@@ -302,14 +350,14 @@ func (l *Locker) watch(inc *incarnation) {
 	l.mu.Lock()
 	last := l.lastLine
 	l.mu.Unlock()
-	ce := &ClientError{Client: l.id, PID: inc.proc.PID(), Line: last, Crash: true}
+	ce := &ClientError{Label: l.b.cfg.Label, Builtin: l.builtin(), Client: l.id, PID: inc.proc.PID(), Line: last, Crash: true}
 	var ee *exec.ExitError
 	code := -1
 	if errors.As(werr, &ee) {
 		code = ee.ExitCode()
 	}
-	switch code {
-	case 127, 126: // the shell could not find or run the command: the user's input
+	switch {
+	case !l.builtin() && (code == 127 || code == 126): // the shell could not find or run the command: the user's input
 		ce.Crash, ce.Line = false, ""
 		ce.Problem = fmt.Sprintf("its command cannot run (sh: exit status %d): %s", code, inc.proc.Output())
 	default:
@@ -351,7 +399,7 @@ func (l *Locker) send(op string) (*request, error) {
 	}
 	select {
 	case <-l.closing:
-		return nil, fmt.Errorf("%w: exec client %d is closed", harness.ErrNoEffect, l.id)
+		return nil, fmt.Errorf("%w: %s %d is closed", harness.ErrNoEffect, l.b.cfg.Label, l.id)
 	default:
 	}
 	l.nextID++
@@ -361,7 +409,7 @@ func (l *Locker) send(op string) (*request, error) {
 	_ = l.cur.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	if _, err := l.cur.stdin.WriteString(r.line + "\n"); err != nil {
 		// Nothing (or not a whole line) reached the client.
-		return nil, fmt.Errorf("%w: exec client %d: writing %s: %w", harness.ErrNoEffect, l.id, r.line, err)
+		return nil, fmt.Errorf("%w: %s %d: writing %s: %w", harness.ErrNoEffect, l.b.cfg.Label, l.id, r.line, err)
 	}
 	l.pending[r.id] = r
 	r.timer = time.AfterFunc(l.b.cfg.ReplyTimeout, func() { l.checkTimeout(r) })
@@ -393,7 +441,7 @@ func (l *Locker) checkTimeout(r *request) {
 	} else {
 		last = quote(last)
 	}
-	l.die(&ClientError{Client: l.id, PID: pid, Problem: fmt.Sprintf("it did not answer %s within %v (the last line it sent: %s)", r.line, timeout, last)})
+	l.die(&ClientError{Label: l.b.cfg.Label, Builtin: l.builtin(), Client: l.id, PID: pid, Problem: fmt.Sprintf("it did not answer %s within %v (the last line it sent: %s)", r.line, timeout, last)})
 }
 
 func later(a, b time.Time) time.Time {
@@ -412,9 +460,9 @@ func (l *Locker) wait(ctx context.Context, r *request) (answer, error) {
 		}
 		return a, nil
 	case <-ctx.Done():
-		return answer{}, fmt.Errorf("exec client %d: no answer to %s yet: %w", l.id, r.line, ctx.Err())
+		return answer{}, fmt.Errorf("%s %d: no answer to %s yet: %w", l.b.cfg.Label, l.id, r.line, ctx.Err())
 	case <-l.closing:
-		return answer{}, fmt.Errorf("exec client %d closed before answering %s", l.id, r.line)
+		return answer{}, fmt.Errorf("%s %d closed before answering %s", l.b.cfg.Label, l.id, r.line)
 	}
 }
 
@@ -437,9 +485,9 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 		select {
 		case <-settled:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: exec client %d is still answering an earlier acquire: %w", harness.ErrNoEffect, l.id, ctx.Err())
+			return nil, fmt.Errorf("%w: %s %d is still answering an earlier acquire: %w", harness.ErrNoEffect, l.b.cfg.Label, l.id, ctx.Err())
 		case <-l.closing:
-			return nil, fmt.Errorf("%w: exec client %d is closed", harness.ErrNoEffect, l.id)
+			return nil, fmt.Errorf("%w: %s %d is closed", harness.ErrNoEffect, l.b.cfg.Label, l.id)
 		}
 	}
 	r, err := l.send("acquire")
@@ -449,6 +497,9 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	a, err := l.wait(ctx, r)
 	if err != nil {
 		if ctx.Err() != nil {
+			if l.b.cfg.Cancel {
+				return nil, l.cancel(r, err)
+			}
 			l.abandon(r)
 		}
 		return nil, err
@@ -456,15 +507,55 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	if !a.ok {
 		return nil, refusal(a)
 	}
-	loss := lease.NewLoss()
-	le := &grant{Grant: lease.NewGrant(a.token, l.b.cfg.TTL, loss.Done()), l: l, loss: loss}
+	le := a.lease
 	l.mu.Lock()
-	l.lease = le
 	if l.dead != nil || r.inc != l.cur {
 		le.markLost() // the process that granted it is gone
 	}
 	l.mu.Unlock()
+	if l.b.cfg.Expiry {
+		return expiringLease{le}, nil
+	}
 	return le, nil
+}
+
+// cancel asks the client to give up the acquire r whose ctx ended (Config.Cancel) and
+// waits up to CancelWait for the answer: a refusal keeps the client's verdict (definite
+// or not), and a grant that came first is given back. Without an answer in time, r is
+// abandoned as for a client without cancel. cause is the ctx's error.
+func (l *Locker) cancel(r *request, cause error) error {
+	l.mu.Lock()
+	ok := l.dead == nil && r.inc == l.cur
+	if ok {
+		_ = l.cur.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, err := fmt.Fprintf(l.cur.stdin, "{\"op\":\"cancel\",\"of\":%d}\n", r.id)
+		ok = err == nil
+	}
+	l.mu.Unlock()
+	if !ok {
+		l.abandon(r)
+		return cause
+	}
+	t := time.NewTimer(l.b.cfg.CancelWait)
+	defer t.Stop()
+	select {
+	case a := <-r.reply:
+		switch {
+		case a.err != nil:
+			return a.err
+		case !a.ok:
+			return fmt.Errorf("%w (%w)", refusal(a), cause)
+		}
+		// Granted before the cancel arrived: abandon gives it back.
+		r.reply <- a
+		l.abandon(r)
+		return fmt.Errorf("%s %d: the acquire was granted (token %d) as it was cancelled, and is given back: %w", l.b.cfg.Label, l.id, a.token, cause)
+	case <-t.C:
+		l.abandon(r)
+		return fmt.Errorf("%s %d: no answer within %v to the cancel of %s: %w", l.b.cfg.Label, l.id, l.b.cfg.CancelWait, r.line, cause)
+	case <-l.closing:
+		return cause
+	}
 }
 
 // abandon waits, in the background, for the answer to an acquire the harness gave up
@@ -492,6 +583,11 @@ func (l *Locker) abandon(r *request) {
 		if a.err != nil || !a.ok {
 			return
 		}
+		l.mu.Lock()
+		if l.lease == a.lease {
+			l.lease = nil // nobody's: given back at once
+		}
+		l.mu.Unlock()
 		rel, err := l.send("release")
 		if err != nil {
 			return
@@ -545,19 +641,19 @@ func (l *Locker) CrashProcess(ctx context.Context) (oldPID, newPID int, err erro
 	_ = old.proc.Close()
 	_ = old.stdin.Close()
 	_ = old.stdout.Close()
-	crashed := fmt.Errorf("exec client %d: its process %d was killed with SIGKILL before it answered", l.id, oldPID)
+	crashed := fmt.Errorf("%s %d: its process %d was killed with SIGKILL before it answered", l.b.cfg.Label, l.id, oldPID)
 	for _, r := range pend {
 		r.timer.Stop()
 		r.reply <- answer{err: crashed}
 	}
 	select {
 	case <-l.closing:
-		return oldPID, 0, fmt.Errorf("exec client %d is closed", l.id)
+		return oldPID, 0, fmt.Errorf("%s %d is closed", l.b.cfg.Label, l.id)
 	default:
 	}
 	inc, err := l.spawn(ctx)
 	if err != nil {
-		ce := &ClientError{Client: l.id, PID: oldPID, Crash: true, Problem: fmt.Sprintf("a fresh process could not start after the crash: %v", err)}
+		ce := &ClientError{Label: l.b.cfg.Label, Builtin: l.builtin(), Client: l.id, PID: oldPID, Crash: true, Problem: fmt.Sprintf("a fresh process could not start after the crash: %v", err)}
 		l.die(ce)
 		return oldPID, 0, ce
 	}
@@ -584,6 +680,9 @@ func (l *Locker) Close() error {
 		l.mu.Lock()
 		for _, r := range l.pending {
 			r.timer.Stop()
+		}
+		if l.lease != nil {
+			l.lease.markLost() // it ended with the process
 		}
 		l.mu.Unlock()
 		l.wg.Wait()
@@ -613,9 +712,33 @@ type grant struct {
 	lease.Grant
 	l    *Locker
 	loss *lease.Loss
+
+	mu         sync.Mutex
+	validUntil time.Time // Config.Expiry: the grant's end by the client's clock
 }
 
 func (le *grant) markLost() { le.loss.Mark() }
+
+// setValidUntil notes a renewal the client reported.
+func (le *grant) setValidUntil(t time.Time) {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	if t.After(le.validUntil) {
+		le.validUntil = t
+	}
+}
+
+// expiringLease is a lease whose client reports its validity (Config.Expiry).
+type expiringLease struct{ *grant }
+
+var _ harness.Expiring = expiringLease{}
+
+// ValidUntil implements harness.Expiring: the end the client reported last.
+func (e expiringLease) ValidUntil() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.validUntil
+}
 
 // Release sends {"op":"release"}; the client answers even for a lease it already lost
 // (a definite refusal, typically).
@@ -667,4 +790,14 @@ func (p *linePrefixer) Write(b []byte) (int, error) {
 		p.buf = p.buf[:0]
 	}
 	return len(b), nil
+}
+
+// ClientShape is what a registry.Shape holds for clients run with cfg: a *Locker, and a
+// lease that implements harness.Expiring when the clients report their grants' ends
+// (cfg.Expiry). A backend built on exec's clients (kube-lease) states its Shape with it.
+func ClientShape(cfg Config) (harness.Locker, harness.Lease) {
+	if cfg.Expiry {
+		return (*Locker)(nil), expiringLease{}
+	}
+	return (*Locker)(nil), (*grant)(nil)
 }

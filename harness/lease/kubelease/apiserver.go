@@ -30,13 +30,25 @@ const APIServerVersion = "v1.37.2"
 // EnvAPIServer names a kube-apiserver binary to run instead of the cached build.
 const EnvAPIServer = "FENCECHECK_KUBE_APISERVER"
 
-// BuildScript builds the kube-apiserver into CachePath, from the repository's root.
+// EnvClient names a kube-lease-client binary to run instead of the cached build.
+const EnvClient = "FENCECHECK_KUBE_LEASE_CLIENT"
+
+// ClientName is the lock-client program the module in ./apiserver builds: client-go's
+// leaderelection, one process per harness client (cmd/kube-lease-client there).
+const ClientName = "kube-lease-client"
+
+// ClientProtocol is the version of kube-lease-client's command line and exec-protocol
+// extensions fencecheck speaks; a build that speaks another refuses to run.
+const ClientProtocol = "1"
+
+// BuildScript builds kube-apiserver and kube-lease-client into CacheDir, from the
+// repository's root.
 const BuildScript = "harness/lease/kubelease/apiserver/build.sh"
 
-// CachePath is where BuildScript puts its build: $FENCECHECK_CACHE, else
+// CacheDir is where BuildScript puts its builds: $FENCECHECK_CACHE, else
 // $XDG_CACHE_HOME/fencecheck, else ~/.cache/fencecheck, then
-// kube-apiserver-<APIServerVersion>/kube-apiserver. CI keeps that folder between runs.
-func CachePath() string {
+// kube-apiserver-<APIServerVersion>. CI keeps that folder between runs.
+func CacheDir() string {
 	root := os.Getenv("FENCECHECK_CACHE")
 	if root == "" {
 		base := os.Getenv("XDG_CACHE_HOME")
@@ -49,39 +61,77 @@ func CachePath() string {
 		}
 		root = filepath.Join(base, "fencecheck")
 	}
-	return filepath.Join(root, "kube-apiserver-"+APIServerVersion, "kube-apiserver")
+	return filepath.Join(root, "kube-apiserver-"+APIServerVersion)
 }
+
+// CachePath is the cached kube-apiserver build.
+func CachePath() string { return filepath.Join(CacheDir(), "kube-apiserver") }
+
+// ClientCachePath is the cached kube-lease-client build.
+func ClientCachePath() string { return filepath.Join(CacheDir(), ClientName) }
 
 // APIServerNeed is the kube-apiserver build: the cache folder BuildScript fills, else
 // kube-apiserver on PATH.
-var APIServerNeed = proc.Need{Program: "kube-apiserver", Build: BuildScript, Lookup: func() string {
-	if p := CachePath(); executable(p) == nil {
-		return p
-	}
-	if p, err := exec.LookPath("kube-apiserver"); err == nil {
-		return p
-	}
-	return ""
-}}
+var APIServerNeed = buildNeed("kube-apiserver", CachePath)
+
+// ClientNeed is the kube-lease-client build, found the same way.
+var ClientNeed = buildNeed(ClientName, ClientCachePath)
+
+func buildNeed(name string, cached func() string) proc.Need {
+	return proc.Need{Program: name, Build: BuildScript, Lookup: func() string {
+		if p := cached(); executable(p) == nil {
+			return p
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		return ""
+	}}
+}
 
 // FindAPIServer returns the kube-apiserver to run: explicit if set, else
 // $FENCECHECK_KUBE_APISERVER, else the cached build, else kube-apiserver on PATH. When
 // there is none the error wraps proc.ErrNotFound and says how to build one.
 func FindAPIServer(explicit string) (string, error) {
-	for _, p := range []string{explicit, os.Getenv(EnvAPIServer)} {
+	return find("kube-apiserver", explicit, EnvAPIServer, APIServerNeed)
+}
+
+// FindClient returns the kube-lease-client to run, found as FindAPIServer finds
+// kube-apiserver: explicit, $FENCECHECK_KUBE_LEASE_CLIENT, the cached build, PATH.
+func FindClient(explicit string) (string, error) {
+	return find(ClientName, explicit, EnvClient, ClientNeed)
+}
+
+// FindBuild is the first error of FindAPIServer and FindClient with the default
+// places (nil when both are there): the tests skip on one wrapping proc.ErrNotFound.
+func FindBuild() error {
+	if _, err := FindAPIServer(""); err != nil {
+		return err
+	}
+	_, err := FindClient("")
+	return err
+}
+
+func find(name, explicit, env string, need proc.Need) (string, error) {
+	for _, p := range []string{explicit, os.Getenv(env)} {
 		if p == "" {
 			continue
 		}
 		if err := executable(p); err != nil {
-			return "", fmt.Errorf("kube-apiserver %s: %w", p, err)
+			return "", fmt.Errorf("%s %s: %w", name, p, err)
 		}
 		return p, nil
 	}
-	if p, err := APIServerNeed.Find(); err == nil {
+	p, err := need.Find()
+	if err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("kube-apiserver %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",
-		APIServerVersion, BuildScript, CachePath(), EnvAPIServer, proc.ErrNotFound)
+	missing := proc.ErrNotFound
+	if errors.Is(err, proc.ErrHidden) {
+		missing = proc.ErrHidden
+	}
+	return "", fmt.Errorf("%s %s is not built (%s, about 5 min from the Go module proxy, puts it in %s; or set %s): %w",
+		name, APIServerVersion, BuildScript, CacheDir(), env, missing)
 }
 
 func executable(p string) error {

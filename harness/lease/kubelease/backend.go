@@ -6,22 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-
 	"github.com/fencecheck/fencecheck/harness"
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -53,9 +44,13 @@ type Timing struct {
 	// RenewDeadline is how long the leader retries a renewal before it stops leading.
 	RenewDeadline time.Duration
 	// RetryPeriod is the time between two attempts (acquire or renew), jittered by up
-	// to leaderelection.JitterFactor while acquiring.
+	// to JitterFactor while acquiring.
 	RetryPeriod time.Duration
 }
+
+// JitterFactor is client-go's leaderelection.JitterFactor (kube-lease-client refuses
+// to run when its client-go has another).
+const JitterFactor = 1.2
 
 // TimingFor is the timing for a lease of ttl in the proportions of client-go's usual
 // 15 s / 10 s / 2 s: RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration.
@@ -74,8 +69,8 @@ func (t Timing) Validate() error {
 		return fmt.Errorf("kube-lease: retry period %v must be positive", t.RetryPeriod)
 	case t.LeaseDuration <= t.RenewDeadline:
 		return fmt.Errorf("kube-lease: lease duration %v must be longer than renew deadline %v (client-go)", t.LeaseDuration, t.RenewDeadline)
-	case float64(t.RenewDeadline) <= leaderelection.JitterFactor*float64(t.RetryPeriod):
-		return fmt.Errorf("kube-lease: renew deadline %v must be longer than %g × retry period %v (client-go)", t.RenewDeadline, leaderelection.JitterFactor, t.RetryPeriod)
+	case float64(t.RenewDeadline) <= JitterFactor*float64(t.RetryPeriod):
+		return fmt.Errorf("kube-lease: renew deadline %v must be longer than %g × retry period %v (client-go)", t.RenewDeadline, JitterFactor, t.RetryPeriod)
 	}
 	return nil
 }
@@ -86,15 +81,18 @@ type Config struct {
 	TTL    time.Duration
 	Timing Timing
 	Token  TokenKind
-	// Binary is the kube-apiserver (default: FindAPIServer's).
+	// Binary is the kube-apiserver (default: FindAPIServer's); Client the
+	// kube-lease-client (default: FindClient's).
 	Binary string
+	Client string
 	// Dir holds etcd's data and the apiserver's files (required).
 	Dir string
 	// LogWriter receives the apiserver's output (nil: discarded); EtcdLog is the file
 	// etcd's log is appended to ("": discarded).
 	LogWriter io.Writer
 	EtcdLog   string
-	// Logger gets client-go's leader-election log lines (nil: discarded).
+	// Logger gets the lock clients' stderr: client-go's leader-election log lines (nil:
+	// discarded).
 	Logger *slog.Logger
 	// Kubeconfig, if set, is an existing cluster's kubeconfig file (its current
 	// context): nothing is started, and only client-side faults apply. The Lease is
@@ -138,17 +136,19 @@ func (c Config) Validate() error {
 }
 
 // Backend is the kube-lease backend: an embedded etcd, one kube-apiserver process on it
-// (node 0 of its proc.Group: ProcessNodes and Crasher), and one Lease.
+// (node 0 of its proc.Group: ProcessNodes and Crasher), one Lease, and one
+// kube-lease-client process per harness client, driven over the exec protocol by the
+// exec backend's machinery (so a pause of a client is a real SIGSTOP of its process).
 type Backend struct {
 	proc.Group[*APIServer]
 	cfg  Config
 	etcd *etcdlock.Cluster
-	// base is what every client of the apiserver shares (credentials, TLS); target is
-	// its host:port, reached through each client's proxy, and url its scheme and path.
-	base       *rest.Config
-	target     string
-	url        *url.URL
-	lease      string
+	// cmd reaches the cluster by its kubeconfig; target is the apiserver's host:port,
+	// which each client reaches through its proxy.
+	cmd     clientCmd
+	target  string
+	clients *execlock.Backend
+
 	closeOnce  sync.Once
 	closeError error
 }
@@ -157,6 +157,7 @@ var (
 	_ harness.Backend      = (*Backend)(nil)
 	_ harness.ProcessNodes = (*Backend)(nil)
 	_ harness.Crasher      = (*Backend)(nil)
+	_ harness.Failing      = (*Backend)(nil)
 )
 
 // Start starts etcd and the kube-apiserver and creates the Lease with no holder, so
@@ -166,13 +167,18 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Kubeconfig == "" {
+		if cfg.Binary, err = FindAPIServer(cfg.Binary); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Client, err = FindClient(cfg.Client); err != nil {
+		return nil, err
+	}
 	if cfg.Kubeconfig != "" {
 		return startExternal(ctx, cfg)
 	}
-	if cfg.Binary, err = FindAPIServer(cfg.Binary); err != nil {
-		return nil, err
-	}
-	b := &Backend{Group: proc.Group[*APIServer]{Name: "kube-apiserver"}, cfg: cfg, lease: LeaseName}
+	b := &Backend{Group: proc.Group[*APIServer]{Name: "kube-apiserver"}, cfg: cfg}
 	defer func() {
 		if err != nil {
 			_ = b.Close()
@@ -186,57 +192,44 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	b.Servers, b.target = []*APIServer{s}, s.Addr()
-	b.url = &url.URL{Scheme: "https", Host: s.Addr()}
-	// The apiserver's self-signed certificate, on loopback through the proxy.
-	b.base = &rest.Config{BearerToken: s.Token(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	if err := b.createLease(ctx); err != nil {
+	// The clients check the apiserver's self-signed certificate (through their proxies,
+	// against the server's address) and present its bearer token.
+	kc := filepath.Join(cfg.Dir, "kubeconfig")
+	if err := s.WriteKubeconfig(kc); err != nil {
+		return nil, err
+	}
+	b.cmd = clientCmd{program: cfg.Client, kubeconfig: kc, namespace: cfg.Namespace, lease: LeaseName}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := b.cmd.createLease(cctx); err != nil {
+		return nil, err
+	}
+	if err := b.startClients(ctx); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *Backend) createLease(ctx context.Context) error {
-	c, hc, err := b.client(b.target)
-	if err != nil {
-		return err
-	}
-	defer hc.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	none, one, zero := "", int32(1), int32(0)
-	_, err = c.Leases(b.cfg.Namespace).Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: b.lease, Namespace: b.cfg.Namespace},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &none, LeaseDurationSeconds: &one, LeaseTransitions: &zero},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("kube-lease: create Lease %s/%s at %s: %w", b.cfg.Namespace, b.lease, b.url.Host, err)
-	}
-	return nil
-}
+// clientProtocol is what kube-lease-client speaks beyond the exec protocol: it reports
+// each grant's end by its clock (its leases are harness.Expiring) and takes cancels.
+var clientProtocol = execlock.Config{Expiry: true, Cancel: true}
 
-// client is a coordination/v1 client of the apiserver at addr (a proxied address) with
-// an HTTP client of its own: its own connections, which the fault proxy sees, and which
-// CloseIdleConnections ends.
-func (b *Backend) client(addr string) (*coordclient.CoordinationV1Client, *http.Client, error) {
-	d := &net.Dialer{Timeout: b.cfg.Timing.RenewDeadline}
-	rc := rest.CopyConfig(b.base)
-	u := *b.url
-	u.Host = addr
-	rc.Host = u.String()
-	// A Dial of our own also keeps client-go from sharing one transport between
-	// clients (it caches transports only without one).
-	rc.Dial = d.DialContext
-	// No client-side rate limit: a candidate polls every RetryPeriod.
-	rc.QPS, rc.WarningHandler = -1, rest.NoWarnings{}
-	hc, err := rest.HTTPClientFor(rc)
+// startClients readies the clients' machinery (their processes start in NewLocker).
+func (b *Backend) startClients(ctx context.Context) error {
+	t := b.cfg.Timing
+	cfg := clientProtocol
+	cfg.Program, cfg.Args, cfg.Label = b.cfg.Client, b.cmd.serveArgs(t, b.cfg.Token), "kube-lease client"
+	cfg.Dir, cfg.Endpoints, cfg.TTL, cfg.Logger = b.cfg.Dir, []string{b.target}, t.LeaseDuration, b.cfg.Logger
+	// An acquire waits for the lock: the harness bounds it and cancels it.
+	cfg.ReplyTimeout = max(execlock.DefaultReplyTimeout, 30*t.LeaseDuration)
+	// A client's release on its way out is bounded by RenewDeadline.
+	cfg.StopGrace = max(execlock.DefaultStopGrace, t.RenewDeadline+time.Second)
+	clients, err := execlock.Start(ctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kube-lease: client: %w", err)
+		return fmt.Errorf("kube-lease: %w", err)
 	}
-	c, err := coordclient.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kube-lease: client: %w", err)
-	}
-	return c, hc, nil
+	b.clients = clients
+	return nil
 }
 
 // Name implements harness.Backend.
@@ -250,12 +243,16 @@ func (b *Backend) Endpoints() []string {
 	return []string{b.target}
 }
 
-// Close implements harness.Backend: on an existing cluster it deletes the run's Lease;
-// otherwise it stops the apiserver, then etcd. Safe to call twice.
+// Close implements harness.Backend: it ends the clients (each hands back a Lease it
+// holds); on an existing cluster it deletes the run's Lease; otherwise it stops the
+// apiserver, then etcd. Safe to call twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		if b.cfg.Kubeconfig != "" && b.base != nil {
-			b.closeError = b.deleteLease()
+		if b.clients != nil {
+			b.closeError = b.clients.Close()
+		}
+		if b.cfg.Kubeconfig != "" && b.target != "" {
+			b.closeError = errors.Join(b.closeError, b.cmd.deleteLease())
 		}
 		b.closeError = errors.Join(b.closeError, b.Group.Close())
 		if b.etcd != nil {
@@ -268,6 +265,23 @@ func (b *Backend) Close() error {
 // LeaseTTL implements registry.LeaseTimed: node-pause stops the apiserver for twice it.
 func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }
 
+// Failed implements harness.Failing: a client process that died or broke the protocol
+// ends the run.
+func (b *Backend) Failed() <-chan struct{} {
+	if b.clients == nil {
+		return nil
+	}
+	return b.clients.Failed()
+}
+
+// Err implements harness.Failing.
+func (b *Backend) Err() error {
+	if b.clients == nil {
+		return nil
+	}
+	return b.clients.Err()
+}
+
 // BackendSettings implements harness.Configured: client-go's timing, recorded in the
 // history's run object.
 func (b *Backend) BackendSettings() map[string]any {
@@ -276,45 +290,31 @@ func (b *Backend) BackendSettings() map[string]any {
 		"lease_duration_ms": t.LeaseDuration.Milliseconds(),
 		"renew_deadline_ms": t.RenewDeadline.Milliseconds(),
 		"retry_period_ms":   t.RetryPeriod.Milliseconds(),
-		"jitter_factor":     leaderelection.JitterFactor,
+		"jitter_factor":     JitterFactor,
 		"release_on_cancel": true,
 		"identity":          "one per grant (client-N-grant-M)",
-		"lease":             b.cfg.Namespace + "/" + b.lease,
+		"client":            "one " + ClientName + " process per client",
+		"lease":             b.cfg.Namespace + "/" + b.cmd.lease,
 		"kube_apiserver":    APIServerVersion,
 	}
 }
 
-// NewLocker implements harness.Backend: a client of addrs[0] only.
-func (b *Backend) NewLocker(_ context.Context, id int, addrs []string) (harness.Locker, error) {
+// NewLocker implements harness.Backend: a kube-lease-client process dialling addrs[0]
+// only.
+func (b *Backend) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
 	if len(addrs) != 1 {
 		return nil, fmt.Errorf("%w: kube-lease: want 1 address, got %d", harness.ErrNoEffect, len(addrs))
 	}
-	l := &Locker{b: b, id: id, log: logr.Discard(), namespace: b.cfg.Namespace, lease: b.lease}
-	if b.cfg.Logger != nil {
-		l.log = logr.FromSlogHandler(b.cfg.Logger.With("client", id).Handler())
-	}
-	c, hc, err := b.client(addrs[0])
+	l, err := b.clients.NewLocker(ctx, id, addrs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", harness.ErrNoEffect, err)
+		return nil, fmt.Errorf("%w: kube-lease: %w", harness.ErrNoEffect, err)
 	}
-	l.leases, l.http = c, hc
 	return l, nil
 }
 
 // LeaseNames lists the Leases in the backend's namespace (what a run left behind).
 func (b *Backend) LeaseNames(ctx context.Context) ([]string, error) {
-	c, hc, err := b.client(b.target)
-	if err != nil {
-		return nil, err
-	}
-	defer hc.CloseIdleConnections()
-	l, err := c.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("kube-lease: list Leases: %w", err)
-	}
-	names := make([]string, len(l.Items))
-	for i, it := range l.Items {
-		names[i] = it.Name
-	}
-	return names, nil
+	c := b.cmd
+	c.lease = ""
+	return c.leaseNames(ctx)
 }

@@ -24,7 +24,7 @@ const ttl = time.Second
 const exclusionTTL = 2 * time.Second
 
 // start starts the backend, or skips naming the build script when there is no
-// kube-apiserver.
+// kube-apiserver or kube-lease-client.
 func start(t *testing.T, cfg kubelease.Config) *kubelease.Backend {
 	t.Helper()
 	if cfg.TTL == 0 {
@@ -33,7 +33,7 @@ func start(t *testing.T, cfg kubelease.Config) *kubelease.Backend {
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
-	if _, err := kubelease.FindAPIServer(cfg.Binary); errors.Is(err, proc.ErrNotFound) {
+	if err := kubelease.FindBuild(); errors.Is(err, proc.ErrNotFound) {
 		t.Skip(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

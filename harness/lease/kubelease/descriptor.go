@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -21,6 +22,7 @@ const (
 // build), or an existing cluster's kubeconfig and the namespace to take the Lease in.
 const (
 	OptionAPIServer  = "kube-apiserver"
+	OptionClient     = "kube-lease-client"
 	OptionKubeconfig = "kubeconfig"
 	OptionNamespace  = "kube-namespace"
 )
@@ -37,6 +39,9 @@ func Descriptors() []registry.Backend {
 			Options: []registry.Option{{
 				Name: OptionAPIServer, Env: EnvAPIServer,
 				Usage: "the kube-apiserver binary for the kube-lease backends (default: the build " + BuildScript + " caches in " + CachePath() + ")",
+			}, {
+				Name: OptionClient, Env: EnvClient,
+				Usage: "the kube-lease-client binary, the kube-lease backends' lock client (default: the build " + BuildScript + " caches in " + ClientCachePath() + ")",
 			}, {
 				Name: OptionKubeconfig, External: true, Secret: true,
 				Usage: "kubeconfig of an existing Kubernetes cluster for the kube-lease backends (its current context; the run takes Lease fencecheck-<run id> and deletes it; client-side faults only)",
@@ -57,10 +62,16 @@ func Descriptors() []registry.Backend {
 						return err
 					}
 				}
+				if p := s.Option(OptionClient); p != "" {
+					if _, err := FindClient(p); err != nil {
+						return err
+					}
+				}
 				return TimingFor(s.TTL).Validate()
 			},
 			Shape: func(s registry.Settings) registry.Shape {
-				sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+				sh := registry.Shape{Backend: (*Backend)(nil)}
+				sh.Locker, sh.Lease = execlock.ClientShape(clientProtocol)
 				if s.Option(OptionKubeconfig) != "" {
 					sh.Backend = external{}
 				}
@@ -72,13 +83,15 @@ func Descriptors() []registry.Backend {
 				}
 				return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
 			},
-			// The kube-apiserver to start: --kube-apiserver (or its variable), else the
-			// build; none on an existing cluster.
+			// The lock client always (kube-lease-client: --kube-lease-client, its variable,
+			// else the build); the kube-apiserver to start (--kube-apiserver, its variable,
+			// else the build) but on an existing cluster.
 			Needs: func(s registry.Settings) []proc.Need {
+				client := ClientNeed.Or(s.Option(OptionClient))
 				if s.Option(OptionKubeconfig) != "" {
-					return nil
+					return []proc.Need{client}
 				}
-				return []proc.Need{APIServerNeed.Or(s.Option(OptionAPIServer))}
+				return []proc.Need{client, APIServerNeed.Or(s.Option(OptionAPIServer))}
 			},
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)
@@ -96,8 +109,12 @@ func Descriptors() []registry.Backend {
 }
 
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
+	client, err := FindClient(env.Option(OptionClient))
+	if err != nil {
+		return nil, registry.Input(err)
+	}
 	if k := env.Option(OptionKubeconfig); k != "" {
-		cfg := Config{TTL: env.TTL, Token: tok, Kubeconfig: k, Namespace: env.Option(OptionNamespace), RunID: env.RunID, Logger: env.Logger, name: name}
+		cfg := Config{TTL: env.TTL, Token: tok, Client: client, Kubeconfig: k, Namespace: env.Option(OptionNamespace), RunID: env.RunID, Logger: env.Logger, name: name}
 		if err := cfg.Validate(); err != nil {
 			return nil, registry.Input(err)
 		}
@@ -125,7 +142,7 @@ func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (h
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{TTL: env.TTL, Token: tok, Binary: bin, Dir: dir, LogWriter: w, EtcdLog: etcdLog, Logger: env.Logger, name: name}
+	cfg := Config{TTL: env.TTL, Token: tok, Binary: bin, Client: client, Dir: dir, LogWriter: w, EtcdLog: etcdLog, Logger: env.Logger, name: name}
 	if err := cfg.Validate(); err != nil {
 		return nil, registry.Input(err)
 	}

@@ -2,6 +2,7 @@ package kubelease_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/nemesis/proxy"
 )
 
@@ -70,6 +72,9 @@ func TestExternalCluster(t *testing.T) {
 
 func TestExternalBadInput(t *testing.T) {
 	t.Parallel()
+	if _, err := kubelease.FindClient(""); errors.Is(err, proc.ErrNotFound) {
+		t.Skip(err)
+	}
 	dir := t.TempDir()
 	noServer := filepath.Join(dir, "noserver")
 	require.NoError(t, os.WriteFile(noServer, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}\ncontexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n"), 0o600))

@@ -19,8 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease"
@@ -175,19 +174,93 @@ func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.L
 	return &Locker{cfg: b.cfg, cli: NewClient(addrs[0], b.cfg.TTL), seen: &b.seen}, nil
 }
 
-// NewClient returns a go-redis client of addr alone with timeouts scaled to the lock's
-// TTL and no retries: a command that timed out is an unknown outcome, and a retry
-// would hide it.
-func NewClient(addr string, ttl time.Duration) *goredis.Client {
+// Client is a pool of connections to one redis-server (redigo), with timeouts scaled
+// to the lock's TTL and no retries: a command that timed out is an unknown outcome,
+// and a retry would hide it. Safe for concurrent use.
+type Client struct {
+	pool   *redigo.Pool
+	closed atomic.Bool
+}
+
+// ErrClosed is the error of a command on a closed Client: it was never sent.
+var ErrClosed = errors.New("redis: client closed")
+
+// NewClient returns a Client of addr alone (at most 4 connections).
+func NewClient(addr string, ttl time.Duration) *Client {
 	timeout := clientTimeout(ttl)
-	return goredis.NewClient(&goredis.Options{
-		Addr: addr, Protocol: 2, DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		MaxRetries:               -1,
-		DialTimeout:              timeout, ReadTimeout: timeout, WriteTimeout: timeout,
-		ContextTimeoutEnabled: true,
-		PoolSize:              4, PoolTimeout: timeout,
-	})
+	return &Client{pool: &redigo.Pool{
+		MaxIdle: 4, MaxActive: 4, Wait: true,
+		DialContext: func(ctx context.Context) (redigo.Conn, error) {
+			d := net.Dialer{Timeout: timeout}
+			nc, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			// redigo's own connection has its context and timeout methods too.
+			return checkedConn{fullConn: redigo.NewConn(nc, timeout, timeout).(fullConn), nc: nc}, nil
+		},
+		// Without retries, a connection the server closed (a crash and restart) must not
+		// be handed out: its command would be an unknown outcome although it never ran.
+		TestOnBorrow: func(c redigo.Conn, _ time.Time) error {
+			if cc, ok := c.(checkedConn); ok {
+				return connCheck(cc.nc)
+			}
+			return nil
+		},
+	}}
+}
+
+// checkedConn is a pooled connection with its socket, for connCheck.
+type checkedConn struct {
+	fullConn
+	nc net.Conn
+}
+
+type fullConn interface {
+	redigo.ConnWithContext
+	redigo.ConnWithTimeout
+}
+
+// Conn is a pooled connection, to be closed after use (a connection whose command
+// failed is discarded, not reused). Getting one waits for a free one until ctx ends.
+func (c *Client) Conn(ctx context.Context) (redigo.Conn, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	conn, err := c.pool.GetContext(ctx)
+	if err != nil {
+		if c.closed.Load() {
+			return nil, ErrClosed
+		}
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Do runs one command, bounded by ctx and the client's timeouts.
+func (c *Client) Do(ctx context.Context, cmd string, args ...any) (any, error) {
+	conn, err := c.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return redigo.DoContext(conn, ctx, cmd, args...)
+}
+
+// Eval runs a script (EVALSHA, then EVAL when the server does not have it yet).
+func (c *Client) Eval(ctx context.Context, s *redigo.Script, keysAndArgs ...any) (any, error) {
+	conn, err := c.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return s.DoContext(ctx, conn, keysAndArgs...)
+}
+
+// Close closes the pool's connections; commands after it fail with ErrClosed.
+func (c *Client) Close() error {
+	c.closed.Store(true)
+	return c.pool.Close()
 }
 
 func clientTimeout(ttl time.Duration) time.Duration { return max(ttl, 500*time.Millisecond) }
@@ -197,16 +270,16 @@ func (l *Locker) timeout() time.Duration { return clientTimeout(l.cfg.TTL) }
 // The scripts: a grant with its counter, a renewal and a release that act only while
 // the key still holds this grant's random value.
 var (
-	grantScript = goredis.NewScript(`
+	grantScript = redigo.NewScript(2, `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if ARGV[3] == '1' then return redis.call('INCR', KEYS[2]) end
   return 0
 end
 return -1`)
-	renewScript = goredis.NewScript(`
+	renewScript = redigo.NewScript(1, `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`)
-	releaseScript = goredis.NewScript(`
+	releaseScript = redigo.NewScript(1, `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 )
@@ -214,7 +287,7 @@ return 0`)
 // Locker is one harness client's lock client.
 type Locker struct {
 	cfg    Config
-	cli    *goredis.Client
+	cli    *Client
 	seen   *atomic.Int64
 	leases renewal.Set
 }
@@ -247,10 +320,10 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 		// An attempt is not cut short by ctx: a grant whose reply was lost would be an
 		// unknown outcome, and the script answers in well under a millisecond.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout())
-		res, err := grantScript.Run(actx, l.cli, []string{l.cfg.Key, l.cfg.Key + ":token"}, value, ttlMS, withToken).Int64()
+		res, err := redigo.Int64(l.cli.Eval(actx, grantScript, l.cfg.Key, l.cfg.Key+":token", value, ttlMS, withToken))
 		cancel()
 		if err != nil {
-			if errors.Is(err, goredis.Nil) {
+			if errors.Is(err, redigo.ErrNil) {
 				return nil, fmt.Errorf("redis: grant script returned nil")
 			}
 			if ctx.Err() != nil && isNoEffect(err) {
@@ -280,7 +353,7 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 // isNoEffect reports whether a command error means it was never sent: a refused
 // connection or a closed client. A timeout is not: the command may have run.
 func isNoEffect(err error) bool {
-	if errors.Is(err, goredis.ErrClosed) {
+	if errors.Is(err, ErrClosed) {
 		return true
 	}
 	var op *net.OpError
@@ -337,7 +410,7 @@ func (le *Lease) Value() string { return le.value }
 // renew is one compare-and-pexpire.
 func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 	start := time.Now()
-	n, err := renewScript.Run(ctx, le.l.cli, []string{le.l.cfg.Key}, le.value, strconv.FormatInt(le.TTL().Milliseconds(), 10)).Int64()
+	n, err := redigo.Int64(le.l.cli.Eval(ctx, renewScript, le.l.cfg.Key, le.value, strconv.FormatInt(le.TTL().Milliseconds(), 10)))
 	switch {
 	case err != nil:
 		return renewal.Unknown, time.Time{}
@@ -355,7 +428,7 @@ func (le *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	le.l.leases.Stop(le.Keeper)
-	n, err := releaseScript.Run(ctx, le.l.cli, []string{le.l.cfg.Key}, le.value).Int64()
+	n, err := redigo.Int64(le.l.cli.Eval(ctx, releaseScript, le.l.cfg.Key, le.value))
 	if err != nil {
 		if isNoEffect(err) {
 			return fmt.Errorf("%w: redis: release: %w", harness.ErrNoEffect, err)

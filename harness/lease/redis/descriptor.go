@@ -155,7 +155,7 @@ func (e *external) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cli := NewClient(e.b.addr, e.b.cfg.TTL)
-	err := cli.Del(ctx, e.b.cfg.Key, e.b.cfg.Key+":token").Err()
+	_, err := cli.Do(ctx, "DEL", e.b.cfg.Key, e.b.cfg.Key+":token")
 	return errors.Join(err, cli.Close(), e.b.Close())
 }
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	rsredis "github.com/go-redsync/redsync/v4/redis"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
-	goredislib "github.com/redis/go-redis/v9"
+	rsredigo "github.com/go-redsync/redsync/v4/redis/redigo"
+	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease"
@@ -172,17 +172,56 @@ func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.L
 	for i, a := range addrs {
 		c := redis.NewClient(a, b.cfg.TTL)
 		l.clients = append(l.clients, c)
-		pools[i] = goredis.NewPool(c)
+		pools[i] = rsredigo.NewPool(ctxPool{c})
 	}
 	l.rs = redsync.New(pools...)
 	return l, nil
 }
 
+// ctxPool hands redsync connections whose commands are bounded by the ctx they were
+// taken with: redsync bounds each node's command by TimeoutFactor × TTL through it.
+type ctxPool struct{ c *redis.Client }
+
+func (p ctxPool) Get() redigo.Conn {
+	c, err := p.GetContext(context.Background())
+	if err != nil {
+		return errConn{err}
+	}
+	return c
+}
+
+func (p ctxPool) GetContext(ctx context.Context) (redigo.Conn, error) {
+	c, err := p.c.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ctxConn{Conn: c, ctx: ctx}, nil
+}
+
+type ctxConn struct {
+	redigo.Conn
+	ctx context.Context
+}
+
+func (c ctxConn) Do(cmd string, args ...any) (any, error) {
+	return redigo.DoContext(c.Conn, c.ctx, cmd, args...)
+}
+
+// errConn is a connection that could not be had: every command fails with its error.
+type errConn struct{ err error }
+
+func (e errConn) Close() error                   { return nil }
+func (e errConn) Err() error                     { return e.err }
+func (e errConn) Do(string, ...any) (any, error) { return nil, e.err }
+func (e errConn) Send(string, ...any) error      { return e.err }
+func (e errConn) Flush() error                   { return e.err }
+func (e errConn) Receive() (any, error)          { return nil, e.err }
+
 // Locker is one harness client's Redlock client.
 type Locker struct {
 	cfg     Config
 	seen    *atomic.Int64
-	clients []*goredislib.Client
+	clients []*redis.Client
 	rs      *redsync.Redsync
 	leases  renewal.Set
 }

@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver this module pins into fencecheck's cache folder, where the
-# kube-lease backend finds it ($FENCECHECK_CACHE, else $XDG_CACHE_HOME/fencecheck, else
-# ~/.cache/fencecheck; then kube-apiserver-<version>/). A build already there for the
-# same go.mod, go.sum and Go version is kept: the script then takes a second.
+# Builds what the kube-lease backends run, from the module in this folder, into
+# fencecheck's cache folder ($FENCECHECK_CACHE, else $XDG_CACHE_HOME/fencecheck, else
+# ~/.cache/fencecheck; then kube-apiserver-<version>/):
+#   kube-apiserver     the apiserver this module pins (k8s.io/kubernetes)
+#   kube-lease-client  the lock client (cmd/kube-lease-client: client-go leaderelection)
+# Each build is kept while its inputs are the same (go.mod, go.sum, the Go version, and
+# for the client its sources; NAME.stamp records them): the script then takes a second.
 # From the Go module proxy; about 5 minutes and a few GB of module and build caches on a
-# fresh machine.
+# fresh machine. `build.sh client` builds only the client (enough for --kubeconfig).
 set -euo pipefail
+export LC_ALL=C
 cd "$(dirname "$0")"
 version=$(grep -oE 'k8s\.io/kubernetes v[0-9][^ ]*' go.mod | head -1 | cut -d' ' -f2)
 root=${FENCECHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fencecheck}
 dest="$root/kube-apiserver-$version"
-stamp="$(cat go.mod go.sum | sha256sum | cut -c1-16) $(go env GOVERSION)"
-if [ -x "$dest/kube-apiserver" ] && [ "$(cat "$dest/stamp" 2>/dev/null)" = "$stamp" ]; then
-  echo "kube-apiserver $version: already built in $dest"
-  exit 0
-fi
-echo "kube-apiserver $version: building into $dest (about 5 min on a fresh machine)"
+gover=$(go env GOVERSION)
 mkdir -p "$dest"
-start=$(date +%s)
-GOWORK=off go build -trimpath -o "$dest/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$dest/kube-apiserver.tmp" "$dest/kube-apiserver"
-echo "$stamp" >"$dest/stamp"
-echo "kube-apiserver $version: built in $(($(date +%s) - start)) s"
+
+# build NAME PACKAGE STAMP: go build PACKAGE into $dest/NAME unless NAME.stamp is STAMP.
+build() {
+  local name=$1 pkg=$2 stamp=$3
+  if [ -x "$dest/$name" ] && [ "$(cat "$dest/$name.stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "$name $version: already built in $dest"
+    return
+  fi
+  echo "$name $version: building into $dest"
+  local start
+  start=$(date +%s)
+  GOWORK=off go build -trimpath -o "$dest/$name.tmp" "$pkg"
+  mv "$dest/$name.tmp" "$dest/$name"
+  echo "$stamp" >"$dest/$name.stamp"
+  echo "$name $version: built in $(($(date +%s) - start)) s"
+}
+
+# The stamps: the first 16 hex digits of the inputs' SHA-256, then the Go version
+# (kubelease's TestClientBuildIsCurrent computes the client's the same way).
+mod=$(cat go.mod go.sum | sha256sum | cut -c1-16)
+client=$(cat go.mod go.sum cmd/kube-lease-client/*.go | sha256sum | cut -c1-16)
+
+# The client first: it is small, and all an existing cluster (--kubeconfig) needs.
+build kube-lease-client ./cmd/kube-lease-client "$client $gover"
+if [ "${1:-}" != client ]; then
+  build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$mod $gover"
+fi
