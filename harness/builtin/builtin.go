@@ -1,7 +1,7 @@
 // Package builtin collects everything that ships with fencecheck: each backend
 // package's registry entries, scenarios and page, each resource package's, and the
 // faults — one line per package in Packages. Registry builds the registry from it,
-// Catalogue the catalogue, and go generate the pages under docs/ (gen.go).
+// Catalogue the catalogue, and go generate the pages under docs/ (pages.go).
 package builtin
 
 import (
