@@ -210,7 +210,7 @@ func soakRun(sc catalogue.Scenario, seed int64, res RunResult, random bool) Soak
 	}
 	o := res.Outcome
 	r.Verdicts = o.Report.Verdicts
-	r.WorkloadNanos, r.CheckNanos, r.Ops = o.Workload.Nanoseconds(), o.Check.Nanoseconds(), len(o.History.Ops)
+	r.WorkloadNanos, r.CheckNanos, r.Ops = o.Workload.Nanoseconds(), o.Check.Nanoseconds(), max(len(o.History.Ops), o.Report.Ops)
 	if !random {
 		r.Diffs = sc.Expect.Diff(o.Report)
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models/internal/histgen"
@@ -196,5 +199,71 @@ func directOne(p Property, h *history.History) bool {
 		return analyzeTokens(h).Violated
 	default:
 		return analyzeMutex(h).Violated
+	}
+}
+
+// BenchmarkCheckFile times what `fencecheck check` does with a file — read, decode,
+// validate and give the verdicts (the direct analysis and the certification of every
+// violation; no second opinion) — on histories of the built-in shape and of the
+// realistic one (histgen.Config.Realistic: the field mix of a real run), held and with
+// one accepted stale write near the end: "memory" reads the file whole and runs Check,
+// "stream" runs CheckFile as a stream. docs/performance.md has the figures.
+func BenchmarkCheckFile(b *testing.B) {
+	for _, ops := range []int{100_000, 1_000_000} {
+		for _, realistic := range []bool{false, true} {
+			for _, violated := range []bool{false, true} {
+				c := histgen.Config{Ops: ops, Seed: uint64(ops), Unknown: 0.01, Pause: 0.01, Realistic: realistic}
+				if violated {
+					c.StaleAt = 0.99
+				}
+				name := checkShape{ops: ops, keys: 1, violated: violated}.String()
+				if realistic {
+					name += "/realistic"
+				}
+				var path string
+				parent := b
+				prepare := func(b *testing.B) {
+					if path == "" {
+						path = filepath.Join(parent.TempDir(), "history.json")
+						f, err := os.Create(path)
+						require.NoError(b, err)
+						require.NoError(b, histgen.Write(f, c))
+						require.NoError(b, f.Close())
+					}
+				}
+				check := func(b *testing.B, rep *Report) {
+					if got := rep.Verdicts[Register] == Violated; got != violated {
+						b.Fatalf("register violated=%v, want %v", got, violated)
+					}
+					if tr := rep.Trouble(); tr != "" {
+						b.Fatal(tr)
+					}
+				}
+				b.Run(name+"/memory", func(b *testing.B) {
+					prepare(b)
+					for b.Loop() {
+						h, err := history.ReadFile(path)
+						if err != nil {
+							b.Fatal(err)
+						}
+						rep, err := Check(context.Background(), h, Options{PorcupineBudget: NoPorcupine})
+						if err != nil {
+							b.Fatal(err)
+						}
+						check(b, rep)
+					}
+				})
+				b.Run(name+"/stream", func(b *testing.B) {
+					prepare(b)
+					for b.Loop() {
+						res, err := CheckFile(context.Background(), path, Options{StreamAbove: -1})
+						if err != nil {
+							b.Fatal(err)
+						}
+						check(b, res.Report)
+					}
+				})
+			}
+		}
 	}
 }

@@ -66,7 +66,6 @@ func HasEffects(h *history.History) bool { return len(h.Effects) > 0 }
 // checkEffects judges the effects property of h, using the direct analysis d for the
 // stale writes the fence stopped and for whether the fault bit.
 func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) {
-	rep := &EffectsReport{Delivered: len(h.Effects), StaleEffects: []StaleEffect{}}
 	seenByRead := map[string]bool{}
 	for _, o := range h.Ops {
 		if o.Kind == history.Read && o.Status == history.OK && o.Value != "" {
@@ -77,7 +76,6 @@ func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) 
 	for _, s := range d.StaleWrites {
 		newer[s.Write] = s.Newer
 	}
-	delivered := map[string]bool{}
 	// history.WriteFor scans the ops per effect; index them once instead.
 	find := h.Finder()
 	writeOf := map[string]*history.Op{}
@@ -86,22 +84,46 @@ func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) 
 			writeOf[o.Value] = o
 		}
 	}
+	delivered := map[string]bool{}
 	for _, e := range h.Effects {
+		delivered[e.Value] = true
+	}
+	without := 0
+	for _, o := range h.Ops {
+		if o.Kind == history.Write && o.Status == history.OK && !delivered[o.Value] {
+			without++
+		}
+	}
+	lookup := func(e history.Effect) *history.Op {
+		if e.WriteID != nil {
+			return find(*e.WriteID) // Validate made sure it is the write of that value
+		}
+		return writeOf[e.Value]
+	}
+	return judgeEffects(h.Effects, len(h.Faults) > 0, d, lookup, func(v string) bool { return seenByRead[v] }, newer, without)
+}
+
+// judgeEffects judges the effects property: lookup finds an effect's write (nil if
+// none carries its value), seen says whether an ok read returned a value, newer maps
+// a stale write to the newer write it lost to, without counts the ok writes no effect
+// announces.
+func judgeEffects(effects []history.Effect, faults bool, d *DirectResult, lookup func(history.Effect) *history.Op,
+	seen func(string) bool, newer map[int]int, without int) (Result, *EffectsReport) {
+	rep := &EffectsReport{Delivered: len(effects), StaleEffects: []StaleEffect{}, AcceptedWithoutEffect: without}
+	delivered := map[string]bool{}
+	for _, e := range effects {
 		if delivered[e.Value] {
 			rep.Duplicates++
 		}
 		delivered[e.Value] = true
-		w := writeOf[e.Value]
-		if e.WriteID != nil {
-			w = find(*e.WriteID) // Validate made sure it is the write of that value
-		}
+		w := lookup(e)
 		what := ""
 		switch {
 		case w == nil:
 			what = "no write in the history carries its value: it announces a write that never happened"
 		case w.Status == history.OK:
 			rep.OfAccepted++
-		case w.Status == history.Unknown && seenByRead[w.Value]:
+		case w.Status == history.Unknown && seen(w.Value):
 			rep.OfAccepted++ // a read saw the value, so the write took effect
 		case w.Status == history.Unknown:
 			rep.OfUnknown++
@@ -129,11 +151,6 @@ func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) 
 		rep.StaleEffects = append(rep.StaleEffects, se)
 	}
 	rep.Stale = len(rep.StaleEffects)
-	for _, o := range h.Ops {
-		if o.Kind == history.Write && o.Status == history.OK && !delivered[o.Value] {
-			rep.AcceptedWithoutEffect++
-		}
-	}
 
 	r := Result{Property: Effects, DirectViolated: rep.Stale > 0}
 	switch {
@@ -148,7 +165,7 @@ func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) 
 		}
 		r.Explanation = fmt.Sprintf("%d of %d delivered side effects belong to writes that never took effect. First: %s",
 			rep.Stale, rep.Delivered, first.Explanation)
-	case len(h.Faults) > 0 && d.Evidence.StaleAttempted == 0:
+	case faults && d.Evidence.StaleAttempted == 0:
 		r.Verdict = Inconclusive
 		r.Explanation = fmt.Sprintf("All %d delivered side effects belong to writes that took effect, but no stale write was attempted, so no stale side effect could have been sent.", rep.Delivered)
 	default:

@@ -1,11 +1,13 @@
 package models
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models/internal/histgen"
 )
 
@@ -22,6 +24,8 @@ func TestHistgen(t *testing.T) {
 		{"held, 4 keys", histgen.Config{Ops: 3000, Seed: 4, Keys: 4, Unknown: 0.01, Pause: 0.02}, Held},
 		{"monotonic", histgen.Config{Ops: 3000, Seed: 5, Fence: "monotonic", Unknown: 0.05, Pause: 0.02}, Held},
 		{"one stale write", histgen.Config{Ops: 3000, Seed: 6, Unknown: 0.01, Pause: 0.02, StaleAt: 0.9}, Violated},
+		{"realistic", histgen.Config{Ops: 3000, Seed: 7, Unknown: 0.02, Pause: 0.02, Realistic: true}, Held},
+		{"realistic, one stale write", histgen.Config{Ops: 3000, Seed: 8, Unknown: 0.02, Pause: 0.02, Realistic: true, StaleAt: 0.9}, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := histgen.Generate(tc.cfg)
@@ -39,4 +43,13 @@ func TestHistgen(t *testing.T) {
 			require.Equal(t, OpinionAgreed, r.Porcupine, r.PorcupineNote)
 		})
 	}
+}
+
+// histgen.Write streams the history Generate returns, as history.Encode writes it.
+func TestHistgenWrite(t *testing.T) {
+	c := histgen.Config{Ops: 2000, Seed: 9, Unknown: 0.02, Pause: 0.02, Realistic: true, StaleAt: 0.5}
+	var streamed, encoded bytes.Buffer
+	require.NoError(t, histgen.Write(&streamed, c))
+	require.NoError(t, history.Encode(&encoded, histgen.Generate(c)))
+	require.Equal(t, encoded.String(), streamed.String())
 }

@@ -178,6 +178,10 @@ type Report struct {
 	// Effects is the evidence of the optional effects property (effects.go); nil, and
 	// absent from Verdicts and Results, when the history records no side effects.
 	Effects *EffectsReport `json:"effects,omitempty"`
+	// Ops counts the history's ops when it was checked as a stream (CheckFile), which
+	// keeps no history to count them in; then StaleWrites and LostUpdates list the
+	// first 1,000 each (Evidence counts every one). Absent otherwise.
+	Ops int `json:"ops,omitempty"`
 }
 
 // Result returns the result for p.
@@ -203,6 +207,10 @@ type Options struct {
 	// as n²/8 bytes for n model ops on one key; a property over it is skipped. 0 means
 	// DefaultPorcupineMaxBytes.
 	PorcupineMaxBytes int64
+	// StreamAbove is the size in bytes above which CheckFile checks a history file as a
+	// stream rather than in memory; 0 means DefaultStreamAbove, a negative value
+	// streams every file.
+	StreamAbove int64
 }
 
 // Porcupine budgets.

@@ -33,11 +33,7 @@ const VerdictFormat = "fencecheck.verdict/v1"
 // or for a history too large for porcupine to draw, a page saying so) and the HTML run
 // report (report.html) into dir.
 func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.Report) error {
-	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Outcome: Outcome(rep), Report: rep}, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode verdict: %w", err)
-	}
-	if err := writeFileAtomic(filepath.Join(dir, "verdict.json"), append(b, '\n')); err != nil {
+	if err := WriteVerdict(dir, rep); err != nil {
 		return err
 	}
 	for _, p := range models.Properties {
@@ -49,6 +45,16 @@ func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.R
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
+}
+
+// WriteVerdict writes verdict.json alone: the report of a history too long for the
+// pages, which draw every op (a segmented one).
+func WriteVerdict(dir string, rep *models.Report) error {
+	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Outcome: Outcome(rep), Report: rep}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode verdict: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(dir, "verdict.json"), append(b, '\n'))
 }
 
 // ReadVerdict reads a run's verdict.json.

@@ -24,7 +24,11 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 	}
 	fmt.Fprintf(w, "scenario %s: backend=%s resource=%s fence=%s seed=%d ttl=%v\n",
 		name, r.Backend, r.Resource, h.FenceRule(), r.Seed, time.Duration(r.TTLms)*time.Millisecond)
-	fmt.Fprintf(w, "history: %d ops, %d faults\n", len(h.Ops), len(h.Faults))
+	ops := len(h.Ops)
+	if rep.Ops > ops { // checked as a stream, which keeps no ops
+		ops = rep.Ops
+	}
+	fmt.Fprintf(w, "history: %d ops, %d faults\n", ops, len(h.Faults))
 	for _, f := range h.Faults {
 		end := "never healed"
 		if f.End != nil {

@@ -123,6 +123,11 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		run.Extra["random_faults"] = s.RandomFaults
 		run.Extra["schedule"] = sched.Items
 	}
+	// A long run writes its history to disk as it goes (a segmented history).
+	var spill history.Spill
+	if opt.Dir != "" {
+		spill.Head = filepath.Join(opt.Dir, "history.json")
+	}
 	start := time.Now()
 	h, err := runner.Run(ctx, runner.Config{
 		Run: run, Backend: be, Resource: res, Clients: s.Clients,
@@ -138,17 +143,28 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		Logger:         log,
 		Keys:           s.Keys,
 		ValueTag:       valueTag(be, runID),
+		Spill:          spill,
 	})
 	if h != nil && h.Run.NoToken == "" {
 		// A backend may learn only while it runs that it has no token (exec's clients).
 		if t, ok := be.(harness.TokenlessReporter); ok {
-			h.Run.NoToken = t.ReportedNoToken()
+			if h.Run.NoToken = t.ReportedNoToken(); h.Ops == nil && h.Run.NoToken != "" {
+				if werr := history.SetSegmentsRun(spill.Head, h.Run); werr != nil && err == nil {
+					err = werr
+				}
+			}
 		}
 	}
 	if err != nil {
 		return nil, runError(err, h, opt.Dir, be)
 	}
 	out = &Outcome{Spec: s, History: h, Workload: time.Since(start)}
+	if h.Ops == nil {
+		if err := checkSpilled(ctx, out, spill.Head, opt, log); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	// Evidence first: the history is on disk before any check can fail or hang.
 	if opt.Dir != "" {
 		if err := history.WriteFile(filepath.Join(opt.Dir, "history.json"), h); err != nil {
@@ -178,7 +194,9 @@ func runError(err error, h *history.History, dir string, be harness.Backend) err
 	where := ""
 	if h != nil && dir != "" {
 		path := filepath.Join(dir, "history.json")
-		if werr := history.WriteFile(path, h); werr == nil {
+		if h.Ops == nil { // written to disk as it went (runner.Config.Spill)
+			where = fmt.Sprintf(" (the history so far: %s)", path)
+		} else if werr := history.WriteFile(path, h); werr == nil {
 			where = fmt.Sprintf(" (the history so far, %d ops: %s)", len(h.Ops), path)
 		}
 	}
@@ -189,6 +207,23 @@ func runError(err error, h *history.History, dir string, be harness.Backend) err
 		return spec.Error{Err: fmt.Errorf("%w%s", err, where)}
 	}
 	return fmt.Errorf("run: %w%s", err, where)
+}
+
+// checkSpilled checks a history the run wrote to disk as it went, as a stream, and
+// writes its verdict (the pages, which draw every op, are left out); out.History is
+// then the history without its ops.
+func checkSpilled(ctx context.Context, out *Outcome, head string, opt Options, log *slog.Logger) error {
+	start := time.Now()
+	res, err := models.CheckFile(ctx, head, models.Options{Timeout: opt.CheckTimeout})
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	out.History, out.Report, out.Check = res.History, res.Report, time.Since(start)
+	if err := reports.WriteVerdict(opt.Dir, res.Report); err != nil {
+		return err
+	}
+	log.Info("scenario done", "name", out.Spec.Name, "workload", out.Workload, "check", out.Check, "ops", res.Report.Ops)
+	return nil
 }
 
 // newRunID names one run: its keys in a store that outlives it (an external etcd) live

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,8 +118,11 @@ func (a *app) checkCmd() *cobra.Command {
 		Long: `Checks saved histories (history.json of a run, or any file in the format of
 docs/history-format.md) offline, with no lock service: the direct analysis gives every
 verdict, porcupine certifies each violation on a small witness and gives a second opinion
-on the whole history within --porcupine-budget. Every file is loaded first: a malformed one
-is reported (file, op and field) and nothing is checked.`,
+on the whole history within --porcupine-budget. A file above 8 MiB, and a segmented
+history (a long run's: its history.json, its directory, or its segments' directory), is
+checked as a stream, in little memory, without the second opinion. Every file is opened
+first: a missing or malformed one is reported (file, op and field) and nothing is
+checked; a streamed file malformed further on is reported when the check reaches it.`,
 		Example: `  fencecheck check fencecheck-results/naive-unfenced-pause/latest/history.json
   fencecheck check --json --fail-on register,updates,tokens runs/*/history.json`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -150,19 +154,41 @@ func (a *app) check(ctx context.Context, f *checkFlags, files []string) error {
 	if err != nil {
 		return err
 	}
-	// Load every file first: a malformed one is a usage error and nothing is checked.
+	// Open every file first: one that is missing or not a history is a usage error and
+	// nothing is checked. With --html each is read whole (the pages draw every op);
+	// otherwise models.CheckFile checks a large one as a stream.
 	hs := make([]*history.History, len(files))
 	for i, path := range files {
-		h, err := history.ReadFile(path)
+		var err error
+		if f.htmlDir != "" {
+			hs[i], err = history.ReadFile(path)
+		} else {
+			var sc *history.Scanner
+			if sc, err = history.OpenScanner(path); err == nil {
+				err = sc.Close()
+			}
+		}
 		if err != nil {
 			return badInput("%v", err)
 		}
-		hs[i] = h
 	}
 	code := exitSafe
 	enc := json.NewEncoder(a.stdout)
 	for i, path := range files {
-		rep, err := models.Check(ctx, hs[i], models.Options{Timeout: f.timeout, PorcupineBudget: f.budget.d})
+		opt := models.Options{Timeout: f.timeout, PorcupineBudget: f.budget.d}
+		var rep *models.Report
+		var err error
+		if hs[i] != nil {
+			rep, err = models.Check(ctx, hs[i], opt)
+		} else {
+			var res *models.FileResult
+			if res, err = models.CheckFile(ctx, path, opt); err == nil {
+				rep, hs[i] = res.Report, res.History
+			}
+		}
+		if errors.Is(err, models.ErrInvalid) {
+			return badInput("%v", err)
+		}
 		if err != nil {
 			return &exitError{code: exitInternal, msg: fmt.Sprintf("%s: %v", path, err)}
 		}

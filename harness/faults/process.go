@@ -24,9 +24,12 @@ func (nodePause) Meaning() string {
 	return "the lock service stops: a cluster's leader (a harness.Cluster of 3 or more nodes: all its links, to peers and clients, stall; a server process, harness.ProcessNodes: SIGSTOP until the pause heals), or a single server process that forgets idle sessions on its own (harness.ProcessNodes: SIGSTOP, and SIGCONT after 2x TTL while the holder is still paused)"
 }
 func (f nodePause) Applies(t registry.Target) error {
+	if err := ownService(f.Name(), t); err != nil {
+		return err
+	}
 	switch {
 	case t.Caps.SingleProcess():
-		return ownService(f.Name(), t)
+		return nil
 	case !t.Caps.Cluster && !t.Caps.ProcessNodes:
 		return fmt.Errorf("fault %q stops the lock service: it needs a backend whose started value is a harness.ProcessNodes (its server processes are stopped with SIGSTOP) or a harness.Cluster of at least 3 nodes (--members 3, its leader stalls); backend %s's is neither", f.Name(), t.Backend)
 	}

@@ -74,37 +74,88 @@ func Decode(r io.Reader, name string) (*History, error) {
 	return decodeBytes(data, name)
 }
 
+// errSegmentsHead: the bytes are the head of a segmented history, which is read from
+// its path (the segments are files next to it).
+var errSegmentsHead = errors.New("the head of a segmented history: give its path to read it with its segments")
+
 // decodeBytes decodes and validates one history held in memory: the fast parser for
 // the usual shape, encoding/json (and its error messages) for everything else.
 func decodeBytes(data []byte, name string) (*History, error) {
-	if h, ok := decodeFast(data); ok {
-		if err := h.Validate(); err != nil {
+	h, ok := decodeFast(data)
+	if !ok {
+		var err error
+		if h, err = decodeJSON(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		return h, nil
 	}
-	var h History
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, describeJSONError(data, err))
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%s: trailing data after the history object", name)
+	if h.Format == FormatSegments {
+		return nil, fmt.Errorf("%s: %w", name, errSegmentsHead)
 	}
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	return h, nil
+}
+
+// decodeJSON decodes one history with encoding/json, without validating it.
+func decodeJSON(data []byte) (*History, error) {
+	var h History
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&h); err != nil {
+		return nil, describeJSONError(data, err)
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the history object")
+	}
 	return &h, nil
 }
 
-// ReadFile decodes and validates the history file at path.
+// ReadFile decodes and validates the history at path, whole: a v1 file, or a segmented
+// history (its head, its run's directory or its segments' directory; see Scanner).
 func ReadFile(path string) (*History, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return readScanner(path)
+	}
 	// One allocation of the file's size, rather than io.ReadAll's doubling.
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return decodeBytes(data, path)
+	h, err := decodeBytes(data, path)
+	if errors.Is(err, errSegmentsHead) {
+		return readScanner(path)
+	}
+	return h, err
+}
+
+// readScanner reads a history whole with a Scanner.
+func readScanner(path string) (*History, error) {
+	sc, err := OpenScanner(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sc.Close() }()
+	var ops []Op
+	buf := make([]Op, 4096)
+	for {
+		n, err := sc.Read(buf)
+		ops = append(ops, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	h := sc.Header()
+	h.Ops = ops
+	if h.Ops == nil {
+		h.Ops = []Op{}
+	}
+	if err := h.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
 }
 
 // WriteFile writes h to path.

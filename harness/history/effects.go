@@ -51,8 +51,29 @@ func (e *EffectError) Error() string {
 
 // validateEffects checks the effects against the ops (ids finds an op by id).
 func (h *History) validateEffects(ids opIndex) error {
-	seen := make(map[int]bool, len(h.Effects))
+	if err := CheckEffects(h.Effects); err != nil {
+		return err
+	}
 	for i, e := range h.Effects {
+		if e.WriteID == nil {
+			continue
+		}
+		var w *Op
+		if j, ok := ids.find(*e.WriteID); ok {
+			w = &h.Ops[j]
+		}
+		if err := e.CheckWrite(i, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckEffects validates what the effects say on their own (ids, values, times); the
+// write_id of each is checked against the ops by CheckWrite.
+func CheckEffects(effects []Effect) error {
+	seen := make(map[int]bool, len(effects))
+	for i, e := range effects {
 		if e.ID <= 0 {
 			return &EffectError{i, e.ID, "id", fmt.Sprintf("got %d, want a positive id", e.ID)}
 		}
@@ -66,20 +87,21 @@ func (h *History) validateEffects(ids opIndex) error {
 		if e.At < 0 {
 			return &EffectError{i, e.ID, "at", fmt.Sprintf("negative time %d", e.At)}
 		}
-		if e.WriteID == nil {
-			continue
-		}
-		j, ok := ids.find(*e.WriteID)
-		if !ok {
-			return &EffectError{i, e.ID, "write_id", fmt.Sprintf("names op %d, which does not exist", *e.WriteID)}
-		}
-		w := h.Ops[j]
-		if w.Kind != Write {
-			return &EffectError{i, e.ID, "write_id", fmt.Sprintf("names op %d, a %s, not a write", w.ID, w.Kind)}
-		}
-		if w.Value != e.Value {
-			return &EffectError{i, e.ID, "write_id", fmt.Sprintf("names op %d, which wrote %q, not %q", w.ID, w.Value, e.Value)}
-		}
+	}
+	return nil
+}
+
+// CheckWrite validates effect e (effects[i]) against w, the op its write_id names (nil
+// when no op has that id).
+func (e Effect) CheckWrite(i int, w *Op) error {
+	if w == nil {
+		return &EffectError{i, e.ID, "write_id", fmt.Sprintf("names op %d, which does not exist", *e.WriteID)}
+	}
+	if w.Kind != Write {
+		return &EffectError{i, e.ID, "write_id", fmt.Sprintf("names op %d, a %s, not a write", w.ID, w.Kind)}
+	}
+	if w.Value != e.Value {
+		return &EffectError{i, e.ID, "write_id", fmt.Sprintf("names op %d, which wrote %q, not %q", w.ID, w.Value, e.Value)}
 	}
 	return nil
 }
@@ -108,7 +130,12 @@ func (r *Recorder) Effect(value string, token int64, via string) {
 	now := r.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.effects = append(r.effects, Effect{ID: len(r.effects) + 1, Value: value, Token: token, At: now, Via: via})
+	e := Effect{ID: len(r.effects) + 1, Value: value, Token: token, At: now, Via: via}
+	if r.spill != nil && r.spill.w != nil {
+		r.spill.effect(r, e)
+		return
+	}
+	r.effects = append(r.effects, e)
 }
 
 // effectsLocked copies the recorded effects and links each to the write op with its

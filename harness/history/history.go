@@ -133,6 +133,9 @@ type History struct {
 	// Effects are the side effects delivered outside the resource (optional extension,
 	// see Effect); absent when the run had none.
 	Effects []Effect `json:"effects,omitempty"`
+	// Lost are the moments clients learned they had lost their lease (optional
+	// extension, see Lost); absent when none did or the backend does not say.
+	Lost []Lost `json:"lost,omitempty"`
 }
 
 // FenceRule returns the run's fence rule, defaulting to strict.
@@ -168,94 +171,136 @@ func (h *History) Validate() error {
 	if h.Format != Format {
 		return fmt.Errorf("field \"format\": got %q, want %q", h.Format, Format)
 	}
-	switch h.Run.Fence {
-	case "", FenceStrict, FenceMonotonic, FenceOwner:
-	default:
-		return fmt.Errorf("field \"run.fence\": got %q, want %q, %q or %q", h.Run.Fence, FenceStrict, FenceMonotonic, FenceOwner)
+	if err := h.Run.Check(); err != nil {
+		return err
 	}
 	ids, err := newOpIndex(h.Ops)
 	if err != nil {
 		return err
 	}
 	values := make(map[string]int) // write value -> op id
-	for _, o := range h.Ops {
-		switch o.Kind {
-		case Acquire, Release, Write, Read:
-		default:
-			return &OpError{o.ID, "kind", fmt.Sprintf("unknown kind %q (want acquire, release, write or read)", o.Kind)}
-		}
-		switch o.Status {
-		case OK, Fail, Unknown:
-		case Rejected:
-			if o.Kind != Write {
-				return &OpError{o.ID, "status", fmt.Sprintf("status %q is for writes only, this op is a %s", o.Status, o.Kind)}
-			}
-		default:
-			return &OpError{o.ID, "status", fmt.Sprintf("unknown status %q (want ok, fail, unknown or rejected)", o.Status)}
-		}
-		if o.Client < 0 {
-			return &OpError{o.ID, "client", fmt.Sprintf("negative client %d", o.Client)}
-		}
-		if o.Call < 0 {
-			return &OpError{o.ID, "call", fmt.Sprintf("negative time %d", o.Call)}
-		}
-		if o.Status == Unknown {
-			if o.Return != nil {
-				return &OpError{o.ID, "return", "an unknown op never returned: return must be null"}
-			}
-		} else {
-			if o.Return == nil {
-				return &OpError{o.ID, "return", fmt.Sprintf("missing return time for a %s op", o.Status)}
-			}
-			if *o.Return < o.Call {
-				return &OpError{o.ID, "return", fmt.Sprintf("return %d is before call %d", *o.Return, o.Call)}
-			}
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		if err := o.Check(); err != nil {
+			return err
 		}
 		if o.Kind == Write {
-			if o.Value == "" {
-				return &OpError{o.ID, "value", "a write must carry a non-empty value (\"\" is the initial value)"}
-			}
 			if prev, dup := values[o.Value]; dup {
-				return &OpError{o.ID, "value", fmt.Sprintf("value %q was already written by op %d; write values must be unique", o.Value, prev)}
+				return DuplicateValue(o, prev)
 			}
 			values[o.Value] = o.ID
 		}
-		if o.Kind == Acquire && o.Status == OK && o.Token == 0 {
-			return &OpError{o.ID, "token", "an ok acquire must carry the granted token"}
-		}
 	}
-	for _, o := range h.Ops {
+	for i := range h.Ops {
+		o := &h.Ops[i]
 		if o.ReadID == nil {
 			continue
 		}
-		if o.Kind != Write {
-			return &OpError{o.ID, "read_id", "only writes carry read_id"}
+		var r *Op
+		if j, ok := ids.find(*o.ReadID); ok {
+			r = &h.Ops[j]
 		}
-		j, ok := ids.find(*o.ReadID)
-		if !ok {
-			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which does not exist", *o.ReadID)}
-		}
-		r := h.Ops[j]
-		if r.Kind != Read || r.Client != o.Client {
-			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which is not a read of client %d", r.ID, o.Client)}
-		}
-		if r.Status != OK {
-			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read with status %s (want ok)", r.ID, r.Status)}
-		}
-		if r.Key != o.Key {
-			return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read of key %q, but this write is to key %q", r.ID, r.Key, o.Key)}
+		if err := o.CheckReadID(r); err != nil {
+			return err
 		}
 	}
 	if err := h.validateEffects(ids); err != nil {
 		return err
 	}
-	for i, f := range h.Faults {
+	if err := h.validateLost(ids); err != nil {
+		return err
+	}
+	return ValidateFaults(h.Faults)
+}
+
+// Check validates the run's fence rule.
+func (r Run) Check() error {
+	switch r.Fence {
+	case "", FenceStrict, FenceMonotonic, FenceOwner:
+		return nil
+	}
+	return fmt.Errorf("field \"run.fence\": got %q, want %q, %q or %q", r.Fence, FenceStrict, FenceMonotonic, FenceOwner)
+}
+
+// ValidateFaults checks the faults of a history on their own.
+func ValidateFaults(faults []Fault) error {
+	for i, f := range faults {
 		if f.Kind == "" {
 			return fmt.Errorf("faults[%d]: field \"kind\": empty", i)
 		}
 		if f.End != nil && *f.End < f.Start {
 			return fmt.Errorf("faults[%d]: field \"end\": %d is before start %d", i, *f.End, f.Start)
 		}
+	}
+	return nil
+}
+
+// Check validates what an op says on its own: kind, status, client, times, a write's
+// value and an ok acquire's token. The error names the op and the field.
+func (o *Op) Check() error {
+	switch o.Kind {
+	case Acquire, Release, Write, Read:
+	default:
+		return &OpError{o.ID, "kind", fmt.Sprintf("unknown kind %q (want acquire, release, write or read)", o.Kind)}
+	}
+	switch o.Status {
+	case OK, Fail, Unknown:
+	case Rejected:
+		if o.Kind != Write {
+			return &OpError{o.ID, "status", fmt.Sprintf("status %q is for writes only, this op is a %s", o.Status, o.Kind)}
+		}
+	default:
+		return &OpError{o.ID, "status", fmt.Sprintf("unknown status %q (want ok, fail, unknown or rejected)", o.Status)}
+	}
+	if o.Client < 0 {
+		return &OpError{o.ID, "client", fmt.Sprintf("negative client %d", o.Client)}
+	}
+	if o.Call < 0 {
+		return &OpError{o.ID, "call", fmt.Sprintf("negative time %d", o.Call)}
+	}
+	if o.Status == Unknown {
+		if o.Return != nil {
+			return &OpError{o.ID, "return", "an unknown op never returned: return must be null"}
+		}
+	} else {
+		if o.Return == nil {
+			return &OpError{o.ID, "return", fmt.Sprintf("missing return time for a %s op", o.Status)}
+		}
+		if *o.Return < o.Call {
+			return &OpError{o.ID, "return", fmt.Sprintf("return %d is before call %d", *o.Return, o.Call)}
+		}
+	}
+	if o.Kind == Write && o.Value == "" {
+		return &OpError{o.ID, "value", "a write must carry a non-empty value (\"\" is the initial value)"}
+	}
+	if o.Kind == Acquire && o.Status == OK && o.Token == 0 {
+		return &OpError{o.ID, "token", "an ok acquire must carry the granted token"}
+	}
+	return nil
+}
+
+// DuplicateValue is the error for write o, whose value op prev already wrote.
+func DuplicateValue(o *Op, prev int) error {
+	return &OpError{o.ID, "value", fmt.Sprintf("value %q was already written by op %d; write values must be unique", o.Value, prev)}
+}
+
+// CheckReadID validates write o's read_id against r, the op it names (nil when no op
+// has that id).
+func (o *Op) CheckReadID(r *Op) error {
+	if o.Kind != Write {
+		return &OpError{o.ID, "read_id", "only writes carry read_id"}
+	}
+	if r == nil {
+		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which does not exist", *o.ReadID)}
+	}
+	if r.Kind != Read || r.Client != o.Client {
+		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which is not a read of client %d", r.ID, o.Client)}
+	}
+	if r.Status != OK {
+		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read with status %s (want ok)", r.ID, r.Status)}
+	}
+	if r.Key != o.Key {
+		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read of key %q, but this write is to key %q", r.ID, r.Key, o.Key)}
 	}
 	return nil
 }

@@ -113,6 +113,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"format":"fencecheck.history/v1","run":{},"ops":[{"id":1,"client":0,"kind":"write","call":1,"status":"unknown","value":"v","read_id":1}]}`))
 	f.Add([]byte(`{"format":"fencecheck.history/v1"`))
 	f.Add([]byte(`{"format":"fencecheck.history/v1","run":{"seed":1,"x":[1,{"y":"}"}]},"ops":[{"id":1,"client":0,"kind":"read","call":1,"return":2,"status":"ok","value":"caf\u00e9"},{"id":2,"client":0,"kind":"write","call":3,"return":null,"status":"unknown","token":1,"value":"é","read_id":1,"key":"k"}],"faults":[]}`))
+	// Escaped error texts, unknown keys of every type, nulls, a duplicate key, and a
+	// key in another case (which encoding/json matches to its field).
+	f.Add([]byte(`{"ops":[{"status":"unknown","call":7,"kind":"acquire","id":3,"client":1,"error":"Post \"http://127.0.0.1:4/acquire\": context canceled\n\u00e9\ud83d\ude00","detail":{"a":[true,false,null,-1.5e3,"x"]},"token":null,"return":null,"read_id":null,"value":null}],"lost":[{"client":1,"acquire_id":3,"token":0,"at":9}],"extra":1,"format":"fencecheck.history/v1","run":{}}`))
+	f.Add([]byte(`{"format":"fencecheck.history/v1","run":{},"ops":[{"id":1,"client":0,"kind":"read","call":1,"return":2,"return":3,"status":"ok","Value":"x"}]}`))
+	f.Add([]byte("{\"format\":\"fencecheck.history/v1\",\"run\":{},\"ops\":[{\"id\":1,\"client\":0,\"kind\":\"read\",\"call\":1,\"return\":2,\"status\":\"ok\",\"value\":\"\xff\"}]}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Where the fast parser accepts, it must agree with encoding/json exactly.
 		if fast, ok := decodeFast(b); ok {

@@ -6,17 +6,23 @@ import (
 )
 
 // Recorder records operations and faults from many goroutines, with times taken from
-// one monotonic clock started at NewRecorder.
+// one monotonic clock started at NewRecorder. With SpillTo, a long history goes to disk
+// as a segmented history (segments.go) and only the ops still open and the recent ones
+// stay in memory.
 type Recorder struct {
 	start time.Time
 
 	mu      sync.Mutex
 	nextID  int
 	ops     []Op
+	done    []bool // done[i]: ops[i] has completed
+	base    int    // ops dropped from the front of ops (written to disk)
 	faults  []Fault
 	effects []Effect
+	lost    []Lost
 	// watchers are told about every op that completes.
 	watchers []func(Op)
+	spill    *spiller
 }
 
 // NewRecorder starts the run's clock.
@@ -33,7 +39,8 @@ func (r *Recorder) Start() time.Time { return r.start }
 // Pending is an operation that has been called and not yet completed.
 type Pending struct {
 	r   *Recorder
-	idx int
+	idx int // in all ops recorded (ops[idx-base] while in memory)
+	id  int
 }
 
 // Begin records the call of an operation and returns its handle. The op's ID is
@@ -50,15 +57,12 @@ func (r *Recorder) BeginKey(key string, client int, kind Kind, token int64, valu
 	op := Op{ID: r.nextID, Client: client, Kind: kind, Call: now, Status: Unknown, Token: token, Value: value, ReadID: readID, Key: key}
 	r.nextID++
 	r.ops = append(r.ops, op)
-	return &Pending{r: r, idx: len(r.ops) - 1}
+	r.done = append(r.done, false)
+	return &Pending{r: r, idx: r.base + len(r.ops) - 1, id: op.ID}
 }
 
 // ID is the op's id.
-func (p *Pending) ID() int {
-	p.r.mu.Lock()
-	defer p.r.mu.Unlock()
-	return p.r.ops[p.idx].ID
-}
+func (p *Pending) ID() int { return p.id }
 
 // Done completes the operation with status s. For reads, token and value are what was
 // read; for acquires, token is the granted token; otherwise pass the values given to
@@ -68,7 +72,7 @@ func (p *Pending) Done(s Status, token int64, value string, errText string) {
 	// Under the lock, so an op that returned before a fault's end is already recorded
 	// when FaultEndNote reads the ops.
 	now := p.r.Now()
-	op := &p.r.ops[p.idx]
+	op := &p.r.ops[p.idx-p.r.base]
 	op.Status = s
 	op.Token = token
 	op.Value = value
@@ -76,8 +80,12 @@ func (p *Pending) Done(s Status, token int64, value string, errText string) {
 	if s != Unknown {
 		op.Return = &now
 	}
+	p.r.done[p.idx-p.r.base] = true
 	done := *op
 	watchers := p.r.watchers
+	if p.r.spill != nil {
+		p.r.spill.maybeFlush(p.r)
+	}
 	p.r.mu.Unlock()
 	for _, w := range watchers {
 		w(done)
@@ -149,6 +157,10 @@ func (r *Recorder) Fault(i int) Fault {
 func (r *Recorder) History(run Run) *History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.historyLocked(run)
+}
+
+func (r *Recorder) historyLocked(run Run) *History {
 	h := &History{Format: Format, Run: run}
 	h.Ops = append([]Op(nil), r.ops...)
 	h.Faults = append([]Fault{}, r.faults...)
@@ -162,5 +174,8 @@ func (r *Recorder) History(run Run) *History {
 		h.Ops = []Op{}
 	}
 	h.Effects = r.effectsLocked(h.Ops)
+	if len(r.lost) > 0 {
+		h.Lost = append([]Lost(nil), r.lost...)
+	}
 	return h
 }

@@ -48,6 +48,10 @@ type Config struct {
 	Keys int
 	// ValueTag is appended to every written value (harness.Worker.ValueTag).
 	ValueTag string
+	// Spill, when its Head is set, writes a long history to disk as it goes, as a
+	// segmented history at Spill.Head (history.Spill): then Run returns a history with
+	// its run and faults but nil Ops, and the ops are read from the head.
+	Spill history.Spill
 }
 
 func (c *Config) defaults() error {
@@ -97,6 +101,9 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		}()
 	}
 	rec := history.NewRecorder()
+	if cfg.Spill.Head != "" {
+		rec.SpillTo(cfg.Spill, cfg.Run)
+	}
 	if r, ok := cfg.Resource.(interface{ RecordEffects(*history.Recorder) }); ok {
 		r.RecordEffects(rec) // side effects (outbox/direct resources) go into the history
 	}
@@ -192,8 +199,11 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 	for _, w := range workers {
 		w.FinalRead(ctx)
 	}
-	h := rec.History(cfg.Run)
-	cfg.Logger.Info("run finished", "ops", len(h.Ops), "faults", len(h.Faults), "elapsed", time.Duration(rec.Now()))
+	h, spilled, err := rec.Finish(cfg.Run)
+	cfg.Logger.Info("run finished", "ops", rec.Ops(), "faults", len(h.Faults), "spilled", spilled, "elapsed", time.Duration(rec.Now()))
+	if err != nil {
+		return h, fmt.Errorf("writing the history: %w", err)
+	}
 	if failing != nil && failing.Err() != nil {
 		return h, failing.Err()
 	}

@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+	"github.com/fencecheck/fencecheck/harness/resource/register"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+func TestMain(m *testing.M) { os.Exit(proctest.VerifyNoLeaks(m)) }
+
+// A run that records more ops than its Spill.After writes them to disk as it goes: the
+// segmented history holds every op, reads as a history, and checks to verdicts (a
+// fenced register without faults holds).
+func TestRunSpillsItsHistory(t *testing.T) {
+	be, err := naive.New(naive.Config{TTL: 200 * time.Millisecond})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, be.Close()) }()
+	res, err := register.New(register.Fenced, history.FenceStrict)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, res.Close()) }()
+	head := filepath.Join(t.TempDir(), "history.json")
+	run := history.Run{Scenario: "spill", Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}
+	h, err := Run(context.Background(), Config{
+		Run: run, Backend: be, Resource: res, Clients: 3, Duration: time.Second,
+		Spill: history.Spill{Head: head, After: 200, PerSegment: 100, Keep: 50},
+	})
+	require.NoError(t, err)
+	require.Nil(t, h.Ops, "the history is on disk")
+	require.Equal(t, run, h.Run)
+
+	whole, err := history.ReadFile(head)
+	require.NoError(t, err)
+	require.Greater(t, len(whole.Ops), 200, "the run recorded enough ops to spill")
+	for i, o := range whole.Ops {
+		require.Equal(t, i+1, o.ID)
+	}
+	segs, err := filepath.Glob(filepath.Join(filepath.Dir(head), history.SegmentsDir, "ops-*.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, segs, (len(whole.Ops)+99)/100)
+
+	checked, err := models.CheckFile(context.Background(), head, models.Options{})
+	require.NoError(t, err)
+	require.True(t, checked.Streamed)
+	require.Equal(t, len(whole.Ops), checked.Report.Ops)
+	inMemory, err := models.Check(context.Background(), whole, models.Options{PorcupineBudget: models.NoPorcupine})
+	require.NoError(t, err)
+	require.Equal(t, inMemory.Verdicts, checked.Report.Verdicts)
+	require.Equal(t, models.Held, checked.Report.Verdicts[models.Register])
+}
