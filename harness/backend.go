@@ -48,7 +48,9 @@ type Lease interface {
 	// Lost is closed when the client notices that the lease is gone (a renewal was
 	// refused or the session ended). A trusting client never looks at it.
 	Lost() <-chan struct{}
-	// Release gives the lock back.
+	// Release gives the lock back. A second Release of the same lease returns an error
+	// wrapping ErrNoEffect (there is nothing left to give back), as does a Release the
+	// service refused or that ctx ended before anything was sent.
 	Release(ctx context.Context) error
 }
 

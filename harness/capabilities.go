@@ -1,33 +1,21 @@
 package harness
 
+import "context"
+
 // Optional capabilities of a started Backend, found by type assertion (like Cluster and
 // Crasher): what a backend can undergo comes from the interfaces it implements, never
 // from its name. The registry (harness/registry) reads them to decide which faults,
-// policies and resources apply.
-
-// KeyedBackend is implemented by backends whose Lockers are KeyedLockers (independent
-// locks per key, for --keys runs).
-type KeyedBackend interface {
-	Backend
-	// ServesKeys marks the capability; it does nothing.
-	ServesKeys()
-}
-
-// ExpiringBackend is implemented by backends whose leases implement Expiring (they know
-// their end by the client's clock), which a careful client needs.
-type ExpiringBackend interface {
-	Backend
-	// LeasesExpire marks the capability; it does nothing.
-	LeasesExpire()
-}
+// policies and resources apply; before anything starts, it reads them from the values
+// of a descriptor's Shape. Those of its lockers and leases (KeyedLocker,
+// CrashableProcess, Expiring) are on the lockers and leases themselves.
 
 // ClusterCrasher is implemented by clusters that can lose every node at once and come
 // back from their durable state (the cluster-crash fault).
 type ClusterCrasher interface {
 	Cluster
-	Crasher
-	// CrashesWholeCluster marks the capability; it does nothing.
-	CrashesWholeCluster()
+	// CrashCluster crashes every node at once, then restarts them all from their
+	// durable state, and returns when the service is up again.
+	CrashCluster(ctx context.Context) error
 }
 
 // External is implemented by backends that use servers fencecheck did not start: only
@@ -43,9 +31,20 @@ type External interface {
 // meaningless): a resource that fences on tokens cannot be made safe with them.
 type Tokenless interface {
 	Backend
-	// NoFencingToken says in a few words why there is no token; "" when the grants do
-	// carry tokens after all (the exec backend knows only once its clients said so).
+	// NoFencingToken says in a few words why there is no token. (A backend that learns
+	// it only as it runs is a TokenlessReporter instead.)
 	NoFencingToken() string
+}
+
+// TokenlessReporter is implemented by backends that learn only while they run that
+// their grants carry no fencing token (the exec backend: a client grants with
+// "no_token"); the run records the reason in its history. A backend that knows before it
+// starts is Tokenless.
+type TokenlessReporter interface {
+	Backend
+	// ReportedNoToken is the reason the clients gave for granting without a token, or ""
+	// (no such grant yet).
+	ReportedNoToken() string
 }
 
 // ServiceWrapper is implemented by backends that run their clients against another
@@ -56,24 +55,6 @@ type Tokenless interface {
 type ServiceWrapper interface {
 	Backend
 	Unwrap() Backend
-}
-
-// ProcessClients is implemented by backends whose Lockers are real processes of their
-// own (PausableProcess and CrashableProcess): a pause stops the process with SIGSTOP,
-// and the client-crash fault applies.
-type ProcessClients interface {
-	Backend
-	// ClientsAreProcesses marks the capability; it does nothing.
-	ClientsAreProcesses()
-}
-
-// DurableLeases is implemented by backends whose server keeps its leases across a crash
-// and a restart with its data (ZooKeeper logs its sessions): a crash of a single server
-// frees no lock before the TTL has run out.
-type DurableLeases interface {
-	Backend
-	// LeasesSurviveRestart marks the capability; it does nothing.
-	LeasesSurviveRestart()
 }
 
 // Configured is implemented by backends whose own settings decide when a lease ends on

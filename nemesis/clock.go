@@ -7,9 +7,9 @@ import (
 )
 
 // Clock is one node's or client's clock: real time with an offset, a rate and jumps.
-// Neither etcd nor hashicorp/raft reads time through it (they call time.Now directly);
-// it drives what the harness owns: the naive lock server's expiry and tokens, each
-// client's belief about its lease, the raft lock FSM's leader-stamped time.
+// It drives only what reads time through it: a lock server's expiry and tokens when the
+// server is the harness's own, each client's belief about its lease, a lock FSM's
+// leader-stamped time; a service that calls time.Now directly does not see it.
 //
 // Like a real machine it has two readings. Monotonic() follows the oscillator: it runs at
 // rate × real speed and never jumps (what Go's monotonic clock gives timeouts and lease

@@ -5,15 +5,13 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
-
-	"github.com/fencecheck/fencecheck/harness"
 )
 
 // Item is one fault of a random schedule.
 type Item struct {
 	// At is when the fault is armed, from the start of the run.
 	At time.Duration `json:"at"`
-	// Kind is the fault's name (pause, delay, partition, or a node fault).
+	// Kind is the fault's name.
 	Kind string `json:"kind"`
 	// Client is the client a client fault strikes (at its next pause point).
 	Client int `json:"client"`
@@ -71,33 +69,19 @@ func (s Schedule) String() string {
 	return b.String()
 }
 
-// ClientFaults turns the schedule into faults for the nemesis. Client faults strike
-// their client at the next pause point it reaches (a pause stops it; delay and
-// partition let it go on); node faults, made by node, ride on the first pause point
-// any client reaches. A fault that has not struck within its hold is dropped.
-func (s Schedule) ClientFaults(node func(kind string) (Action, bool)) []ClientFault {
+// ClientFaults turns the schedule into faults for the nemesis: strike gives each item's
+// fault as its kind makes it (where it strikes, what it does, what rides on it), and the
+// schedule says when it is armed, whom it strikes and how long it holds. A fault that
+// has not struck within its hold is dropped; an item strike refuses is left out.
+func (s Schedule) ClientFaults(strike func(Item) (ClientFault, bool)) []ClientFault {
 	var out []ClientFault
 	for _, it := range s.Items {
-		f := ClientFault{
-			Kind: it.Kind, AnyPoint: true, ArmAfter: it.At, Deadline: it.At + it.Hold,
-			MinHold: it.Hold, MaxHold: it.Hold, Client: it.Client, Targeted: true,
+		f, ok := strike(it)
+		if !ok {
+			continue
 		}
-		switch it.Kind {
-		case "pause", "pause-before-read":
-			f.StopWorker = true
-		case "delay":
-			f.Point, f.AnyPoint = harness.PauseInWrite, false
-		case "partition":
-			f.Partition = true
-		case "client-crash":
-			f.StopWorker, f.CrashProcess = true, true
-		default:
-			a, ok := node(it.Kind)
-			if !ok {
-				continue
-			}
-			f.Targeted, f.NoLinks, f.With = false, true, []Action{a}
-		}
+		f.Kind, f.ArmAfter, f.Deadline = it.Kind, it.At, it.At+it.Hold
+		f.MinHold, f.MaxHold, f.Client = it.Hold, it.Hold, it.Client
 		out = append(out, f)
 	}
 	return out

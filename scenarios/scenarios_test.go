@@ -4,31 +4,33 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis/nemesistest"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an
 // idle peer connection behind for up to 5 s after Close, so it waits for them to drain.
 func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
 
-// TestCatalogue runs every scenario and compares all four verdicts and the evidence with
-// the catalogue. The faults are targeted and heal on events, so the verdicts are the
+// TestCatalogue runs every scenario the built-in packages declare and compares all four
+// verdicts and the evidence with the scenario's, and runs its history check. The faults are targeted and heal on events, so the verdicts are the
 // same on every run and every seed.
 func TestCatalogue(t *testing.T) {
-	for _, sc := range Catalogue() {
+	reg := builtin.Registry()
+	for _, sc := range builtin.Catalogue() {
 		t.Run(sc.Name, func(t *testing.T) {
 			skipUnavailable(t, sc.Spec)
-			skipWithoutClient(t, sc.Spec) // exec_test.go
 			t.Parallel()
 			dir := t.TempDir()
-			o, err := Execute(context.Background(), sc.Spec, Options{OutDir: dir})
+			o, err := trial.Run(context.Background(), reg, sc.Spec, trial.Options{Dir: dir})
 			require.NoError(t, err)
 			if diffs := sc.Expect.Diff(o.Report); len(diffs) > 0 {
 				t.Errorf("verdicts differ from the catalogue: %v\nfaults: %+v\nstale writes: %+v", diffs, o.History.Faults, o.Report.StaleWrites)
@@ -45,9 +47,9 @@ func TestCatalogue(t *testing.T) {
 			_, problems := nemesistest.Check(o.History)
 			require.Empty(t, problems, "the faults' details disagree with the history")
 			require.True(t, o.Report.Agree, "porcupine and the direct analysis disagree")
-			checkZookeeperRun(t, sc, o.History) // zookeeper_test.go
-			checkServiceRun(t, sc, o.History)   // catalogue_services_test.go
-			checkKubeRun(t, sc, o.History)      // catalogue_kube_test.go
+			if sc.Check != nil {
+				require.NoError(t, sc.Check(o.History), "what the scenario's history must show")
+			}
 
 			// The saved evidence re-checks to the same verdicts offline.
 			h, err := history.ReadFile(dir + "/history.json")
@@ -66,65 +68,9 @@ func TestCatalogue(t *testing.T) {
 
 // skipUnavailable skips a scenario that cannot run here (a program not installed, no
 // server configured), in one line that says why and how to get it.
-func skipUnavailable(t *testing.T, s Spec) {
+func skipUnavailable(t *testing.T, s spec.Spec) {
 	t.Helper()
-	if why := Unavailable(s); why != "" {
+	if why := spec.Unavailable(builtin.Registry(), s); why != "" {
 		t.Skip(why)
 	}
-}
-
-func TestSpecErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		spec Spec
-		want string
-	}{
-		{"unknown backend", Spec{Backend: "chubby"}, `unknown backend "chubby"`},
-		{"unknown resource", Spec{Resource: "s3"}, `unknown resource "s3"`},
-		{"unknown fault", Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
-		{"negative ttl", Spec{TTL: -1}, "ttl must be positive"},
-		{"one client", Spec{Clients: 1}, "clients must be between 2 and 64"},
-		{"bad fence", Spec{Fence: "loose"}, `unknown fence "loose"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Execute(context.Background(), tc.spec, Options{})
-			require.ErrorIs(t, err, ErrSpec)
-			require.ErrorContains(t, err, tc.want)
-		})
-	}
-}
-
-// A random schedule runs to the end with every fault healed, its faults come from the
-// schedule the seed drew, and the same seed draws the same schedule.
-func TestRandomSchedule(t *testing.T) {
-	spec := Spec{Backend: "naive", Resource: "fenced", RandomFaults: []string{"pause", "partition", "delay", "skew", "crash"},
-		Duration: 3 * time.Second, TTL: 200 * time.Millisecond, Seed: 7}
-	a, skipped, ok, err := Schedule(spec)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Empty(t, skipped)
-	b, _, _, _ := Schedule(spec)
-	require.Equal(t, a, b)
-	require.NotEmpty(t, a.Items)
-
-	o, err := Execute(context.Background(), spec, Options{})
-	require.NoError(t, err)
-	kinds := map[string]bool{}
-	for _, it := range a.Items {
-		kinds[it.Kind] = true
-	}
-	for _, f := range o.History.Faults {
-		require.NotNil(t, f.End, "fault %s never healed", f.Kind)
-		require.True(t, kinds[f.Kind], "fault %s is not in the schedule", f.Kind)
-	}
-	require.Equal(t, int64(7), o.History.Run.Seed)
-	require.NotEqual(t, models.Violated, o.Report.Verdicts[models.Register], "a fenced register never lets a stale write through")
-
-	// Kinds that cannot apply to a backend are left out of its schedule, with the reason.
-	_, skipped, _, err = Schedule(Spec{Backend: "etcd", RandomFaults: []string{"pause", "skew"}, Duration: 20 * time.Second})
-	require.NoError(t, err)
-	require.Len(t, skipped, 1)
-	require.Contains(t, skipped[0], "cannot be skewed in-process")
-	_, _, _, err = Schedule(Spec{Backend: "etcd", RandomFaults: []string{"skew"}, Duration: 20 * time.Second})
-	require.ErrorIs(t, err, ErrSpec)
 }

@@ -16,12 +16,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Every command (and the root) has -h with prose, its flags and its exit codes, on
@@ -153,10 +154,10 @@ func TestCodeOf(t *testing.T) {
 		err  error
 		want int
 	}{
-		{fmt.Errorf("%w: bad", scenarios.ErrSpec), exitUsage},
+		{fmt.Errorf("%w: bad", spec.ErrSpec), exitUsage},
 		{registry.Input(errors.New("no server answers")), exitUsage},
 		{fmt.Errorf("redis: %w", proc.ErrNotFound), exitUsage},
-		{scenarios.ErrInterrupted, exitUsage},
+		{campaign.ErrInterrupted, exitUsage},
 		{fmt.Errorf("run: %w", context.Canceled), exitUsage},
 		{errors.New("check: the checkers disagree"), exitInternal},
 	} {

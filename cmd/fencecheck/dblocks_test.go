@@ -48,7 +48,7 @@ func TestRunDBLocks(t *testing.T) {
 		{"mariadb-lock", "unfenced", "skew", exitViolated, "runs its clock 2x fast", nil},
 		{"mariadb-lock", "fenced", "skew", exitSafe, "stale writes attempted 1, rejected 1, accepted 0", nil},
 		{"mariadb-lock", "unfenced", "skew", exitViolated, "result: UNSAFE", []string{"--policy", "careful"}},
-		{"mariadb-lock", "unfenced", "skew", exitUsage, "an existing MariaDB (--mariadb-lock-dsn) only takes client-side faults", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
+		{"mariadb-lock", "unfenced", "skew", exitUsage, "runs against servers given by --mariadb-lock-dsn (harness.External), so it takes client-side faults only", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
 	} {
 		fault := tc.fault
 		if fault == "" {
@@ -172,7 +172,7 @@ func TestRunDBLockExistingServer(t *testing.T) {
 			require.Contains(t, stdout, "result: UNSAFE")
 			code, _, stderr = run(t, "run", "--out", t.TempDir(), "--backend", tc.backend, "--fault", "crash", tc.option, dsn)
 			require.Equal(t, exitUsage, code)
-			require.Contains(t, stderr, "only takes client-side faults")
+			require.Contains(t, stderr, "takes client-side faults only")
 		})
 	}
 }

@@ -10,10 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // evaluateFlags are `fencecheck evaluate`'s flags.
@@ -104,9 +105,9 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	if f.ttl < 0 {
 		return fail(badInput("--ttl must not be negative"))
 	}
-	cfg := scenarios.EvaluateConfig{Registry: reg, Backend: backend, Options: opts, Faults: trimList(f.faults), Seed: f.seed, TTL: f.ttl}
+	cfg := campaign.EvaluateConfig{Backend: backend, Options: opts, Faults: trimList(f.faults), Seed: f.seed, TTL: f.ttl}
 	// An existing etcd cluster decides the TTL it grants: settle it once, for every run.
-	cfg, note, err := scenarios.ResolveEvaluateTTL(ctx, cfg)
+	cfg, note, err := campaign.ResolveEvaluateTTL(ctx, reg, cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -117,12 +118,12 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	if note != "" {
 		fmt.Fprintln(out, note)
 	}
-	plan, err := scenarios.PlanEvaluate(cfg)
+	plan, err := campaign.PlanEvaluate(reg, a.cat, cfg)
 	if err != nil {
 		return fail(err)
 	}
 	for _, s := range plan.Specs() {
-		if why := scenarios.Unavailable(s); why != "" {
+		if why := spec.Unavailable(reg, s); why != "" {
 			return fail(badInput("%s", why))
 		}
 	}
@@ -134,18 +135,18 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	}
 	fmt.Fprintf(out, "evaluate %s: %d faults × %d resources = %d runs (%d at a time); results in %s\n", backend, len(sc.Rows), len(sc.Resources), len(plan.Jobs), f.parallel, f.out)
 	if sc.NoToken != "" {
-		fmt.Fprintf(out, "evaluate %s: %s: %s; only the unfenced runs are made\n", backend, scenarios.ErrNoToken, sc.NoToken)
+		fmt.Fprintf(out, "evaluate %s: %s: %s; only the unfenced runs are made\n", backend, spec.ErrNoToken, sc.NoToken)
 	}
 	var logTo io.Writer
 	if f.verbose {
 		logTo = a.stderr
 	}
 	prog := newProgress(a.stderr, a.isTerminal(), len(plan.Jobs))
-	results, interrupted := scenarios.Campaign{
-		Registry: reg, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red,
+	results, interrupted := campaign.Campaign{
+		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red,
 		Started: func(_ int, label string) { prog.Start(label) },
-		Finished: func(i int, r scenarios.RunResult) {
-			if errors.Is(r.Err, scenarios.ErrNoToken) { // found out at its first grant (exec)
+		Finished: func(i int, r campaign.RunResult) {
+			if errors.Is(r.Err, spec.ErrNoToken) { // found out at its first grant (exec)
 				prog.Done(r.Label, "refused: "+errText(r.Err))
 				return
 			}
@@ -203,7 +204,7 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 // evaluateExit: 0 safe with fencing everywhere; 1 fencing or tokens failed somewhere (or
 // there is no token to fence with); else 3 when a run failed or the checker did not
 // decide, 2 when a run could not be made as asked or the evaluation was interrupted.
-func evaluateExit(sc *reports.Scorecard, results []scenarios.RunResult, interrupted bool) int {
+func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupted bool) int {
 	if sc.Safe && !interrupted {
 		return exitSafe
 	}
@@ -217,7 +218,7 @@ func evaluateExit(sc *reports.Scorecard, results []scenarios.RunResult, interrup
 	}
 	code := exitSafe
 	for _, r := range results {
-		if r.Err != nil && !errors.Is(r.Err, scenarios.ErrInterrupted) {
+		if r.Err != nil && !errors.Is(r.Err, campaign.ErrInterrupted) {
 			code = worst(code, codeOf(r.Err))
 		}
 	}

@@ -8,8 +8,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // The flags several commands share are declared here, once, with one name per concept
@@ -148,7 +149,7 @@ func failOnFlag(fs *pflag.FlagSet, p *[]string) {
 
 // names of the registry's backends, resources, faults, policies and the catalogue's
 // scenarios, for checks, suggestions and shell completion.
-func namesOf(list []scenarios.Named) []string {
+func namesOf(list []registry.Named) []string {
 	out := make([]string, len(list))
 	for i, n := range list {
 		out[i] = n.Name
@@ -180,9 +181,9 @@ func (a *app) faultNames() []string {
 	return out
 }
 
-func scenarioNames() []string {
+func (a *app) scenarioNames() []string {
 	var out []string
-	for _, s := range scenarios.Catalogue() {
+	for _, s := range a.cat {
 		out = append(out, s.Name)
 	}
 	return out
@@ -243,8 +244,8 @@ func (a *app) completeCommon(c *cobra.Command) {
 	completeNames(c, a.backendNames, "backend", "lock-service")
 	completeNames(c, a.resourceNames, "resource")
 	completeNames(c, a.faultNames, "fault", "faults")
-	completeNames(c, func() []string { return append(scenarioNames(), "all") }, "scenario", "scenarios")
-	completeNames(c, func() []string { return namesOf(scenarios.Policies()) }, "policy")
+	completeNames(c, func() []string { return append(a.scenarioNames(), "all") }, "scenario", "scenarios")
+	completeNames(c, func() []string { return namesOf(spec.Policies()) }, "policy")
 	completeNames(c, func() []string {
 		var out []string
 		for _, p := range models.AllProperties {

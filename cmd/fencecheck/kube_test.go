@@ -114,7 +114,7 @@ func TestKubeLeaseExternal(t *testing.T) {
 
 	code, _, stderr = run(t, "run", "--out", out, "--backend", "kube-lease", "--kubeconfig", kc, "--fault", "node-pause")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "only takes client-side faults")
+	require.Contains(t, stderr, "takes client-side faults only")
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
 
 	code, _, stderr = run(t, "run", "--out", out, "--backend", "kube-lease", "--kube-namespace", "x")

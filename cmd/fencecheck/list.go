@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 func (a *app) listCmd() *cobra.Command {
@@ -33,7 +34,7 @@ func (a *app) list() error {
 		}
 	}
 	w := a.stdout
-	section := func(title, kind string, list []scenarios.Named) {
+	section := func(title, kind string, list []registry.Named) {
 		fmt.Fprintf(w, "%s:\n", title)
 		for _, n := range list {
 			fmt.Fprintf(w, "  %-34s %s\n", n.Name, n.Meaning)
@@ -42,10 +43,10 @@ func (a *app) list() error {
 			}
 		}
 	}
-	section("backends (--backend)", "backend", scenarios.BackendNames())
-	section("resources (--resource)", "resource", scenarios.ResourceNames())
-	section("faults (--fault)", "", scenarios.FaultNames())
-	section("client policies (--policy)", "", scenarios.Policies())
+	section("backends (--backend)", "backend", a.reg.BackendNames())
+	section("resources (--resource)", "resource", a.reg.ResourceNames())
+	section("faults (--fault)", "", a.reg.FaultNames())
+	section("client policies (--policy)", "", spec.Policies())
 	fmt.Fprintln(w, "properties (--fail-on):")
 	fmt.Fprintln(w, "  register                           the resource acts as one atomic register that accepts a write iff its token passes the fence")
 	fmt.Fprintln(w, "  updates                            every accepted write read the value accepted just before it (no lost update)")
@@ -53,7 +54,7 @@ func (a *app) list() error {
 	fmt.Fprintln(w, "  mutex                              at most one client believes it holds the lock at any time")
 	fmt.Fprintln(w, "  effects                            every delivered side effect belongs to a write that took effect (histories with side effects)")
 	fmt.Fprintln(w, "scenarios (fencecheck run NAME):")
-	for _, s := range scenarios.Catalogue() {
+	for _, s := range a.cat {
 		var exp []string
 		for _, p := range []string{"register", "updates", "tokens", "mutex"} {
 			for k, v := range s.Expect.Verdicts {

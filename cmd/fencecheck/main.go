@@ -23,11 +23,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Exit codes.
@@ -49,6 +51,7 @@ func main() {
 // which mask every secret it was given (see secrets).
 type app struct {
 	reg    *registry.Registry
+	cat    catalogue.Catalogue
 	stdout io.Writer
 	stderr io.Writer
 	// rawErr is stderr unmasked, only to ask whether it is a terminal.
@@ -59,7 +62,7 @@ type app struct {
 func newApp(args []string, stdout, stderr io.Writer) *app {
 	reg := builtin.Registry()
 	red := secrets(reg, args)
-	return &app{reg: reg, stdout: red.Writer(stdout), stderr: red.Writer(stderr), rawErr: stderr, red: red}
+	return &app{reg: reg, cat: builtin.Catalogue(), stdout: red.Writer(stdout), stderr: red.Writer(stderr), rawErr: stderr, red: red}
 }
 
 // Main runs the CLI and returns its exit code.
@@ -231,8 +234,8 @@ func codeOf(err error) int {
 	switch {
 	case err == nil:
 		return exitSafe
-	case errors.Is(err, scenarios.ErrSpec), errors.Is(err, registry.ErrInput), errors.Is(err, proc.ErrNotFound),
-		errors.Is(err, scenarios.ErrInterrupted), errors.Is(err, context.Canceled):
+	case errors.Is(err, spec.ErrSpec), errors.Is(err, registry.ErrInput), errors.Is(err, proc.ErrNotFound),
+		errors.Is(err, campaign.ErrInterrupted), errors.Is(err, context.Canceled):
 		return exitUsage
 	}
 	return exitInternal
@@ -240,7 +243,7 @@ func codeOf(err error) int {
 
 // message is an error's text without the "invalid scenario: " its kind adds.
 func message(err error) string {
-	return strings.TrimPrefix(err.Error(), scenarios.ErrSpec.Error()+": ")
+	return strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 }
 
 // exit prints what ended cmd and returns the exit code.

@@ -12,10 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Defaults of `fencecheck matrix`: every backend whose descriptor asks for a default row
@@ -40,8 +42,8 @@ func defaultMatrixBackends(reg *registry.Registry) string {
 // plannedCell is a matrix cell before it runs.
 type plannedCell struct {
 	reports.MatrixCell
-	spec scenarios.Spec
-	exp  scenarios.Expect
+	spec spec.Spec
+	exp  catalogue.Expect
 	// code is the cell's exit code once it ran: 0 as expected, 1 differs, 2 or 3 it
 	// failed (codeOf).
 	code int
@@ -156,7 +158,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	if f.verbose {
 		logTo = a.stderr
 	}
-	camp := scenarios.Campaign{Registry: a.reg, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red}
+	camp := campaign.Campaign{Registry: a.reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red}
 	interrupted := a.runCells(ctx, camp, plan, newProgress(a.stderr, a.isTerminal(), torun))
 	m.Seconds = time.Since(m.Started).Seconds()
 	code := exitSafe
@@ -246,10 +248,10 @@ func (a *app) planGrid(m *reports.Matrix, backends, resources, faults []string, 
 	for _, b := range backends {
 		for _, r := range resources {
 			for _, f := range faults {
-				spec := scenarios.CellSpec(b, r, strings.Split(f, "+"), opts)
-				c := planCell(b, r, f, spec)
+				s := campaign.CellSpec(a.reg, a.cat, b, r, strings.Split(f, "+"), opts)
+				c := a.planCell(b, r, f, s)
 				if c.Outcome != "n/a" {
-					if why := scenarios.Unavailable(spec); why != "" {
+					if why := spec.Unavailable(a.reg, s); why != "" {
 						return nil, badInput("%s (cell %s × %s × %s)", why, b, r, f)
 					}
 				}
@@ -285,30 +287,30 @@ func (a *app) planScenarios(m *reports.Matrix, names []string, opts map[string]s
 				*ax.list = append(*ax.list, ax.v)
 			}
 		}
-		plan = append(plan, planCell(b, r, f, sc.Spec))
+		plan = append(plan, a.planCell(b, r, f, sc.Spec))
 	}
 	return plan, nil
 }
 
-func planCell(b, r, f string, spec scenarios.Spec) plannedCell {
-	c := plannedCell{spec: spec, MatrixCell: reports.MatrixCell{Backend: b, Resource: r, Fault: f}}
-	c.Scenario = scenarios.Label(spec)
-	if _, err := scenarios.Normalize(spec); err != nil {
+func (a *app) planCell(b, r, f string, s spec.Spec) plannedCell {
+	c := plannedCell{spec: s, MatrixCell: reports.MatrixCell{Backend: b, Resource: r, Fault: f}}
+	c.Scenario = a.cat.Label(a.reg, s)
+	if _, err := spec.Resolve(a.reg, s); err != nil {
 		c.Outcome = "n/a"
-		c.Error = strings.TrimPrefix(err.Error(), scenarios.ErrSpec.Error()+": ")
+		c.Error = strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 		return c
 	}
-	c.exp, c.Catalogue = scenarios.ExpectFor(spec)
+	c.exp, c.Catalogue = a.cat.Expect(a.reg, s)
 	c.Expected = c.exp.Verdicts
 	return c
 }
 
 // runCells runs the plan's applicable cells over the campaign runner, filling in their
 // results. It reports whether ctx ended before every cell ran.
-func (a *app) runCells(ctx context.Context, c scenarios.Campaign, plan []plannedCell, prog *progress) bool {
+func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedCell, prog *progress) bool {
 	defer prog.Close()
 	var idx []int
-	var specs []scenarios.Spec
+	var specs []spec.Spec
 	for i := range plan {
 		if plan[i].Outcome != "n/a" {
 			idx = append(idx, i)
@@ -316,7 +318,7 @@ func (a *app) runCells(ctx context.Context, c scenarios.Campaign, plan []planned
 		}
 	}
 	c.Started = func(_ int, label string) { prog.Start(label) }
-	c.Finished = func(k int, res scenarios.RunResult) {
+	c.Finished = func(k int, res campaign.RunResult) {
 		cell := &plan[idx[k]]
 		fillCell(cell, c.Store, res)
 		if cell.Outcome == "error" {
@@ -327,7 +329,7 @@ func (a *app) runCells(ctx context.Context, c scenarios.Campaign, plan []planned
 	}
 	results, interrupted := c.Run(ctx, specs)
 	for k, res := range results {
-		if errors.Is(res.Err, scenarios.ErrInterrupted) {
+		if errors.Is(res.Err, campaign.ErrInterrupted) {
 			fillCell(&plan[idx[k]], c.Store, res)
 		}
 	}
@@ -335,10 +337,10 @@ func (a *app) runCells(ctx context.Context, c scenarios.Campaign, plan []planned
 }
 
 // fillCell records a run's result in its cell.
-func fillCell(c *plannedCell, store string, res scenarios.RunResult) {
+func fillCell(c *plannedCell, store string, res campaign.RunResult) {
 	c.Seconds = res.Took.Seconds()
 	if res.Dir != "" {
-		c.Dir = scenarios.RelTo(store, res.Dir)
+		c.Dir = campaign.RelTo(store, res.Dir)
 	}
 	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
 		c.Outcome, c.Error, c.code = "error", errText(res.Err), exitInternal

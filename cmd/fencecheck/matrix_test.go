@@ -66,7 +66,7 @@ func TestMatrixNotApplicable(t *testing.T) {
 	code, stdout, stderr := run(t, "matrix", "--backend", "naive", "--resource", "etcd-txn", "--fault", "pause,leader-isolation", "--out", out)
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.Contains(t, stdout, "0 cells to run")
-	require.Contains(t, stdout, "n/a: resource etcd-txn needs the etcd backend")
+	require.Contains(t, stdout, "n/a: resource etcd-txn is native to the etcd backend")
 	var m reports.Matrix
 	b, err := os.ReadFile(filepath.Join(out, "matrix", "latest", "matrix.json"))
 	require.NoError(t, err)

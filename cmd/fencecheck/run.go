@@ -12,7 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // runFlags are `fencecheck run`'s flags.
@@ -54,7 +55,7 @@ makes it harmless.`,
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return complete(scenarioNames)(nil, nil, toComplete)
+			return complete(a.scenarioNames)(nil, nil, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return a.run(cmd, f, args) },
 	}
@@ -68,9 +69,9 @@ makes it harmless.`,
 	fs.StringSliceVar(&f.oldRandom, "faults", nil, "")
 	deprecate(fs, "faults", "fault with --random")
 	fs.DurationVar(&f.interval, "interval", 0, "mean quiet time between faults of a random schedule (default 2x TTL)")
-	fs.IntVar(&f.clients, "clients", 0, fmt.Sprintf("number of clients (default %d)", scenarios.DefaultClients))
-	fs.DurationVar(&f.ttl, "ttl", 0, fmt.Sprintf("lease TTL (default: the backend's, else %v)", scenarios.DefaultTTL))
-	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", scenarios.DefaultDuration))
+	fs.IntVar(&f.clients, "clients", 0, fmt.Sprintf("number of clients (default %d)", spec.DefaultClients))
+	fs.DurationVar(&f.ttl, "ttl", 0, fmt.Sprintf("lease TTL (default: the backend's, else %v)", spec.DefaultTTL))
+	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", spec.DefaultDuration))
 	seedFlag(fs, &f.seed, "the workload and the fault schedule")
 	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
 	fs.IntVar(&f.members, "members", 0, "lock-service cluster size (default: the backend's; e.g. etcd 1 or 3, raft 3 or 5)")
@@ -114,30 +115,28 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		out = a.stderr // stdout is the JSON document
 	}
 	fail := a.failer(f.json)
-	spec, err := a.runSpec(cmd, f, args)
+	sp, err := a.runSpec(cmd, f, args)
 	if err != nil {
 		return fail(err)
 	}
-	label := scenarios.Label(spec)
+	label := a.cat.Label(a.reg, sp)
 	// Bad input is reported before anything is written to the results store.
-	if _, err := scenarios.Normalize(spec); err != nil {
+	r, err := spec.Resolve(a.reg, sp)
+	if err != nil {
 		return fail(err)
 	}
-	if why := scenarios.Unavailable(spec); why != "" {
+	if why := r.Unavailable(); why != "" {
 		return fail(badInput("%s", why))
 	}
 	// An external etcd decides the TTL it grants: settle it before the schedule is drawn.
-	spec, note, err := scenarios.ResolveTTL(ctx, a.reg, spec)
+	r, note, err := r.SettleTTL(ctx, sp)
 	if err != nil {
 		return fail(err)
 	}
 	if note != "" {
 		fmt.Fprintln(out, note)
 	}
-	sched, skipped, random, err := scenarios.Schedule(spec)
-	if err != nil {
-		return fail(err)
-	}
+	sched, random := r.Schedule()
 	dir, err := reports.NewRunDir(f.out, label, time.Now())
 	if err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
@@ -152,14 +151,14 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		logTo = slog.NewMultiHandler(logTo, slog.NewTextHandler(a.stderr, nil))
 	}
 	logger := slog.New(logTo)
-	fmt.Fprintf(out, "running %s (seed %d) ...\n", label, spec.Seed)
-	for _, s := range skipped {
+	fmt.Fprintf(out, "running %s (seed %d) ...\n", label, r.Spec.Seed)
+	for _, s := range r.Spec.Skipped {
 		fmt.Fprintln(out, "left out of the schedule:", s)
 	}
 	if random {
 		fmt.Fprint(out, sched.String())
 	}
-	o, runErr := scenarios.Execute(ctx, spec, scenarios.Options{OutDir: dir, Logger: logger, CheckTimeout: f.checkTimeout, Registry: a.reg})
+	o, runErr := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger, CheckTimeout: f.checkTimeout})
 	runErr = a.red.Error(runErr)
 	if runErr != nil {
 		logger.Error("scenario failed", "err", runErr)
@@ -181,7 +180,7 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	code := exitFor(o.Report, props)
 	if f.json {
 		hist := filepath.Join(dir, reports.HistoryFile)
-		doc := runJSON{checkJSON: newCheckJSON(hist, o.Report, code), Scenario: label, Seed: spec.Seed, Dir: dir,
+		doc := runJSON{checkJSON: newCheckJSON(hist, o.Report, code), Scenario: label, Seed: r.Spec.Seed, Dir: dir,
 			Report: filepath.Join(dir, reports.ReportFile), WorkloadSeconds: o.Workload.Seconds(), CheckSeconds: o.Check.Seconds()}
 		if err := a.printJSON(doc); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
@@ -197,99 +196,99 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 }
 
 // runSpec builds the spec a run's flags and argument ask for, checking every name.
-func (a *app) runSpec(cmd *cobra.Command, f *runFlags, args []string) (scenarios.Spec, error) {
-	var spec scenarios.Spec
+func (a *app) runSpec(cmd *cobra.Command, f *runFlags, args []string) (spec.Spec, error) {
+	var sp spec.Spec
 	name := f.scenario
 	if len(args) == 1 {
 		if name != "" && name != args[0] {
-			return spec, usageError("two scenario names: --scenario %q and %q", name, args[0])
+			return sp, usageError("two scenario names: --scenario %q and %q", name, args[0])
 		}
 		name = args[0]
 	}
 	if name != "" {
-		sc, ok := scenarios.Lookup(name)
+		sc, ok := a.cat.Lookup(name)
 		if !ok {
-			return spec, checkName("scenario", name, scenarioNames())
+			return sp, checkName("scenario", name, a.scenarioNames())
 		}
-		spec = sc.Spec
+		sp = sc.Spec
 	}
 	// Flags given explicitly override the scenario's settings.
 	set := cmd.Flags().Changed
 	if set("backend") {
-		spec.Backend = f.backend
+		sp.Backend = f.backend
 	}
 	if set("resource") {
-		spec.Resource = f.resource
+		sp.Resource = f.resource
 	}
 	if set("fence") {
-		spec.Fence = f.fence
+		sp.Fence = f.fence
 	}
 	if set("fault") {
-		spec.Faults = trimList(f.faults)
+		sp.Faults = trimList(f.faults)
 	}
 	if f.random {
-		spec.RandomFaults, spec.Faults = spec.Faults, nil
-		if len(spec.RandomFaults) == 0 {
-			return spec, badInput("--random draws a schedule from the fault kinds of --fault (or the scenario's): none given")
+		sp.RandomFaults, sp.Faults = sp.Faults, nil
+		if len(sp.RandomFaults) == 0 {
+			return sp, badInput("--random draws a schedule from the fault kinds of --fault (or the scenario's): none given")
 		}
 	}
 	if set("faults") {
-		spec.RandomFaults, spec.Faults = trimList(f.oldRandom), nil
+		sp.RandomFaults, sp.Faults = trimList(f.oldRandom), nil
 	}
 	if set("interval") {
-		spec.Interval = f.interval
+		sp.Interval = f.interval
 	}
 	if set("clients") {
-		spec.Clients = f.clients
+		sp.Clients = f.clients
 	}
 	if set("ttl") {
-		spec.TTL = f.ttl
+		sp.TTL = f.ttl
 	}
 	if set("duration") {
-		spec.Duration = f.duration
+		sp.Duration = f.duration
 	}
 	if set("members") {
-		spec.Members = f.members
+		sp.Members = f.members
 	}
 	if set("keys") {
-		spec.Keys = f.keys
+		sp.Keys = f.keys
 	}
 	if set("policy") {
-		spec.Policy = f.policy
+		sp.Policy = f.policy
 	}
 	// Backend and resource options (an option names its backend when none is given;
 	// an unset one falls back to its environment variable, e.g. the PostgreSQL DSN).
 	for k, v := range f.options() {
-		if spec.Options == nil {
-			spec.Options = map[string]string{}
+		if sp.Options == nil {
+			sp.Options = map[string]string{}
 		}
-		spec.Options[k] = v
+		sp.Options[k] = v
 	}
-	spec.Seed = f.seed
-	if spec.Clients < 0 || spec.TTL < 0 || spec.Duration < 0 || spec.Members < 0 || spec.Interval < 0 {
-		return spec, badInput("--clients, --ttl, --duration, --interval and --members must not be negative")
+	sp.Seed = f.seed
+	if sp.Clients < 0 || sp.TTL < 0 || sp.Duration < 0 || sp.Members < 0 || sp.Interval < 0 {
+		return sp, badInput("--clients, --ttl, --duration, --interval and --members must not be negative")
 	}
-	if spec.Backend != "" {
-		if err := checkName("backend", spec.Backend, a.backendNames()); err != nil {
-			return spec, err
-		}
-	}
-	if spec.Resource != "" {
-		if err := checkName("resource", spec.Resource, a.resourceNames()); err != nil {
-			return spec, err
+	if sp.Backend != "" {
+		if err := checkName("backend", sp.Backend, a.backendNames()); err != nil {
+			return sp, err
 		}
 	}
-	for _, fl := range append(append([]string(nil), spec.Faults...), spec.RandomFaults...) {
+	if sp.Resource != "" {
+		if err := checkName("resource", sp.Resource, a.resourceNames()); err != nil {
+			return sp, err
+		}
+	}
+	for _, fl := range append(append([]string(nil), sp.Faults...), sp.RandomFaults...) {
 		if err := checkName("fault", fl, a.faultNames()); err != nil {
-			return spec, err
+			return sp, err
 		}
 	}
-	if spec.Policy != "" {
-		if err := checkName("policy", spec.Policy, namesOf(scenarios.Policies())); err != nil {
-			return spec, err
+	if sp.Policy != "" {
+		if err := checkName("policy", sp.Policy, namesOf(spec.Policies())); err != nil {
+			return sp, err
 		}
 	}
-	return spec, nil
+	return sp, nil
 }
 
 func resultLine(code int) string {

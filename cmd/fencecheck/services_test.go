@@ -161,7 +161,7 @@ func TestEvaluateExternalRedis(t *testing.T) {
 	require.Contains(t, stdout, "verdict: SAFE with fencing")
 	code, _, stderr = run(t, "evaluate", "--backend", "redis", "--redis-addrs", s.Addr(), "--fault", "crash", "--out", out)
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "only takes client-side faults")
+	require.Contains(t, stderr, "takes client-side faults only")
 	code, _, stderr = run(t, "evaluate", "--backend", "nats", "--redis-addrs", s.Addr(), "--out", out)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "--redis-addrs is for the redis or redis-volatile or redis-notoken or redlock backend (got \"nats\")")

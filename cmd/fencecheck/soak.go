@@ -14,8 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // soakFlags are `fencecheck soak`'s flags.
@@ -36,7 +38,7 @@ type soakJSON struct {
 	// "incomplete" (some run failed, or the soak was interrupted).
 	Outcome string `json:"outcome"`
 	Exit    int    `json:"exit"`
-	*scenarios.SoakResult
+	*campaign.SoakResult
 }
 
 func (a *app) soakCmd() *cobra.Command {
@@ -96,7 +98,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 	began := time.Now()
 	var mu sync.Mutex
 	failedCode := exitSafe // of the runs that failed
-	res, err := scenarios.Soak(ctx, scenarios.SoakConfig{
+	res, err := campaign.Soak(ctx, campaign.SoakConfig{
 		Scenarios: list, Runs: f.runs, Random: f.random, Store: f.out, CheckTimeout: f.checkTimeout, Parallel: f.parallel, Log: logTo,
 		Registry: a.reg, Redact: a.red,
 		Failed: func(_ string, err error) {
@@ -104,7 +106,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 			defer mu.Unlock()
 			failedCode = worst(failedCode, codeOf(err))
 		},
-		Progress: func(name string, r scenarios.SoakRun) {
+		Progress: func(name string, r campaign.SoakRun) {
 			status := "as expected"
 			switch {
 			case r.Err != "":
@@ -126,7 +128,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 	})
 	interrupted := false
 	switch {
-	case errors.Is(err, scenarios.ErrSpec):
+	case errors.Is(err, spec.ErrSpec):
 		return fail(err)
 	case err != nil && res != nil && ctx.Err() != nil:
 		interrupted = true // keep what finished
@@ -185,22 +187,22 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 // run here, each left out named on stderr once per reason. A named scenario that cannot
 // run here is bad input. The registry options given go to the scenarios whose backend or
 // resource declares them; one that none of them takes is bad input.
-func (a *app) selectScenarios(cmd string, names []string, opts map[string]string) ([]scenarios.Scenario, error) {
+func (a *app) selectScenarios(cmd string, names []string, opts map[string]string) ([]catalogue.Scenario, error) {
 	all := len(names) == 0 || len(names) == 1 && names[0] == "all"
-	var picked []scenarios.Scenario
+	var picked []catalogue.Scenario
 	if all {
-		picked = scenarios.Catalogue()
+		picked = a.cat
 	} else {
 		for _, n := range names {
-			sc, ok := scenarios.Lookup(n)
+			sc, ok := a.cat.Lookup(n)
 			if !ok {
-				return nil, checkName("scenario", n, append(scenarioNames(), "all"))
+				return nil, checkName("scenario", n, append(a.scenarioNames(), "all"))
 			}
 			picked = append(picked, sc)
 		}
 	}
 	used := map[string]bool{}
-	var out []scenarios.Scenario
+	var out []catalogue.Scenario
 	var reasons []string
 	byReason := map[string][]string{}
 	for _, sc := range picked {
@@ -215,7 +217,7 @@ func (a *app) selectScenarios(cmd string, names []string, opts map[string]string
 				used[k] = true
 			}
 		}
-		if why := scenarios.Unavailable(sc.Spec); why != "" {
+		if why := spec.Unavailable(a.reg, sc.Spec); why != "" {
 			if !all {
 				return nil, badInput("scenario %s cannot run here: %s", sc.Name, why)
 			}
@@ -243,7 +245,7 @@ func (a *app) selectScenarios(cmd string, names []string, opts map[string]string
 }
 
 // writeSoak writes the soak's page into the results store and refreshes its index.
-func writeSoak(store string, res *scenarios.SoakResult, began time.Time, interrupted bool) (string, error) {
+func writeSoak(store string, res *campaign.SoakResult, began time.Time, interrupted bool) (string, error) {
 	dir, err := reports.NewRunDir(store, "soak", began)
 	if err != nil {
 		return "", err
@@ -262,7 +264,7 @@ func writeSoak(store string, res *scenarios.SoakResult, began time.Time, interru
 }
 
 // soakTable prints one row per scenario.
-func soakTable(w io.Writer, res *scenarios.SoakResult) {
+func soakTable(w io.Writer, res *campaign.SoakResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\truns\tdetect\tfalse alarm\tinconcl.\tdiffer\terrors\tfirst violation p50/p95/max\tcheck p50/p95/max\tops/s")
 	for _, s := range res.Scenarios {
@@ -280,7 +282,7 @@ func pct(f *float64) string {
 	return fmt.Sprintf("%.0f%%", *f*100)
 }
 
-func pctiles(p scenarios.Percentiles) string {
+func pctiles(p campaign.Percentiles) string {
 	if p.N == 0 {
 		return "-"
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 func TestSoakBadInput(t *testing.T) {
@@ -38,7 +38,7 @@ func TestSoakOneRun(t *testing.T) {
 	}
 	code, stdout, stderr := run(t, "soak", "--scenarios", "naive-unfenced-pause", "--runs", "1", "--json", "--out", "")
 	require.Equal(t, exitSafe, code, "stderr:\n%s", stderr)
-	var res scenarios.SoakResult
+	var res campaign.SoakResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Scenarios, 1)
 	require.Equal(t, 1.0, *res.Scenarios[0].DetectionRate)

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/reports"
-	"github.com/fencecheck/fencecheck/scenarios"
 )
 
 // relTo returns path relative to root, with forward slashes.
-func relTo(root, path string) string { return scenarios.RelTo(root, path) }
+func relTo(root, path string) string { return campaign.RelTo(root, path) }
 
 // endRun records in the results store how the run in dir ended (see reports.EndRun: a
 // run that failed says so in its folder, and latest moves only to a run with a history)

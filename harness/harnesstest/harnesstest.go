@@ -10,13 +10,15 @@
 //   - Lost closes when the lease is gone: the holder is cut off past its TTL, another
 //     client takes the lock, and once the holder can talk again it notices;
 //   - Close is safe twice, on a Locker and on the Backend;
+//   - (Descriptor) the descriptor's Shape states the capabilities the started values
+//     have: plans made before anything starts offer the faults that can run.
 //
 // and the rules the harness's faults punish later (rules.go), where they apply:
 //
 //   - a harness.Crasher crashed and restarted with its data (a cluster: its leader) goes
 //     on with greater tokens — or, when the backend declares TokensResetOnCrash, really
 //     goes back;
-//   - a harness.ExpiringBackend's lease says, by ValidUntil, that it has ended by the
+//   - a lease that is harness.Expiring says, by ValidUntil, that it has ended by the
 //     time a silent holder's lock is given to another client, and does not move while
 //     nothing is confirmed;
 //   - a harness.Cluster of 3 or more with its leader cut off grants nothing to a client
@@ -70,23 +72,14 @@ func Descriptor(t *testing.T, d registry.Backend) {
 		return func(ctx context.Context, t *testing.T) (harness.Backend, error) {
 			env := envFor(t, ttl)
 			env.Members = members
-			s := env.Settings.WithOptions(d.Options)
-			if err := d.CheckSettings(s); err != nil {
+			if err := d.CheckSettings(env.Settings); err != nil {
 				return nil, err
 			}
-			b, err := d.Start(ctx, env)
-			if err != nil {
-				return nil, err
-			}
-			if err := d.CheckStarted(s, b); err != nil {
-				_ = b.Close()
-				return nil, err
-			}
-			return b, nil
+			return d.Start(ctx, env)
 		}
 	}
 	declared := func(members int) *registry.Caps {
-		c := d.DeclaredCaps(registry.Settings{TTL: ttl, Members: members, Clients: 2})
+		c := d.PlanCaps(registry.Settings{TTL: ttl, Members: members, Clients: 2})
 		return &c
 	}
 	cfg := Config{TTL: ttl, Start: startWith(members), TokensResetOnCrash: d.TokensResetOnCrash, declared: declared(members), declaredCluster: declared(members)}
@@ -94,6 +87,9 @@ func Descriptor(t *testing.T, d registry.Backend) {
 	if cm := max(members, d.NodeFaultMembers); cm >= 3 && cm != members {
 		cfg.StartCluster, cfg.declaredCluster = startWith(cm), declared(cm)
 	}
+	t.Run("shape", func(t *testing.T) {
+		shapeAgrees(t, cfg, d.ShapeOf(registry.Settings{TTL: ttl, Members: members, Clients: 2}), members)
+	})
 	Backend(t, cfg)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	raftlock "github.com/fencecheck/fencecheck/harness/lease/raft"
+	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
 func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
@@ -81,6 +82,30 @@ func TestChecksCatchBrokenBackends(t *testing.T) {
 	}
 }
 
+// A Shape that states other capabilities than the started values have is caught, with
+// every differing field on one line.
+func TestShapeMustAgree(t *testing.T) {
+	d := naive.Descriptors()[0]
+	f := start(t, Config{TTL: 500e6, Start: func(ctx context.Context, t *testing.T) (harness.Backend, error) {
+		return d.Start(ctx, envFor(t, 500e6))
+	}})
+	ctx := context.Background()
+	if err := f.checkShape(ctx, d.ShapeOf(registry.Settings{Members: 1}), 1); err != nil {
+		t.Fatalf("naive's own Shape: %v", err)
+	}
+	err := f.checkShape(ctx, registry.Shape{}, 1)
+	if err == nil {
+		t.Fatal("an empty Shape for naive's started values was not caught")
+	}
+	for _, want := range []string{"Crasher: Shape false, started true", "KeyedLocker: Shape false, started true", "Expiring: Shape false, started true"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "Cluster:") {
+		t.Errorf("%v: want one line naming only the differing fields", err)
+	}
+}
 func memlockConfig(persist, lie, declared bool) Config {
 	const ttl = 300 * time.Millisecond
 	return Config{TTL: ttl, TokensResetOnCrash: declared, Start: func(context.Context, *testing.T) (harness.Backend, error) {

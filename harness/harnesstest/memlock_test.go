@@ -34,10 +34,7 @@ type memlock struct {
 	wg      sync.WaitGroup
 }
 
-var (
-	_ harness.Crasher         = (*memlock)(nil)
-	_ harness.ExpiringBackend = (*memlock)(nil)
-)
+var _ harness.Crasher = (*memlock)(nil)
 
 func startMemlock(ttl time.Duration, persist, lie bool) (*memlock, error) {
 	m := &memlock{ttl: ttl, persist: persist, lie: lie}
@@ -139,7 +136,6 @@ func (m *memlock) Endpoints() []string {
 	defer m.mu.Unlock()
 	return []string{m.addr}
 }
-func (m *memlock) LeasesExpire() {}
 
 // Crash drops the listener and every connection; the lease (in memory) is gone.
 func (m *memlock) Crash(context.Context, int) error {

@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -35,7 +37,26 @@ type FastClocked interface {
 	ClockRate() float64
 }
 
-// Caps are a backend's capabilities, as the interfaces of its started value say.
+// Shape is what a descriptor says, before anything starts, about the values a run will
+// get: values of the types its Start, its lockers' NewLocker and their Acquire return,
+// which are never used but for the interfaces they implement (typically nil pointers,
+// e.g. (*Server)(nil)). Plans read the capabilities from them (which faults apply, the
+// careful policy, --keys) exactly as a run reads them from the started values; stating
+// the types is the only declaration, and the contract suite (harnesstest) checks that
+// the started values agree.
+//
+// Only type assertions are made on a Shape's values, never a method called, but for
+// harness.ServiceWrapper's Unwrap: a wrapper's shape must return its service's shape.
+type Shape struct {
+	Backend harness.Backend
+	// Locker and Lease may be nil: then they implement none of the optional interfaces
+	// (harness.KeyedLocker, harness.CrashableProcess; harness.Expiring).
+	Locker harness.Locker
+	Lease  harness.Lease
+}
+
+// Caps are what a backend can undergo: read from the interfaces of its values, plus the
+// facts its descriptor states (DurableLeases).
 type Caps struct {
 	// Cluster: harness.Cluster, of Nodes nodes.
 	Cluster bool
@@ -43,32 +64,38 @@ type Caps struct {
 	// Crasher: harness.Crasher; ClusterCrash: harness.ClusterCrasher.
 	Crasher      bool
 	ClusterCrash bool
-	// Keyed: harness.KeyedBackend; ClientExpiry: harness.ExpiringBackend.
+	// Keyed: the lockers are harness.KeyedLockers; ClientExpiry: the leases are
+	// harness.Expiring.
 	Keyed        bool
 	ClientExpiry bool
 	// ServiceClock: ServiceClocked; WallClock: WallClocked.
 	ServiceClock bool
 	WallClock    bool
 	// FastClock: FastClocked (its clock can be started fast), ClockRate its rate in
-	// this run (0: real time).
+	// this run (0: real time, or not started yet).
 	FastClock bool
 	ClockRate float64
 	// ProcessNodes: harness.ProcessNodes (node faults are real signals to server
-	// processes); DurableLeases: harness.DurableLeases.
-	ProcessNodes  bool
+	// processes).
+	ProcessNodes bool
+	// DurableLeases: the descriptor's DurableLeases.
 	DurableLeases bool
-	// External is harness.External's description ("" for a service fencecheck runs).
+	// External says how the user pointed the backend at servers fencecheck did not start
+	// (harness.External; before start, the option that did); "" for a service
+	// fencecheck runs.
 	External string
-	// NoToken is harness.Tokenless's reason ("" for a backend with fencing tokens).
+	// NoToken says why there is no fencing token (harness.Tokenless; before start, the
+	// descriptor's Token); "" for a backend with tokens.
 	NoToken string
-	// ClientProcesses: harness.ProcessClients (each client is a process of its own).
+	// ClientProcesses: the lockers are processes of their own (harness.CrashableProcess).
 	ClientProcesses bool
-	// SingleProcess: harness.ProcessNodes, not a cluster, whose server forgets its
-	// leases when it stops or crashes (not harness.DurableLeases): one server process, or
-	// independent ones without a leader (Redlock's), of which node faults strike a
-	// majority. node-pause is a timed SIGSTOP, crash a SIGKILL and restart at once.
-	SingleProcess bool
 }
+
+// SingleProcess: server processes (harness.ProcessNodes), not a cluster, that forget
+// their leases when they stop or crash (no DurableLeases): one server, or independent
+// ones without a leader, of which node faults strike a majority. node-pause is a timed
+// SIGSTOP, crash a SIGKILL and restart at once.
+func (c Caps) SingleProcess() bool { return c.ProcessNodes && !c.Cluster && !c.DurableLeases }
 
 // Service is the backend that serves the locks: b, or the service b wraps
 // (harness.ServiceWrapper). Service faults act on it.
@@ -79,74 +106,181 @@ func Service(b harness.Backend) harness.Backend {
 	return b
 }
 
-// CapsOf reads a started backend's capabilities: the lock service's (Cluster, Crasher,
-// clocks) from Service(b), the clients' and leases' from b itself.
+// CapsOf reads a started backend's capabilities from its interfaces: the lock
+// service's (Cluster, Crasher, clocks) from Service(b), the clients' from b itself. Its
+// lockers and leases are not there yet: their capabilities (Keyed, ClientExpiry,
+// ClientProcesses) are checked on the real values as the run uses them.
 func CapsOf(b harness.Backend) Caps {
-	c := serviceCaps(Service(b))
-	_, c.Keyed = b.(harness.KeyedBackend)
-	_, c.ClientExpiry = b.(harness.ExpiringBackend)
+	c := interfaces(b)
+	if cl, ok := Service(b).(harness.Cluster); ok {
+		c.Nodes = cl.Nodes()
+	}
+	if fc, ok := Service(b).(FastClocked); ok {
+		c.ClockRate = fc.ClockRate()
+	}
 	if e, ok := b.(harness.External); ok {
+		c.External = e.External()
+	} else if e, ok := Service(b).(harness.External); ok {
 		c.External = e.External()
 	}
 	if t, ok := b.(harness.Tokenless); ok {
 		c.NoToken = t.NoFencingToken()
 	}
-	_, c.ClientProcesses = b.(harness.ProcessClients)
 	return c
 }
 
-// serviceCaps reads what a lock service can undergo.
-func serviceCaps(b harness.Backend) Caps {
+// interfaces reads which capability interfaces b (a started value or a Shape's) and the
+// service it wraps implement, by type assertion only.
+func interfaces(b harness.Backend) Caps {
 	var c Caps
-	if cl, ok := b.(harness.Cluster); ok {
-		c.Cluster, c.Nodes = true, cl.Nodes()
+	if b == nil {
+		return c
 	}
-	_, c.Crasher = b.(harness.Crasher)
-	_, c.ClusterCrash = b.(harness.ClusterCrasher)
-	_, c.ServiceClock = b.(ServiceClocked)
-	_, c.WallClock = b.(WallClocked)
-	if fc, ok := b.(FastClocked); ok {
-		c.FastClock, c.ClockRate = true, fc.ClockRate()
+	svc := Service(b)
+	_, c.Cluster = svc.(harness.Cluster)
+	_, c.Crasher = svc.(harness.Crasher)
+	_, c.ClusterCrash = svc.(harness.ClusterCrasher)
+	_, c.ServiceClock = svc.(ServiceClocked)
+	_, c.WallClock = svc.(WallClocked)
+	_, c.FastClock = svc.(FastClocked)
+	_, c.ProcessNodes = svc.(harness.ProcessNodes)
+	return c
+}
+
+// lockerCaps reads what a locker and a lease can do, by type assertion only.
+func lockerCaps(c *Caps, l harness.Locker, le harness.Lease) {
+	_, c.Keyed = l.(harness.KeyedLocker)
+	_, c.ClientProcesses = l.(harness.CrashableProcess)
+	_, c.ClientExpiry = le.(harness.Expiring)
+}
+
+// ShapeOf returns the descriptor's Shape for settings (the zero Shape without one).
+func (b Backend) ShapeOf(s Settings) Shape {
+	if b.Shape == nil {
+		return Shape{}
 	}
-	_, c.ProcessNodes = b.(harness.ProcessNodes)
-	_, c.DurableLeases = b.(harness.DurableLeases)
-	if e, ok := b.(harness.External); ok {
-		c.External = e.External()
+	return b.Shape(s.WithOptions(b.Options))
+}
+
+// PlanCaps are the capabilities a run of the backend will have with settings, read
+// before anything starts from its Shape (a cluster's Nodes are its Members) and its
+// facts.
+func (b Backend) PlanCaps(s Settings) Caps {
+	s = s.WithOptions(b.Options)
+	sh := b.ShapeOf(s)
+	c := interfaces(sh.Backend)
+	if c.Cluster {
+		c.Nodes = s.Members
 	}
-	if _, ok := b.(harness.ProcessNodes); ok && !c.Cluster && !c.DurableLeases {
-		c.SingleProcess = true
+	lockerCaps(&c, sh.Locker, sh.Lease)
+	c.DurableLeases = b.Defaults(s).DurableLeases
+	if _, ok := sh.Backend.(harness.External); ok {
+		c.External = b.externalWords(s)
+	}
+	if _, ok := sh.Backend.(harness.Tokenless); ok {
+		c.NoToken = b.Token
+		if c.NoToken == "" {
+			c.NoToken = "its Shape is a harness.Tokenless"
+		}
 	}
 	return c
 }
 
-// DeclaredCaps are the capabilities a descriptor states for settings.
-func (b Backend) DeclaredCaps(s Settings) Caps {
-	if b.Caps == nil {
-		return Caps{}
-	}
-	return b.Caps(s.WithOptions(b.Options))
+// RunCaps are the capabilities of the started backend: its interfaces (CapsOf), its
+// lockers' and leases' as its Shape states them, and its descriptor's facts. The faults
+// of a run strike with them.
+func (b Backend) RunCaps(s Settings, started harness.Backend) Caps {
+	s = s.WithOptions(b.Options)
+	c := CapsOf(started)
+	sh := b.ShapeOf(s)
+	lockerCaps(&c, sh.Locker, sh.Lease)
+	c.DurableLeases = b.Defaults(s).DurableLeases
+	return c
 }
 
-// CheckStarted fails when a started backend's capabilities differ from its
-// descriptor's: plans made from the descriptor would offer faults that cannot run, or
-// miss some that can.
-func (b Backend) CheckStarted(s Settings, started harness.Backend) error {
-	want, got := b.DeclaredCaps(s), CapsOf(started)
-	if want != got {
-		return fmt.Errorf("backend %s: its descriptor declares capabilities %+v, the started backend has %+v", b.Name, want, got)
+// externalWords names the options that point the backend at servers fencecheck did not
+// start, as a run planned with settings gives them.
+func (b Backend) externalWords(s Settings) string {
+	var given []string
+	for _, o := range b.Options {
+		if o.External && s.Option(o.Name) != "" {
+			given = append(given, "--"+o.Name)
+		}
 	}
-	return nil
+	if len(given) == 0 {
+		return "servers fencecheck did not start"
+	}
+	return "servers given by " + strings.Join(given, ", ")
 }
 
-// CheckSettings validates settings with the descriptor's Check (a single server when
-// nil). Errors are the user's input.
+// ShapeDiff compares the capabilities a Shape states with those of real values — a
+// started backend, one of its lockers and a lease it granted (a nil locker or lease is
+// not compared) — and returns the differing fields on one line, e.g. "Crasher: Shape
+// false, started true; Nodes: Shape 1, started 3", or "" when they agree.
+func ShapeDiff(shape Shape, members int, started harness.Backend, l harness.Locker, le harness.Lease) string {
+	want, got := flagsOf(shape.Backend, shape.Locker, shape.Lease), flagsOf(started, l, le)
+	if want.Cluster {
+		want.Nodes = members
+	}
+	if cl, ok := Service(started).(harness.Cluster); ok {
+		got.Nodes = cl.Nodes()
+	}
+	if l == nil {
+		got.KeyedLocker, got.CrashableProcess = want.KeyedLocker, want.CrashableProcess
+	}
+	if le == nil {
+		got.Expiring = want.Expiring
+	}
+	return diffFields(want, got)
+}
+
+// capFlags are the capabilities a Shape states: which interfaces its values implement.
+type capFlags struct {
+	Cluster                                              bool
+	Nodes                                                int
+	Crasher, ClusterCrasher, ServiceClocked, WallClocked bool
+	FastClocked, ProcessNodes, External, Tokenless       bool
+	KeyedLocker, CrashableProcess, Expiring              bool
+}
+
+func flagsOf(b harness.Backend, l harness.Locker, le harness.Lease) capFlags {
+	c := interfaces(b)
+	lockerCaps(&c, l, le)
+	f := capFlags{
+		Cluster: c.Cluster, Crasher: c.Crasher, ClusterCrasher: c.ClusterCrash, ServiceClocked: c.ServiceClock,
+		WallClocked: c.WallClock, FastClocked: c.FastClock, ProcessNodes: c.ProcessNodes,
+		KeyedLocker: c.Keyed, CrashableProcess: c.ClientProcesses, Expiring: c.ClientExpiry,
+	}
+	_, f.External = b.(harness.External)
+	if !f.External {
+		_, f.External = Service(b).(harness.External)
+	}
+	_, f.Tokenless = b.(harness.Tokenless)
+	return f
+}
+
+// diffFields lists the fields in which a Shape's flags and the started values' differ.
+func diffFields(want, got capFlags) string {
+	va, vb := reflect.ValueOf(want), reflect.ValueOf(got)
+	var out []string
+	for i := range va.NumField() {
+		x, y := va.Field(i).Interface(), vb.Field(i).Interface()
+		if x != y {
+			out = append(out, fmt.Sprintf("%s: Shape %v, started %v", va.Type().Field(i).Name, x, y))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// CheckSettings validates settings: a backend that is not MultiMember runs one member,
+// then the descriptor's Check. Errors are the user's input.
 func (b Backend) CheckSettings(s Settings) error {
 	s = s.WithOptions(b.Options)
+	if !b.MultiMember && s.Members != 1 {
+		return fmt.Errorf("backend %s is a single server: --members must be 1, got %d (a backend of more members declares registry.Backend.MultiMember)", b.Name, s.Members)
+	}
 	if b.Check != nil {
 		return b.Check(s)
-	}
-	if s.Members != 1 {
-		return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", b.Name, s.Members)
 	}
 	return nil
 }
@@ -159,10 +293,8 @@ func (b Backend) SetupOf(s Settings) string {
 	return b.Name + ": " + b.Meaning
 }
 
-// IsExternal reports whether settings point the backend at servers fencecheck does not
-// own (an External option is set).
-// Defaults is the backend whose TTL, Members and NodeFaultMembers are the defaults with
-// these settings: b, or the one its DefaultsFrom names.
+// Defaults is the backend whose TTL, Members, NodeFaultMembers and DurableLeases are
+// the defaults with these settings: b, or the one its DefaultsFrom names.
 func (b Backend) Defaults(s Settings) Backend {
 	if b.DefaultsFrom != nil {
 		if d, ok := b.DefaultsFrom(s.WithOptions(b.Options)); ok {
@@ -172,6 +304,8 @@ func (b Backend) Defaults(s Settings) Backend {
 	return b
 }
 
+// IsExternal reports whether settings point the backend at servers fencecheck does not
+// own (an External option is set).
 func (b Backend) IsExternal(s Settings) bool {
 	for _, o := range b.Options {
 		if o.External && s.Options[o.Name] != "" {

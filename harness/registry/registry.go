@@ -4,11 +4,12 @@
 // built by a function (see harness/builtin) that scenarios, the CLI and a user's own
 // tests ask, so that adding a backend is one package and one registration line.
 //
-// What a backend can undergo is read from the interfaces its started value implements
-// (harness.Cluster, harness.Crasher, harness.KeyedBackend, ...: Caps), never from its
-// name. A descriptor states the same capabilities before anything starts (Backend.Caps),
-// so that plans can leave out what does not apply; a run refuses to go on when the
-// started value disagrees with its descriptor.
+// What a backend can undergo is read from the interfaces its values implement
+// (harness.Cluster, harness.Crasher, harness.KeyedLocker, ...: Caps), never from its
+// name. Before anything starts, plans read them from the descriptor's Shape: values of
+// the types Start will return, so that the interfaces are the only statement of a
+// capability (the contract suite, harness/harnesstest, checks that the started values
+// agree).
 package registry
 
 import (
@@ -127,8 +128,8 @@ type Backend struct {
 	// (0: 1).
 	TTL     time.Duration
 	Members int
-	// DefaultsFrom, if set, names the backend whose TTL, Members and NodeFaultMembers a
-	// run takes as its defaults with these settings (the exec backend: its lock
+	// DefaultsFrom, if set, names the backend whose TTL, Members, NodeFaultMembers and
+	// DurableLeases a run takes with these settings (the exec backend: its lock
 	// service's, so that --lock-service etcd runs at etcd's 1 s).
 	DefaultsFrom func(Settings) (Backend, bool)
 	// NodeFaultMembers, if set, is the cluster size matrix and evaluate cells use when
@@ -141,14 +142,23 @@ type Backend struct {
 	// TokensResetOnCrash: the token counter is lost when the server crashes, so tokens
 	// go back (the expected verdicts of derived cells say so).
 	TokensResetOnCrash bool
+	// DurableLeases: the server keeps its leases across a crash and a restart with its
+	// data (it logs its sessions), so a crash of a single server frees no lock before
+	// the TTL has run out. A fact of the service no interface can show.
+	DurableLeases bool
 	// Options are the backend's own settings.
 	Options []Option
-	// Check validates the settings before anything starts (members, TTL, options);
-	// nil: a single server, Members must be 1. Errors are the user's input.
+	// MultiMember: the backend can run with more than one member (--members), and Check
+	// says which sizes it takes. Without it a run's Members must be 1, whatever Check
+	// says.
+	MultiMember bool
+	// Check validates the settings before anything starts (TTL, options, the sizes of
+	// a MultiMember backend). Errors are the user's input.
 	Check func(Settings) error
-	// Caps are the capabilities the started backend will have (nil: none): they must
-	// equal CapsOf(the started value), or the run stops with an internal error.
-	Caps func(Settings) Caps
+	// Shape returns values of the types Start, NewLocker and Acquire will return with
+	// these settings (see Shape): plans read the capabilities from their interfaces
+	// before anything starts. nil: none of the optional capabilities.
+	Shape func(Settings) Shape
 	// Setup describes the service for a scorecard; nil: "<Name>: <Meaning>".
 	Setup func(Settings) string
 	// GrantedTTL, if set, asks the service which lease TTL it grants when asked for
@@ -164,6 +174,19 @@ type Backend struct {
 	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
+	// Shared: Start returns one value that every run shares, a backend its caller
+	// started and will close (fencecheck.Config.Started): no run closes it, and a
+	// campaign runs one run at a time.
+	Shared bool
+}
+
+// TokenWords is the descriptor's Token, or words naming the backend's token when it
+// states none.
+func (b Backend) TokenWords() string {
+	if b.Token != "" {
+		return b.Token
+	}
+	return b.Name + "'s lease token"
 }
 
 // ResourceEnv is what a resource's Start gets.
@@ -436,4 +459,68 @@ func unavailability(s Settings, needs func(Settings) []proc.Need, other func(Set
 		return other(s)
 	}
 	return ""
+}
+
+// Named is a name a user types, with one line of meaning.
+type Named struct {
+	Name    string
+	Meaning string
+}
+
+// BackendNames lists the backends, in registration order.
+func (r *Registry) BackendNames() []Named {
+	out := make([]Named, 0, len(r.backends))
+	for _, b := range r.backends {
+		out = append(out, Named{b.Name, b.Meaning})
+	}
+	return out
+}
+
+// ResourceNames lists the resources, in registration order.
+func (r *Registry) ResourceNames() []Named {
+	out := make([]Named, 0, len(r.resources))
+	for _, x := range r.resources {
+		out = append(out, Named{x.Name, x.Meaning})
+	}
+	return out
+}
+
+// FaultNames lists the faults, in registration order.
+func (r *Registry) FaultNames() []Named {
+	out := make([]Named, 0, len(r.faults))
+	for _, f := range r.faults {
+		out = append(out, Named{f.Name(), f.Meaning()})
+	}
+	return out
+}
+
+// ActsOnService reports whether the named fault acts on the lock service (a
+// ServiceFault) rather than striking a client.
+func (r *Registry) ActsOnService(fault string) bool {
+	f, ok := r.Fault(fault)
+	if !ok {
+		return false
+	}
+	_, service := f.(ServiceFault)
+	return service
+}
+
+// ClientFaultNames names the faults that strike a client, in registration order.
+func (r *Registry) ClientFaultNames() []string {
+	var out []string
+	for _, f := range r.faults {
+		if _, ok := f.(ClientFault); ok {
+			out = append(out, f.Name())
+		}
+	}
+	return out
+}
+
+// Names joins the names of a list: "a, b, c".
+func Names(list []Named) string {
+	s := make([]string, len(list))
+	for i, n := range list {
+		s[i] = n.Name
+	}
+	return strings.Join(s, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -35,7 +36,7 @@ type crasher struct{ plain }
 func (crasher) Crash(context.Context, int) error         { return nil }
 func (crasher) Restart(context.Context, int, bool) error { return nil }
 
-// wrapper runs process clients against a service: the service's capabilities are its
+// wrapper runs its clients against a service: the service's capabilities are its
 // service's, the clients' its own.
 type wrapper struct {
 	plain
@@ -43,7 +44,25 @@ type wrapper struct {
 }
 
 func (w wrapper) Unwrap() harness.Backend { return w.service }
-func (wrapper) ClientsAreProcesses()      {}
+
+// cluster is a cluster of crashable nodes.
+type cluster struct{ crasher }
+
+func (cluster) Nodes() int                           { return 3 }
+func (cluster) Leader(context.Context) (int, error)  { return 0, nil }
+func (cluster) Isolate(context.Context, int) error   { return nil }
+func (cluster) StallNode(context.Context, int) error { return nil }
+func (cluster) Heal(context.Context) error           { return nil }
+
+// processLocker is a locker that is a process of its own; expiring a lease that knows
+// its end.
+type processLocker struct{ harness.Locker }
+
+func (processLocker) CrashProcess(context.Context) (int, int, error) { return 0, 0, nil }
+
+type expiring struct{ harness.Lease }
+
+func (expiring) ValidUntil() time.Time { return time.Time{} }
 
 func TestCapsOf(t *testing.T) {
 	for _, tc := range []struct {
@@ -54,12 +73,47 @@ func TestCapsOf(t *testing.T) {
 		{"plain", plain{}, Caps{}},
 		{"external", external{}, Caps{External: "servers named by --x"}},
 		{"tokenless", tokenless{}, Caps{NoToken: "no order"}},
-		{"wrapper of a crasher", wrapper{service: crasher{}}, Caps{Crasher: true, ClientProcesses: true}},
-		{"wrapper of a tokenless service", wrapper{service: tokenless{}}, Caps{ClientProcesses: true}},
-		{"wrapper of nothing", wrapper{}, Caps{ClientProcesses: true}},
+		{"wrapper of a crasher", wrapper{service: crasher{}}, Caps{Crasher: true}},
+		{"wrapper of a tokenless service", wrapper{service: tokenless{}}, Caps{}},
+		{"wrapper of nothing", wrapper{}, Caps{}},
+		{"cluster", cluster{}, Caps{Cluster: true, Nodes: 3, Crasher: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, CapsOf(tc.b)) })
 	}
+}
+
+// Before anything starts, capabilities come from the Shape's types (a cluster's size
+// from the settings), the descriptor's facts and its words.
+func TestPlanCaps(t *testing.T) {
+	d := Backend{
+		Name: "svc", Token: "no order", DurableLeases: true,
+		Options: []Option{{Name: "eps", External: true}},
+		Shape: func(s Settings) Shape {
+			if s.Option("eps") != "" {
+				return Shape{Backend: external{}}
+			}
+			return Shape{Backend: cluster{}, Locker: processLocker{}, Lease: expiring{}}
+		},
+	}
+	require.Equal(t, Caps{Cluster: true, Nodes: 5, Crasher: true, DurableLeases: true, ClientProcesses: true, ClientExpiry: true},
+		d.PlanCaps(Settings{Members: 5}))
+	require.Equal(t, Caps{External: "servers given by --eps", DurableLeases: true}, d.PlanCaps(Settings{Members: 1, Options: map[string]string{"eps": "x"}}))
+	d.Shape = func(Settings) Shape { return Shape{Backend: tokenless{}} }
+	require.Equal(t, "no order", d.PlanCaps(Settings{}).NoToken)
+	require.Equal(t, Caps{}, Backend{Name: "none"}.PlanCaps(Settings{}), "no Shape: no capability")
+	// A wrapper's Shape holds its service's shape.
+	d.Shape = func(Settings) Shape { return Shape{Backend: wrapper{service: (*crasher)(nil)}} }
+	require.True(t, d.PlanCaps(Settings{}).Crasher)
+}
+
+// A Shape that disagrees with the started values says so in one line, naming only the
+// fields that differ.
+func TestShapeDiff(t *testing.T) {
+	require.Empty(t, ShapeDiff(Shape{Backend: cluster{}}, 3, cluster{}, nil, nil))
+	require.Equal(t, "Nodes: Shape 5, started 3", ShapeDiff(Shape{Backend: cluster{}}, 5, cluster{}, nil, nil))
+	require.Equal(t, "Crasher: Shape false, started true; Expiring: Shape false, started true",
+		ShapeDiff(Shape{Backend: plain{}, Locker: processLocker{}}, 1, crasher{}, processLocker{}, expiring{}))
+	require.Equal(t, "CrashableProcess: Shape false, started true", ShapeDiff(Shape{Backend: plain{}}, 1, plain{}, processLocker{}, nil))
 }
 
 func TestSettingsOption(t *testing.T) {

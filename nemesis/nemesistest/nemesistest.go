@@ -39,13 +39,18 @@ var (
 	// must name the same group, and the time stopped must fit in the fault.
 	procStopped = regexp.MustCompile(`^its process group (\d+) stopped with SIGSTOP$`)
 	procCont    = regexp.MustCompile(`^process group (\d+) continued with SIGCONT after ` + secs + ` stopped$`)
+	// An action on a client's own clock (a lock service whose expiry is read from its
+	// clients' clocks: the skew of the next taker's): what was done to the clock, which
+	// the ops do not show. The detail is that one clause.
+	clientClock = regexp.MustCompile(`^client-(\d+)'s clock runs ([\d.]+)x fast \(its leases expire ([\d.]+)x early in real time\)$`)
 	procKilled  = regexp.MustCompile(`^its process group (\d+) killed with SIGKILL \(the lease it held died with it\) and a fresh process (\d+) started$`)
 )
 
 // Check compares the detail of every fault on a client ("client-N") with the ops of h
 // and returns how many clauses it checked and every disagreement, one sentence each.
 // Faults on the lock service (a node, "lock server") describe what was done to it, not
-// the ops, and are left out.
+// the ops, and are left out; so is, but for its client's number, an action on a
+// client's clock.
 func Check(h *history.History) (clauses int, problems []string) {
 	byID := make(map[int]history.Op, len(h.Ops))
 	for _, o := range h.Ops {
@@ -89,6 +94,13 @@ func (c *faultCheck) fail(format string, args ...any) {
 func (c *faultCheck) check() {
 	if c.f.End == nil {
 		c.fail("never healed")
+		return
+	}
+	if m := clientClock.FindStringSubmatch(c.f.Detail); m != nil {
+		c.clauses++
+		if atoi(m[1]) != c.client || m[2] != m[3] {
+			c.fail("%q is on fault target %s", c.f.Detail, c.f.Target)
+		}
 		return
 	}
 	parts := strings.Split(c.f.Detail, "; ")

@@ -96,3 +96,18 @@ func TestCheckScope(t *testing.T) {
 	require.Len(t, problems, 1)
 	require.Contains(t, problems[0], "never healed")
 }
+
+// An action on a client's clock is its one clause, and must be on that client.
+func TestCheckClientClock(t *testing.T) {
+	end := int64(2e9)
+	detail := "client-2's clock runs 20x fast (its leases expire 20x early in real time)"
+	h := &history.History{Faults: []history.Fault{
+		{Kind: "skew", Target: "client-2", Start: 1e9, End: &end, Detail: detail},
+	}}
+	clauses, problems := Check(h)
+	require.Equal(t, 1, clauses)
+	require.Empty(t, problems)
+	h.Faults[0].Target = "client-1"
+	_, problems = Check(h)
+	require.Len(t, problems, 1)
+}

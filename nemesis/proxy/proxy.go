@@ -225,7 +225,7 @@ func (l *Link) Pass() {
 // to d before the client's connection is closed (default 0: closed at once). A client
 // that would itself retry a refused connect sees, through the proxy, a connection
 // that opens and then closes; this keeps it waiting instead, for a target whose
-// listener opens a moment late (a new ZooKeeper leader's quorum port).
+// listener opens a moment late (a new leader's quorum port).
 func (l *Link) SetDialRetry(d time.Duration) { l.dialRetry.Store(int64(max(d, 0))) }
 
 // Blackhole closes every open connection through the link now (client and

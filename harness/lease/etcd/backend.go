@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 )
 
 // TokenSource chooses which revision a Lease hands out as its fencing token.
@@ -303,8 +304,8 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 		token = m.Header().Revision
 	}
 	return &Lease{
-		cli: l.cli, s: s, key: m.Key(), createRev: createRev, token: token,
-		ttl: granted, leases: l.leases,
+		Grant: lease.NewGrant(token, granted, s.Done()),
+		cli:   l.cli, s: s, key: m.Key(), createRev: createRev, leases: l.leases,
 	}, nil
 }
 
@@ -326,33 +327,22 @@ func (l *Locker) revokeID(id clientv3.LeaseID) error {
 	return err
 }
 
-// Lease is a granted etcd lock. Besides harness.Lease it exposes the lock key and its
-// CreateRevision, which the etcd-txn resource compares in its write transaction.
+// Lease is a granted etcd lock: its TTL is the one the server granted, and Lost closes
+// when the session ends — the client saw no keep-alive answer for a TTL, the server said
+// the lease is gone, the locker was closed, or the lease was released. Besides
+// harness.Lease it exposes the lock key and its CreateRevision, which the etcd-txn
+// resource compares in its write transaction.
 type Lease struct {
+	lease.Grant
 	cli       *clientv3.Client
 	s         *concurrency.Session
 	key       string
 	createRev int64
-	token     int64
-	ttl       time.Duration
 	leases    *leaseBook
-
-	mu       sync.Mutex
-	released bool
+	released  lease.Released
 }
 
 var _ harness.Lease = (*Lease)(nil)
-
-// Token implements harness.Lease.
-func (le *Lease) Token() int64 { return le.token }
-
-// TTL implements harness.Lease: the TTL the server granted.
-func (le *Lease) TTL() time.Duration { return le.ttl }
-
-// Lost implements harness.Lease: closed when the session ends — the client saw no
-// keep-alive answer for a TTL, the server said the lease is gone, the locker was
-// closed, or the lease was released.
-func (le *Lease) Lost() <-chan struct{} { return le.s.Done() }
 
 // Key is the lock key this grant owns (LockKey/<lease id in hex>).
 func (le *Lease) Key() string { return le.key }
@@ -368,12 +358,9 @@ func (le *Lease) LeaseID() clientv3.LeaseID { return le.s.Lease() }
 // revoke the lease. If the key was already gone (the lease expired: the lock was lost
 // before the release) the error wraps harness.ErrNoEffect; so does a second Release.
 func (le *Lease) Release(ctx context.Context) error {
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	if le.released {
-		return fmt.Errorf("%w: etcd: lease already released", harness.ErrNoEffect)
+	if err := le.released.First("etcd"); err != nil {
+		return err
 	}
-	le.released = true
 	resp, err := le.cli.Delete(ctx, le.key)
 	le.s.Orphan()
 	if err != nil {

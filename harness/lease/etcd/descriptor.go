@@ -26,6 +26,7 @@ func Descriptor() registry.Backend {
 		TTL:              time.Second, // etcd leases are whole seconds, at least 1
 		Members:          1,
 		NodeFaultMembers: 3,
+		MultiMember:      true,
 		Matrix:           true,
 		Native:           []string{"etcd-txn"},
 		Options: []registry.Option{{
@@ -41,11 +42,11 @@ func Descriptor() registry.Backend {
 			}
 			return nil
 		},
-		Caps: func(s registry.Settings) registry.Caps {
-			if eps := s.List(OptionEndpoints); len(eps) > 0 {
-				return registry.Caps{External: externalWords}
+		Shape: func(s registry.Settings) registry.Shape {
+			if len(s.List(OptionEndpoints)) > 0 {
+				return registry.Shape{Backend: external{}, Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 			}
-			return registry.Caps{Cluster: true, Nodes: s.Members, Crasher: true}
+			return registry.Shape{Backend: (*ClusterBackend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 		},
 		Setup: func(s registry.Settings) string {
 			if eps := s.List(OptionEndpoints); len(eps) > 0 {

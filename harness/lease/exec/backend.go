@@ -110,8 +110,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Backend is the exec backend (harness.Backend, harness.Failing, harness.Tokenless once
-// a client granted with "no_token").
+// Backend is the exec backend (harness.Backend, harness.Failing, and
+// harness.TokenlessReporter: a client may grant with "no_token").
 type Backend struct {
 	cfg       Config
 	endpoints []string
@@ -172,9 +172,9 @@ func (b *Backend) grantKind(client, pid int, noToken string) error {
 	return nil
 }
 
-// NoFencingToken implements harness.Tokenless: the reason the run's clients gave for
-// granting without a token, or "" (no grant yet, or grants with tokens).
-func (b *Backend) NoFencingToken() string {
+// ReportedNoToken implements harness.TokenlessReporter: the reason the run's clients gave
+// for granting without a token, or "" (no grant yet, or grants with tokens).
+func (b *Backend) ReportedNoToken() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.noToken

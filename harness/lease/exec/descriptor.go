@@ -43,6 +43,8 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 		Name:    Name,
 		Meaning: "your own lock client in any language (--client-cmd), one process per client over a JSON-lines protocol, against a lock service fencecheck starts (--lock-service) or yours (--lock-endpoints); token = what your client reports",
 		Token:   "the token your lock client reports",
+		// --members is its lock service's (which says which sizes it takes).
+		MultiMember: true,
 		Options: []registry.Option{
 			{Name: OptionClientCmd, Usage: "backend exec: your lock client, run by /bin/sh -c once per client (protocol: docs/exec-protocol.md)"},
 			{Name: OptionLockService, Usage: "backend exec: the lock service fencecheck starts for your client (a backend name; default " + DefaultLockService + ")"},
@@ -59,7 +61,7 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 			return svc, err == nil
 		},
 		Needs: d.needs,
-		Caps:  d.caps,
+		Shape: d.shape,
 		Setup: d.setup,
 		Start: d.start,
 	}
@@ -90,17 +92,18 @@ func (d descriptor) service(s registry.Settings) (registry.Backend, error) {
 	return b, nil
 }
 
-// needs are the lock service's (nothing with --lock-endpoints). The client command is the
-// user's: what it needs, they know.
+// needs are the shipped examples' the client command runs (ExampleNeeds) and the lock
+// service's (nothing with --lock-endpoints).
 func (d descriptor) needs(s registry.Settings) []proc.Need {
+	out := ExampleNeeds(s.Option(OptionClientCmd))
 	if len(s.List(OptionLockEndpoints)) > 0 {
-		return nil
+		return out
 	}
 	svc, err := d.service(s)
 	if err != nil {
-		return nil
+		return out
 	}
-	return svc.NeedsOf(serviceSettings(s))
+	return append(out, svc.NeedsOf(serviceSettings(s))...)
 }
 
 // serviceSettings are the run's settings as the lock service sees them: none of its own
@@ -154,23 +157,22 @@ func replyTimeout(s registry.Settings) (time.Duration, error) {
 	return t, nil
 }
 
-// caps: the lock service's capabilities (node faults act on it) and the clients' own:
-// processes of their own, with no lease end they report and no keyed locks.
-func (d descriptor) caps(s registry.Settings) registry.Caps {
-	c := registry.Caps{ClientProcesses: true}
+// shape: the started backend wraps the lock service's started value, so its Shape
+// holds the service's (node faults act on the service); the clients are exec's own:
+// processes of their own (CrashableProcess) whose leases report no end of theirs.
+func (d descriptor) shape(s registry.Settings) registry.Shape {
+	var sh registry.Shape
+	sh.Locker, sh.Lease = ClientShape(Config{})
 	if len(s.List(OptionLockEndpoints)) > 0 {
-		c.External = externalWords
-		return c
+		sh.Backend = external{&Backend{}}
+		return sh
 	}
-	svc, err := d.service(s)
-	if err != nil {
-		return c // Check refuses the settings before anything runs
+	var inner harness.Backend
+	if svc, err := d.service(s); err == nil { // else Check refuses the settings before anything runs
+		inner = svc.ShapeOf(serviceSettings(s)).Backend
 	}
-	// Everything the service can undergo is the service's (registry.CapsOf reads it
-	// from the wrapped service); what the clients can is exec's own.
-	c = svc.DeclaredCaps(serviceSettings(s))
-	c.Keyed, c.ClientExpiry, c.NoToken, c.ClientProcesses = false, false, "", true
-	return c
+	sh.Backend = &Backend{cfg: Config{Inner: inner}}
+	return sh
 }
 
 func (d descriptor) setup(s registry.Settings) string {
@@ -205,6 +207,9 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 	if err := writeExamples(dir); err != nil {
 		return nil, err
 	}
+	if err := prepareExamples(ctx, dir, cfg.Command); err != nil {
+		return nil, err
+	}
 	cfg.Env = []string{ExamplesEnv + "=" + dir}
 	if len(cfg.Endpoints) == 0 {
 		svc, err := d.service(env.Settings)
@@ -216,10 +221,6 @@ func (d descriptor) start(ctx context.Context, env registry.Env) (_ harness.Back
 		inner, err := svc.Start(ctx, senv)
 		if err != nil {
 			return nil, fmt.Errorf("lock service %s: %w", svc.Name, err)
-		}
-		if err := svc.CheckStarted(senv.Settings, inner); err != nil {
-			_ = inner.Close()
-			return nil, err
 		}
 		cfg.Inner = inner
 	}
@@ -244,9 +245,6 @@ type external struct{ *Backend }
 
 // External implements harness.External.
 func (external) External() string { return externalWords }
-
-// ClientsAreProcesses implements harness.ProcessClients: each Locker is a process.
-func (b *Backend) ClientsAreProcesses() {}
 
 // slogLines logs every line written to it (a client's stderr) at info level.
 type slogLines struct {

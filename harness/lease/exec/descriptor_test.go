@@ -50,20 +50,12 @@ func TestDescriptorContract(t *testing.T) {
 		if err := d.CheckSettings(e.Settings); err != nil {
 			return nil, err
 		}
-		b, err := d.Start(ctx, e)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.CheckStarted(e.Settings, b); err != nil {
-			_ = b.Close()
-			return nil, err
-		}
-		return b, nil
+		return d.Start(ctx, e)
 	}})
 	requireNoProcesses(t)
 }
 
-// The capabilities the descriptor declares are the started backend's: the lock
+// The capabilities the descriptor's Shape gives are the started backend's: the lock
 // service's (node faults act on it) and the clients' own (processes).
 func TestDescriptorCaps(t *testing.T) {
 	requirePython(t)
@@ -81,17 +73,13 @@ func TestDescriptorCaps(t *testing.T) {
 		{"naive-persisted", map[string]string{execlock.OptionClientCmd: cmd, execlock.OptionLockService: "naive-persisted"},
 			registry.Caps{Crasher: true, ServiceClock: true, WallClock: true, ClientProcesses: true}},
 		{"an existing service", map[string]string{execlock.OptionClientCmd: cmd, execlock.OptionLockEndpoints: srv.Endpoints()[0]},
-			registry.Caps{External: "an existing lock service (--lock-endpoints)", ClientProcesses: true}},
+			registry.Caps{External: "servers given by --lock-endpoints", ClientProcesses: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, d := env(t, tt.opts)
-			require.NoError(t, d.CheckSettings(e.Settings))
-			require.Equal(t, tt.want, d.DeclaredCaps(e.Settings))
-			b, err := d.Start(context.Background(), e)
-			require.NoError(t, err)
-			require.NoError(t, d.CheckStarted(e.Settings, b))
-			require.Equal(t, tt.want, registry.CapsOf(b))
+			require.Equal(t, tt.want, d.PlanCaps(e.Settings))
+			b := harnesstest.Start(t, d, e.Settings)
 			_, isFailing := b.(harness.Failing)
 			require.True(t, isFailing, "a broken client ends the run")
 			require.NoError(t, b.Close())
@@ -113,8 +101,8 @@ func TestDescriptorUnreachable(t *testing.T) {
 	require.ErrorContains(t, err, "does not answer")
 }
 
-// Over the real-server lock services too: what exec declares is what its started value
-// has (a run refuses to start otherwise), whatever the service's own capabilities are.
+// Over the real-server lock services too: what exec's Shape gives is what its started
+// value has, whatever the service's own capabilities are.
 func TestDescriptorCapsOverServices(t *testing.T) {
 	requirePython(t)
 	cmd := template(t)
@@ -127,13 +115,10 @@ func TestDescriptorCapsOverServices(t *testing.T) {
 			if why := d.Unavailability(e.Settings); why != "" {
 				t.Skip(why)
 			}
-			require.Equal(t, svc.NeedsOf(registry.Settings{}), d.NeedsOf(e.Settings), "exec needs what its lock service needs")
-			require.NoError(t, d.CheckSettings(e.Settings))
-			b, err := d.Start(context.Background(), e)
-			require.NoError(t, err)
-			defer b.Close()
-			require.NoError(t, d.CheckStarted(e.Settings, b))
-			require.True(t, registry.CapsOf(b).ClientProcesses)
+			require.Equal(t, append(execlock.ExampleNeeds(cmd), svc.NeedsOf(registry.Settings{})...), d.NeedsOf(e.Settings), "exec needs python3 for the template and what its lock service needs")
+			b := harnesstest.Start(t, d, e.Settings)
+			require.True(t, d.RunCaps(e.Settings, b).ClientProcesses)
+			require.Equal(t, svc.PlanCaps(e.Settings).Crasher, registry.CapsOf(b).Crasher, "node faults act on the service")
 		})
 	}
 	requireNoProcesses(t)

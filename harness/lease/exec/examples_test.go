@@ -208,7 +208,7 @@ func TestRedisPyLock(t *testing.T) {
 		require.NoError(t, le.Release(ctx))
 	}
 	require.Equal(t, []int64{1, 2, 3}, tokens, "the order fencecheck saw the grants in")
-	require.Contains(t, b.NoFencingToken(), "redis-py's Lock is SET NX PX with a random value")
+	require.Contains(t, b.ReportedNoToken(), "redis-py's Lock is SET NX PX with a random value")
 	require.NoError(t, b.Close())
 
 	fenced, err := execlock.Start(ctx, execlock.Config{Command: script, Endpoints: []string{addr}, TTL: time.Second, TokenResource: "fenced"})
@@ -234,7 +234,7 @@ func TestRedisPyLock(t *testing.T) {
 		last = le.Token()
 		require.NoError(t, le.Release(ctx))
 	}
-	require.Empty(t, incr.NoFencingToken())
+	require.Empty(t, incr.ReportedNoToken())
 	require.NoError(t, incr.Close())
 	requireOnly(t, redisPID)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -37,7 +38,7 @@ type Locker struct {
 	cur      *incarnation
 	nextID   int64
 	pending  map[int64]*request
-	lease    *lease // the lease granted last and not yet released
+	lease    *grant // the lease granted last and not yet released
 	paused   bool
 	pausedAt time.Time
 	lastLine string
@@ -87,7 +88,7 @@ type answer struct {
 	noToken string // the client's reason its lock has no fencing token
 	// validUntil is when the grant ends by the client's clock (Config.Expiry).
 	validUntil time.Time
-	lease      *lease // a grant's, made when it was read
+	lease      *grant // a grant's, made when it was read
 	msg        string
 	definite   bool
 	err        error // the client died or broke the protocol before answering
@@ -308,7 +309,8 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 	if a.ok && req.op == "acquire" {
 		// The lease is the current one from now on, so that an event the client sends
 		// right after the grant reaches it.
-		a.lease = &lease{l: l, token: a.token, lost: make(chan struct{}), validUntil: a.validUntil}
+		loss := lease.NewLoss()
+		a.lease = &grant{Grant: lease.NewGrant(a.token, l.b.cfg.TTL, loss.Done()), l: l, loss: loss, validUntil: a.validUntil}
 		l.lease = a.lease
 	}
 	l.mu.Unlock()
@@ -705,24 +707,20 @@ func (l *Locker) stop(inc *incarnation) {
 	_ = inc.stdout.Close()
 }
 
-// lease is a grant the client reported.
-type lease struct {
-	l        *Locker
-	token    int64
-	lost     chan struct{}
-	lostOnce sync.Once
+// grant is a lease the client reported.
+type grant struct {
+	lease.Grant
+	l    *Locker
+	loss *lease.Loss
 
 	mu         sync.Mutex
 	validUntil time.Time // Config.Expiry: the grant's end by the client's clock
 }
 
-func (le *lease) Token() int64          { return le.token }
-func (le *lease) TTL() time.Duration    { return le.l.b.cfg.TTL }
-func (le *lease) Lost() <-chan struct{} { return le.lost }
-func (le *lease) markLost()             { le.lostOnce.Do(func() { close(le.lost) }) }
+func (le *grant) markLost() { le.loss.Mark() }
 
 // setValidUntil notes a renewal the client reported.
-func (le *lease) setValidUntil(t time.Time) {
+func (le *grant) setValidUntil(t time.Time) {
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	if t.After(le.validUntil) {
@@ -731,7 +729,7 @@ func (le *lease) setValidUntil(t time.Time) {
 }
 
 // expiringLease is a lease whose client reports its validity (Config.Expiry).
-type expiringLease struct{ *lease }
+type expiringLease struct{ *grant }
 
 var _ harness.Expiring = expiringLease{}
 
@@ -744,7 +742,7 @@ func (e expiringLease) ValidUntil() time.Time {
 
 // Release sends {"op":"release"}; the client answers even for a lease it already lost
 // (a definite refusal, typically).
-func (le *lease) Release(ctx context.Context) error {
+func (le *grant) Release(ctx context.Context) error {
 	l := le.l
 	l.mu.Lock()
 	if l.lease == le {
@@ -792,4 +790,14 @@ func (p *linePrefixer) Write(b []byte) (int, error) {
 		p.buf = p.buf[:0]
 	}
 	return len(b), nil
+}
+
+// ClientShape is what a registry.Shape holds for clients run with cfg: a *Locker, and a
+// lease that implements harness.Expiring when the clients report their grants' ends
+// (cfg.Expiry). A backend built on exec's clients (kube-lease) states its Shape with it.
+func ClientShape(cfg Config) (harness.Locker, harness.Lease) {
+	if cfg.Expiry {
+		return (*Locker)(nil), expiringLease{}
+	}
+	return (*Locker)(nil), (*grant)(nil)
 }

@@ -154,11 +154,10 @@ type Backend struct {
 }
 
 var (
-	_ harness.Backend         = (*Backend)(nil)
-	_ harness.ProcessNodes    = (*Backend)(nil)
-	_ harness.Crasher         = (*Backend)(nil)
-	_ harness.ExpiringBackend = (*Backend)(nil)
-	_ harness.Failing         = (*Backend)(nil)
+	_ harness.Backend      = (*Backend)(nil)
+	_ harness.ProcessNodes = (*Backend)(nil)
+	_ harness.Crasher      = (*Backend)(nil)
+	_ harness.Failing      = (*Backend)(nil)
 )
 
 // Start starts etcd and the kube-apiserver and creates the Lease with no holder, so
@@ -211,18 +210,21 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	return b, nil
 }
 
+// clientProtocol is what kube-lease-client speaks beyond the exec protocol: it reports
+// each grant's end by its clock (its leases are harness.Expiring) and takes cancels.
+var clientProtocol = execlock.Config{Expiry: true, Cancel: true}
+
 // startClients readies the clients' machinery (their processes start in NewLocker).
 func (b *Backend) startClients(ctx context.Context) error {
 	t := b.cfg.Timing
-	clients, err := execlock.Start(ctx, execlock.Config{
-		Program: b.cfg.Client, Args: b.cmd.serveArgs(t, b.cfg.Token), Label: "kube-lease client",
-		Dir: b.cfg.Dir, Endpoints: []string{b.target}, TTL: t.LeaseDuration,
-		Logger: b.cfg.Logger, Expiry: true, Cancel: true,
-		// An acquire waits for the lock: the harness bounds it and cancels it.
-		ReplyTimeout: max(execlock.DefaultReplyTimeout, 30*t.LeaseDuration),
-		// A client's release on its way out is bounded by RenewDeadline.
-		StopGrace: max(execlock.DefaultStopGrace, t.RenewDeadline+time.Second),
-	})
+	cfg := clientProtocol
+	cfg.Program, cfg.Args, cfg.Label = b.cfg.Client, b.cmd.serveArgs(t, b.cfg.Token), "kube-lease client"
+	cfg.Dir, cfg.Endpoints, cfg.TTL, cfg.Logger = b.cfg.Dir, []string{b.target}, t.LeaseDuration, b.cfg.Logger
+	// An acquire waits for the lock: the harness bounds it and cancels it.
+	cfg.ReplyTimeout = max(execlock.DefaultReplyTimeout, 30*t.LeaseDuration)
+	// A client's release on its way out is bounded by RenewDeadline.
+	cfg.StopGrace = max(execlock.DefaultStopGrace, t.RenewDeadline+time.Second)
+	clients, err := execlock.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("kube-lease: %w", err)
 	}
@@ -259,10 +261,6 @@ func (b *Backend) Close() error {
 	})
 	return b.closeError
 }
-
-// LeasesExpire implements harness.ExpiringBackend: each client reports its grant's end
-// by its own clock.
-func (b *Backend) LeasesExpire() {}
 
 // LeaseTTL implements registry.LeaseTimed: node-pause stops the apiserver for twice it.
 func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }

@@ -2,12 +2,12 @@ package kubelease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -50,9 +50,6 @@ func Descriptors() []registry.Backend {
 				Usage: "namespace of the run's Lease on an existing cluster (--kubeconfig; default \"default\")",
 			}},
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is one kube-apiserver: --members must be 1, got %d", name, s.Members)
-				}
 				if k := s.Option(OptionKubeconfig); k != "" {
 					if _, err := os.Stat(k); err != nil {
 						return fmt.Errorf("--%s: %w", OptionKubeconfig, err)
@@ -72,11 +69,13 @@ func Descriptors() []registry.Backend {
 				}
 				return TimingFor(s.TTL).Validate()
 			},
-			Caps: func(s registry.Settings) registry.Caps {
+			Shape: func(s registry.Settings) registry.Shape {
+				sh := registry.Shape{Backend: (*Backend)(nil)}
+				sh.Locker, sh.Lease = execlock.ClientShape(clientProtocol)
 				if s.Option(OptionKubeconfig) != "" {
-					return registry.Caps{External: externalWords, ClientExpiry: true}
+					sh.Backend = external{}
 				}
-				return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true}
+				return sh
 			},
 			Setup: func(s registry.Settings) string {
 				if k := s.Option(OptionKubeconfig); k != "" {
@@ -84,17 +83,15 @@ func Descriptors() []registry.Backend {
 				}
 				return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
 			},
-			Unavailable: func(s registry.Settings) string {
-				if _, err := FindClient(s.Option(OptionClient)); errors.Is(err, proc.ErrNotFound) {
-					return err.Error()
-				}
+			// The lock client always (kube-lease-client: --kube-lease-client, its variable,
+			// else the build); the kube-apiserver to start (--kube-apiserver, its variable,
+			// else the build) but on an existing cluster.
+			Needs: func(s registry.Settings) []proc.Need {
+				client := ClientNeed.Or(s.Option(OptionClient))
 				if s.Option(OptionKubeconfig) != "" {
-					return ""
+					return []proc.Need{client}
 				}
-				if _, err := FindAPIServer(s.Option(OptionAPIServer)); errors.Is(err, proc.ErrNotFound) {
-					return err.Error()
-				}
-				return ""
+				return []proc.Need{client, APIServerNeed.Or(s.Option(OptionAPIServer))}
 			},
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 				return start(ctx, env, name, tok)

@@ -34,10 +34,9 @@ const externalWords = "an existing cluster (--" + OptionKubeconfig + ")"
 type external struct{ b *Backend }
 
 var (
-	_ harness.External        = external{}
-	_ harness.ExpiringBackend = external{}
-	_ harness.Configured      = external{}
-	_ harness.Failing         = external{}
+	_ harness.External   = external{}
+	_ harness.Configured = external{}
+	_ harness.Failing    = external{}
 )
 
 func (e external) Name() string        { return e.b.Name() }
@@ -46,7 +45,6 @@ func (e external) NewLocker(ctx context.Context, id int, addrs []string) (harnes
 	return e.b.NewLocker(ctx, id, addrs)
 }
 func (e external) Close() error                    { return e.b.Close() }
-func (e external) LeasesExpire()                   {}
 func (e external) BackendSettings() map[string]any { return e.b.BackendSettings() }
 func (e external) Failed() <-chan struct{}         { return e.b.Failed() }
 func (e external) Err() error                      { return e.b.Err() }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -82,10 +83,6 @@ func (b *Backend) Clock() Clock { return b.clock }
 
 // LockName is the name of the run's row in the lock table.
 func (b *Backend) LockName() string { return b.lock }
-
-// LeasesExpire implements harness.ExpiringBackend: a lease knows its end by the
-// client's clock (the last confirmed grant or renewal plus the TTL).
-func (b *Backend) LeasesExpire() {}
 
 // Close implements harness.Backend: deletes the run's row and stops the store. Safe to
 // call twice.
@@ -240,8 +237,8 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 }
 
 func (l *Locker) newLease(fence int64, start time.Time) *Lease {
-	le := &Lease{l: l, fence: fence}
-	le.k = l.leases.Start(l.b.ttl, start.Add(l.b.ttl), le.renew)
+	le := &Lease{Lease: renewal.NewLease(fence, l.b.ttl, start.Add(l.b.ttl)), l: l}
+	l.leases.Run(le.Keeper, le.renew)
 	return le
 }
 
@@ -254,14 +251,15 @@ func (l *Locker) Close() error {
 	return l.sess.Close()
 }
 
-// Lease is one grant: the row's fence at the grant is its token.
+// Lease is one grant: the row's fence at the grant is its token. Lost closes when a
+// renewal finds the row no longer holds this grant (another client took it, so the fence
+// moved), when no renewal was confirmed for a TTL, or when the lease is released or its
+// locker closed; ValidUntil is the start of the last confirmed grant or renewal plus the
+// TTL, by the client's clock.
 type Lease struct {
-	l     *Locker
-	fence int64
-	k     *renewal.Keeper
-
-	mu       sync.Mutex
-	released bool
+	renewal.Lease
+	l        *Locker
+	released lease.Released
 }
 
 var (
@@ -269,26 +267,11 @@ var (
 	_ harness.Expiring = (*Lease)(nil)
 )
 
-// Token implements harness.Lease: the fence column the grant's UPDATE set.
-func (le *Lease) Token() int64 { return le.fence }
-
-// TTL implements harness.Lease.
-func (le *Lease) TTL() time.Duration { return le.l.b.ttl }
-
-// Lost implements harness.Lease: closed when a renewal finds the row no longer holds
-// this grant (another client took it, so the fence moved), when no renewal was
-// confirmed for a TTL, or when the lease is released or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.k.Lost() }
-
-// ValidUntil implements harness.Expiring: the start of the last confirmed grant or
-// renewal plus the TTL, by the client's clock.
-func (le *Lease) ValidUntil() time.Time { return le.k.ValidUntil() }
-
 // renew is one conditional UPDATE of this grant's row.
 func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 	l := le.l
 	start := l.now()
-	fences, err := l.sess.Run(ctx, l.b.stmts.renew, l.args(l.b.lock, l.by, l.b.ttl.Microseconds(), le.fence)...)
+	fences, err := l.sess.Run(ctx, l.b.stmts.renew, l.args(l.b.lock, l.by, l.b.ttl.Microseconds(), le.Token())...)
 	switch {
 	case err != nil:
 		return renewal.Unknown, time.Time{}
@@ -302,21 +285,17 @@ func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 // if the row still holds this grant. A row taken over meanwhile (the lease was lost)
 // gives an error wrapping harness.ErrNoEffect; so does a second Release.
 func (le *Lease) Release(ctx context.Context) error {
-	le.mu.Lock()
-	if le.released {
-		le.mu.Unlock()
-		return fmt.Errorf("%w: %s: lease %d already released", harness.ErrNoEffect, le.l.b.name, le.fence)
+	if err := le.released.First(le.l.b.name); err != nil {
+		return err
 	}
-	le.released = true
-	le.mu.Unlock()
 	l := le.l
-	l.leases.Stop(le.k)
-	fences, err := l.sess.Run(ctx, l.b.stmts.release, l.args(l.b.lock, l.by, le.fence)...)
+	l.leases.Stop(le.Keeper)
+	fences, err := l.sess.Run(ctx, l.b.stmts.release, l.args(l.b.lock, l.by, le.Token())...)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s: release: %w", l.b.name, err)
 	case len(fences) == 0:
-		return fmt.Errorf("%w: %s: the row no longer holds grant %d: another client took the lock after the lease expired", harness.ErrNoEffect, l.b.name, le.fence)
+		return fmt.Errorf("%w: %s: the row no longer holds grant %d: another client took the lock after the lease expired", harness.ErrNoEffect, l.b.name, le.Token())
 	}
 	return nil
 }

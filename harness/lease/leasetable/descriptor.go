@@ -76,9 +76,11 @@ func Descriptors() []registry.Backend {
 			Name: name, Meaning: meaning,
 			Token:   "the row's fence column (bumped by the granting UPDATE)",
 			Options: options(),
-			Check:   func(s registry.Settings) error { return check(name, s) },
-			Caps:    func(s registry.Settings) registry.Caps { return caps(s, clock) },
-			Setup:   func(s registry.Settings) string { return setup(s, clock) },
+			// The row is in the file or the committed data: a restart keeps the lease.
+			DurableLeases: true,
+			Check:         func(s registry.Settings) error { return check(name, s) },
+			Shape:         func(s registry.Settings) registry.Shape { return shape(s, clock) },
+			Setup:         func(s registry.Settings) string { return setup(s, clock) },
 			Needs: func(s registry.Settings) []proc.Need {
 				if kindOf(s) == kindPostgres {
 					return []proc.Need{pgadvisory.ServerNeed}
@@ -100,9 +102,6 @@ func Descriptors() []registry.Backend {
 }
 
 func check(name string, s registry.Settings) error {
-	if s.Members != 1 {
-		return fmt.Errorf("backend %s is one lock table: --members must be 1, got %d", name, s.Members)
-	}
 	if s.TTL < 10*time.Millisecond {
 		return fmt.Errorf("%s: --ttl %v is below 10ms, shorter than the timing noise of a database round trip here", name, s.TTL)
 	}
@@ -122,21 +121,25 @@ func check(name string, s registry.Settings) error {
 	return nil
 }
 
-// caps: every store's leases expire by the client's clock; SQLite and a private server
-// are crashed and restarted by fencecheck and keep the row (and its lease) across it;
-// the clock that decides is fencecheck's to skew when it is a client's, or SQLite's
-// (its now() is fencecheck's function), not PostgreSQL's.
-func caps(s registry.Settings, clock Clock) registry.Caps {
-	c := registry.Caps{ClientExpiry: true, ServiceClock: clock == ClientTime}
-	switch kindOf(s) {
-	case kindSQLite:
-		c.Crasher, c.DurableLeases, c.ServiceClock = true, true, true
-	case kindPostgres:
-		c.Crasher, c.DurableLeases, c.ProcessNodes = true, true, true
-	case kindExternal:
-		c.External = externalWords
+// shape: every store's leases expire by the client's clock; SQLite and a private server
+// are crashed and restarted by fencecheck (and keep the row, and its lease, across it);
+// the clock that decides is fencecheck's to skew when it is a client's, or SQLite's (its
+// now() is fencecheck's function), not PostgreSQL's.
+func shape(s registry.Settings, clock Clock) registry.Shape {
+	sh := registry.Shape{Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+	switch kind, ct := kindOf(s), clock == ClientTime; {
+	case kind == kindSQLite:
+		sh.Backend = sqliteBackend{}
+	case kind == kindPostgres && ct:
+		sh.Backend = pgClocked{}
+	case kind == kindPostgres:
+		sh.Backend = pgBackend{}
+	case ct:
+		sh.Backend = externalClocked{}
+	default:
+		sh.Backend = externalBackend{}
 	}
-	return c
+	return sh
 }
 
 func setup(s registry.Settings, clock Clock) string {
@@ -217,8 +220,6 @@ type sqliteBackend struct {
 
 var (
 	_ harness.Crasher         = sqliteBackend{}
-	_ harness.DurableLeases   = sqliteBackend{}
-	_ harness.ExpiringBackend = sqliteBackend{}
 	_ registry.ServiceClocked = sqliteBackend{}
 )
 
@@ -245,9 +246,6 @@ func (s sqliteBackend) Restart(ctx context.Context, i int, keepData bool) error 
 	return s.st.Restart(ctx, keepData)
 }
 
-// LeasesSurviveRestart implements harness.DurableLeases: the row is in the file.
-func (sqliteBackend) LeasesSurviveRestart() {}
-
 // ServiceClock implements registry.ServiceClocked.
 func (s sqliteBackend) ServiceClock(ctx context.Context) (string, *nemesis.Clock, error) {
 	return s.serviceClock(ctx)
@@ -263,9 +261,8 @@ type pgBackend struct {
 }
 
 var (
-	_ harness.Crasher       = pgBackend{}
-	_ harness.ProcessNodes  = pgBackend{}
-	_ harness.DurableLeases = pgBackend{}
+	_ harness.Crasher      = pgBackend{}
+	_ harness.ProcessNodes = pgBackend{}
 )
 
 // Nodes implements harness.ProcessNodes.
@@ -317,9 +314,6 @@ func (p pgBackend) Restart(ctx context.Context, i int, keepData bool) error {
 	}
 	return nil
 }
-
-// LeasesSurviveRestart implements harness.DurableLeases: the row is committed data.
-func (pgBackend) LeasesSurviveRestart() {}
 
 // pgClocked is pgBackend with client time: the deciding clock is a client's.
 type pgClocked struct{ pgBackend }

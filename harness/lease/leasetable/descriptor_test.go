@@ -17,9 +17,9 @@ func withOptions(d registry.Backend, opts map[string]string) registry.Backend {
 		s.Options = maps.Clone(opts)
 		return s.WithOptions(d.Options)
 	}
-	check, caps, needs, start := d.Check, d.Caps, d.Needs, d.Start
+	check, shape, needs, start := d.Check, d.Shape, d.Needs, d.Start
 	d.Check = func(s registry.Settings) error { return check(set(s)) }
-	d.Caps = func(s registry.Settings) registry.Caps { return caps(set(s)) }
+	d.Shape = func(s registry.Settings) registry.Shape { return shape(set(s)) }
 	d.Needs = func(s registry.Settings) []proc.Need { return needs(set(s)) }
 	d.Start = func(ctx context.Context, env registry.Env) (harness.Backend, error) {
 		env.Settings = set(env.Settings)

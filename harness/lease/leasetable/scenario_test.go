@@ -7,57 +7,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/leasetable"
-	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
-	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/scenarios"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
-var (
-	unfencedWant = scenarios.Expect{Verdicts: map[models.Property]models.Verdict{models.Register: models.Violated, models.Tokens: models.Held}, MinStaleAccepted: 1}
-	fencedWant   = scenarios.Expect{Verdicts: map[models.Property]models.Verdict{models.Register: models.Held, models.Updates: models.Held, models.Tokens: models.Held}, MinStaleRejected: 1, NoStaleAccepted: true}
-)
-
-// Whole runs through the scenarios API (the built-in registry plus these two backends):
-// the verdicts the catalogue rows for the lease table will expect.
+// Every catalogue scenario of the package, run here on fencecheck's registry with the
+// two backends only (the catalogue's test runs them too, on the built-in one): each
+// gives the verdicts it declares.
 func TestScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("whole runs: not in -short")
 	}
-	pg := map[string]string{leasetable.OptionStore: leasetable.StorePostgres}
-	for _, tc := range []struct {
-		name string
-		spec scenarios.Spec
-		want scenarios.Expect
-	}{
-		{"sqlite-unfenced-pause", scenarios.Spec{Backend: leasetable.Name, Resource: "unfenced", Faults: []string{"pause"}}, unfencedWant},
-		{"sqlite-fenced-pause", scenarios.Spec{Backend: leasetable.Name, Resource: "fenced", Faults: []string{"pause"}}, fencedWant},
-		{"sqlite-fenced-crash", scenarios.Spec{Backend: leasetable.Name, Resource: "fenced", Faults: []string{"crash"}}, fencedWant},
-		{"sqlite-unfenced-careful-skew", scenarios.Spec{Backend: leasetable.Name, Resource: "unfenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}}, unfencedWant},
-		{"sqlite-fenced-careful-skew", scenarios.Spec{Backend: leasetable.Name, Resource: "fenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}}, fencedWant},
-		{"sqlite-clienttime-unfenced-pause", scenarios.Spec{Backend: leasetable.NameClientTime, Resource: "unfenced", Faults: []string{"pause"}}, unfencedWant},
-		{"sqlite-clienttime-unfenced-careful-skew", scenarios.Spec{Backend: leasetable.NameClientTime, Resource: "unfenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}}, unfencedWant},
-		{"sqlite-clienttime-fenced-careful-skew", scenarios.Spec{Backend: leasetable.NameClientTime, Resource: "fenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}}, fencedWant},
-		{"postgres-unfenced-pause", scenarios.Spec{Backend: leasetable.Name, Resource: "unfenced", Faults: []string{"pause"}, Options: pg}, unfencedWant},
-		{"postgres-fenced-pause", scenarios.Spec{Backend: leasetable.Name, Resource: "fenced", Faults: []string{"pause"}, Options: pg}, fencedWant},
-		{"postgres-fenced-crash", scenarios.Spec{Backend: leasetable.Name, Resource: "fenced", Faults: []string{"crash"}, Options: pg}, fencedWant},
-		{"postgres-clienttime-unfenced-careful-skew", scenarios.Spec{Backend: leasetable.NameClientTime, Resource: "unfenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}, Options: pg}, unfencedWant},
-		{"postgres-clienttime-fenced-careful-skew", scenarios.Spec{Backend: leasetable.NameClientTime, Resource: "fenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}, Options: pg}, fencedWant},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.spec.Options[leasetable.OptionStore] == leasetable.StorePostgres {
-				proctest.Skip(t, pgadvisory.ServerNeed)
-			}
-			o := execute(t, tc.spec)
+	reg := harnesstest.Registry(t, leasetable.Descriptors()...)
+	for _, sc := range leasetable.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			harnesstest.SkipUnavailable(t, reg, sc.Spec)
+			o := execute(t, sc.Spec)
 			ev := o.Report.Evidence
 			t.Logf("register %s, updates %s, tokens %s; stale writes accepted %d, rejected %d",
 				o.Report.Verdicts[models.Register], o.Report.Verdicts[models.Updates], o.Report.Verdicts[models.Tokens], ev.StaleAccepted, ev.StaleRejected)
 			for _, f := range o.History.Faults {
 				t.Logf("fault %s on %s: %s", f.Kind, f.Target, f.Detail)
 			}
-			if d := tc.want.Diff(o.Report); len(d) > 0 {
+			if d := sc.Expect.Diff(o.Report); len(d) > 0 {
 				t.Errorf("%s", strings.Join(d, "; "))
 			}
 		})
@@ -67,26 +42,20 @@ func TestScenarios(t *testing.T) {
 // The database's clock of PostgreSQL is its server's: skew is refused for the
 // database-time variant there, before anything starts.
 func TestPostgresDatabaseTimeRefusesSkew(t *testing.T) {
-	reg := builtin.Registry()
-	if err := reg.AddBackend(leasetable.Descriptors()...); err != nil {
-		t.Fatal(err)
-	}
-	_, err := scenarios.Execute(context.Background(), scenarios.Spec{Backend: leasetable.Name, Resource: "fenced", Faults: []string{"skew"},
-		Options: map[string]string{leasetable.OptionStore: leasetable.StorePostgres}}, scenarios.Options{Registry: reg})
-	if !errors.Is(err, scenarios.ErrSpec) || !strings.Contains(err.Error(), "skew") {
+	reg := harnesstest.Registry(t, leasetable.Descriptors()...)
+	_, err := trial.Run(context.Background(), reg, spec.Spec{Backend: leasetable.Name, Resource: "fenced", Faults: []string{"skew"},
+		Options: map[string]string{leasetable.OptionStore: leasetable.StorePostgres}}, trial.Options{})
+	if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), "skew") {
 		t.Fatalf("got %v, want the skew fault refused as a spec error", err)
 	}
 }
 
-func execute(t *testing.T, spec scenarios.Spec) *scenarios.Outcome {
+func execute(t *testing.T, s spec.Spec) *trial.Outcome {
 	t.Helper()
-	reg := builtin.Registry()
-	if err := reg.AddBackend(leasetable.Descriptors()...); err != nil {
-		t.Fatal(err)
-	}
+	reg := harnesstest.Registry(t, leasetable.Descriptors()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	o, err := scenarios.Execute(ctx, spec, scenarios.Options{Registry: reg, OutDir: t.TempDir()})
+	o, err := trial.Run(ctx, reg, s, trial.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ var (
 	_ harness.Backend      = (*Backend)(nil)
 	_ harness.ProcessNodes = (*Backend)(nil)
 	_ harness.Crasher      = (*Backend)(nil)
-	_ harness.Tokenless    = (*Backend)(nil)
+	_ harness.Tokenless    = tokenless{}
 )
 
 // Start starts a private server (or checks the one at cfg.DSN), creates the token
@@ -230,10 +230,6 @@ func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }
 // clock runs (0: real time).
 func (b *Backend) ClockRate() float64 { return b.cfg.ClockRate }
 
-// LeasesExpire implements harness.ExpiringBackend: leases know their end by the
-// client's clock (the last confirmed ping plus the TTL).
-func (b *Backend) LeasesExpire() {}
-
 // Endpoints implements harness.Backend.
 func (b *Backend) Endpoints() []string { return []string{b.conn.Addr} }
 
@@ -243,13 +239,12 @@ func (b *Backend) Token() TokenKind { return b.cfg.Token }
 // Close implements harness.Backend: it stops the started server. Safe to call twice.
 func (b *Backend) Close() error { return b.Group.Close() }
 
-// NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" otherwise.
-func (b *Backend) NoFencingToken() string {
-	if b.cfg.Token == TokenNone {
-		return NoTokenReason
-	}
-	return ""
-}
+// tokenless is a TokenNone backend on a private server: harness.Tokenless, with every
+// capability of Backend.
+type tokenless struct{ *Backend }
+
+// NoFencingToken implements harness.Tokenless.
+func (tokenless) NoFencingToken() string { return NoTokenReason }
 
 // NewLocker implements harness.Backend: sessions of addrs[0] only.
 func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.Locker, error) {

@@ -27,7 +27,6 @@ func start(t *testing.T, cfg mariadblock.Config) *mariadblock.Backend {
 
 func TestBackend(t *testing.T) {
 	b := start(t, mariadblock.Config{TTL: time.Second})
-	require.Empty(t, b.NoFencingToken())
 	t.Run("mutual exclusion, counter tokens increase", func(t *testing.T) {
 		sqlsessiontest.MutualExclusion(t, b, 20, true)
 	})
@@ -45,9 +44,8 @@ func TestBackend(t *testing.T) {
 		a, b := sqlsessiontest.Grant(t, c), sqlsessiontest.Grant(t, c)
 		require.Greater(t, b, a)
 	})
-	t.Run("no token is Tokenless", func(t *testing.T) {
+	t.Run("no token: grants in the order seen", func(t *testing.T) {
 		n := start(t, mariadblock.Config{TTL: time.Second, Token: mariadblock.TokenNone, DSN: dsn})
-		require.Equal(t, mariadblock.NoTokenReason, n.NoFencingToken())
 		sqlsessiontest.MutualExclusion(t, n, 4, false)
 	})
 	require.NoError(t, b.Close())

@@ -52,14 +52,13 @@ func clockRate(s registry.Settings) float64 {
 	return 0
 }
 
-// caps are the shared database-lock caps, plus a clock that can start fast on the
-// private server.
-func caps(s registry.Settings, noToken string) registry.Caps {
-	c := entries().Caps(s, noToken)
-	if s.Option(OptionDSN) == "" {
-		c.FastClock, c.ClockRate = true, clockRate(s)
+// shape: the private server's *Backend (tokenless without a token; both FastClocked),
+// or the plain wrapper on an existing server.
+func shape(s registry.Settings, tok TokenKind) registry.Shape {
+	if tok == TokenNone {
+		return entries().Shape(s, tokenless{}, true)
 	}
-	return c
+	return entries().Shape(s, (*Backend)(nil), false)
 }
 
 // needs: a private server's mariadbd, with libfaketime in a skew run.
@@ -74,10 +73,6 @@ func needs(s registry.Settings) []proc.Need {
 // mariadb-lock-connid and mariadb-lock-notoken.
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
-		noToken := ""
-		if tok == TokenNone {
-			noToken = NoTokenReason
-		}
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
 			// Connection ids restart at 1 when the server restarts.
@@ -85,15 +80,12 @@ func Descriptors() []registry.Backend {
 			TTL:                time.Second, // wait_timeout is whole seconds
 			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)
-				}
 				if s.TTL < time.Second || s.TTL%time.Second != 0 {
 					return fmt.Errorf("%s: --ttl %v will not do: MariaDB's wait_timeout is whole seconds, at least 1s", name, s.TTL)
 				}
 				return nil
 			},
-			Caps: func(s registry.Settings) registry.Caps { return caps(s, noToken) },
+			Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
 			Setup: func(s registry.Settings) string {
 				switch {
 				case s.Option(OptionDSN) != "":
@@ -124,11 +116,17 @@ func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (h
 	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
 		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, ClockRate: clockRate(env.Settings), name: name}
 	}, Start)
+	noToken := ""
+	if tok == TokenNone {
+		noToken = NoTokenReason
+	}
 	switch {
 	case err != nil:
 		return nil, err
 	case b.cfg.DSN != "":
-		return sqlsession.External{B: b, Words: externalWords}, nil
+		return entries().Wrap(b, noToken), nil
+	case noToken != "":
+		return tokenless{b}, nil
 	}
 	return b, nil
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,14 +90,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			return nil, err
 		}
 	}
-	if cfg.Port == 0 {
-		port, err := proc.FreePort()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", Name, err)
-		}
-		cfg.Port = port
+	port, addr, err := proc.Loopback(cfg.Port)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	s := &Server{cfg: cfg, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)), data: filepath.Join(cfg.Dir, "data")}
+	cfg.Port = port
+	s := &Server{cfg: cfg, addr: addr, data: filepath.Join(cfg.Dir, "data")}
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package mariadblock_test
 import (
 	"context"
 	"database/sql"
-	"io"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/faults"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession/sqlsessiontest"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -139,8 +140,8 @@ func TestClockRateAndHealthySessions(t *testing.T) {
 	}
 }
 
-// The capabilities each descriptor declares are the started value's: a clock that can
-// start fast on the private server, fast only with skew; an existing server takes
+// The capabilities each descriptor's Shape gives are the started value's: a clock that
+// can start fast on the private server, fast only with skew; an existing server takes
 // neither node nor clock faults.
 func TestDescriptorCaps(t *testing.T) {
 	if err := mariadblock.Available(); err != nil {
@@ -149,25 +150,22 @@ func TestDescriptorCaps(t *testing.T) {
 	existing := start(t, mariadblock.Config{TTL: time.Second})
 	dsn := "root@tcp(" + existing.Endpoints()[0] + ")/fencecheck"
 	ds := mariadblock.Descriptors()
+	private := registry.Caps{Crasher: true, ProcessNodes: true, FastClock: true, ClientExpiry: true}
 	for _, tc := range []struct {
-		name  string
-		d     registry.Backend
-		s     registry.Settings
-		want  func(c registry.Caps) registry.Caps
-		setup string
+		name      string
+		d         registry.Backend
+		s         registry.Settings
+		plan      registry.Caps
+		clockRate float64
+		setup     string
 	}{
-		{"private", ds[0], registry.Settings{Faults: []string{"pause"}}, func(c registry.Caps) registry.Caps {
-			c.ProcessNodes, c.SingleProcess, c.FastClock = true, true, true
-			return c
-		}, "a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL"},
-		{"private with skew", ds[0], registry.Settings{Faults: []string{"skew"}}, func(c registry.Caps) registry.Caps {
-			c.ProcessNodes, c.SingleProcess, c.FastClock, c.ClockRate = true, true, true, mariadblock.SkewRate
-			return c
-		}, "a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL, its clock 2x fast (libfaketime)"},
-		{"existing server with skew asked", ds[2], registry.Settings{Faults: []string{"skew"}, Options: map[string]string{mariadblock.OptionDSN: dsn}}, func(c registry.Caps) registry.Caps {
-			c.External, c.NoToken = "an existing MariaDB (--mariadb-lock-dsn)", mariadblock.NoTokenReason
-			return c
-		}, "an existing MariaDB, wait_timeout = TTL"},
+		{"private", ds[0], registry.Settings{Faults: []string{"pause"}}, private, 0,
+			"a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL"},
+		{"private with skew", ds[0], registry.Settings{Faults: []string{"skew"}}, private, mariadblock.SkewRate,
+			"a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL, its clock 2x fast (libfaketime)"},
+		{"existing server with skew asked", ds[2], registry.Settings{Faults: []string{"skew"}, Options: map[string]string{mariadblock.OptionDSN: dsn}},
+			registry.Caps{ClientExpiry: true, External: "servers given by --mariadb-lock-dsn", NoToken: "no token"}, 0,
+			"an existing MariaDB, wait_timeout = TTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
@@ -177,34 +175,25 @@ func TestDescriptorCaps(t *testing.T) {
 					t.Skip(err)
 				}
 			}
-			require.NoError(t, tc.d.CheckSettings(s))
 			require.Empty(t, tc.d.Unavailability(s))
 			require.Equal(t, tc.setup, tc.d.SetupOf(s))
-			declared := tc.d.DeclaredCaps(s)
-			require.Equal(t, tc.want(registry.Caps{Crasher: true, ClientExpiry: true}), declared)
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			b, err := tc.d.Start(ctx, registry.Env{
-				Settings: s.WithOptions(tc.d.Options),
-				TempDir:  func() (string, error) { return t.TempDir(), nil },
-				LogFile:  func(string) (io.Writer, string, error) { return io.Discard, "", nil },
-			})
-			require.NoError(t, err)
-			defer b.Close()
-			require.NoError(t, tc.d.CheckStarted(s, b))
+			plan := tc.d.PlanCaps(s)
+			require.Equal(t, tc.plan, plan)
+			b := harnesstest.Start(t, tc.d, s)
+			require.Equal(t, tc.clockRate, tc.d.RunCaps(s, b).ClockRate)
 
 			// The skew fault applies to the private server only, and is refused on an
 			// existing one with one line.
 			var skew registry.Fault
-			for _, f := range registry.Faults() {
+			for _, f := range faults.All() {
 				if f.Name() == "skew" {
 					skew = f
 				}
 			}
 			require.NotNil(t, skew)
-			err = skew.Applies(registry.Target{Backend: tc.d.Name, Caps: declared, TTL: s.TTL, ClientFaults: []string{"pause"}})
-			if declared.External != "" {
-				require.ErrorContains(t, err, "only takes client-side faults")
+			err := skew.Applies(registry.Target{Backend: tc.d.Name, Caps: plan, TTL: s.TTL, ClientFaults: []string{"pause"}})
+			if plan.External != "" {
+				require.ErrorContains(t, err, "takes client-side faults only")
 				require.NotContains(t, err.Error(), "\n")
 			} else {
 				require.NoError(t, err)

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -74,11 +72,11 @@ func New(cfg Config) (*Backend, error) {
 	b := &Backend{cfg: cfg}
 	// A port below the ephemeral range: Restart binds it again, and no outgoing
 	// connection may hold it by then.
-	port, err := proc.FreePort()
+	_, addr, err := proc.Loopback(0)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := b.start(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	srv, err := b.start(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -176,14 +174,16 @@ type Locker struct {
 	http  *jsonhttp.Client
 	now   func() time.Time // the client's clock
 
-	mu     sync.Mutex
-	leases map[*lease]struct{}
-	closed bool
+	// leases are the live leases, renewed every TTL/3 by the client's clock; a renewal
+	// stuck in a stalled link does not hold up a release.
+	leases renewal.Set
 }
 
 // NewLocker returns a client of the lock server at addr that acquires as owner.
 func NewLocker(addr, owner string, ttl time.Duration) *Locker {
-	return &Locker{owner: owner, ttl: ttl, http: jsonhttp.New(addr), now: time.Now, leases: map[*lease]struct{}{}}
+	l := &Locker{owner: owner, ttl: ttl, http: jsonhttp.New(addr), now: time.Now}
+	l.leases.Options = renewal.Options{Now: func() time.Time { return l.now() }, Attempt: ttl, CutOnStop: true}
+	return l
 }
 
 // Acquire polls the server until the default lock is granted or ctx ends.
@@ -218,115 +218,45 @@ func (l *Locker) AcquireKey(ctx context.Context, key string) (harness.Lease, err
 
 // Close stops every renewal. Safe to call twice.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	l.closed = true
-	leases := make([]*lease, 0, len(l.leases))
-	for le := range l.leases {
-		leases = append(leases, le)
-	}
-	l.mu.Unlock()
-	for _, le := range leases {
-		le.stopRenewing()
-	}
+	l.leases.Close()
 	return l.http.Close()
 }
 
 func (l *Locker) start(key string, token int64, sent time.Time) *lease {
-	le := &lease{l: l, key: key, token: token, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	le.valid.Store(sent.Add(l.ttl).UnixNano())
-	l.mu.Lock()
-	closed := l.closed
-	if !closed {
-		l.leases[le] = struct{}{}
-	}
-	l.mu.Unlock()
-	if closed {
-		close(le.done)
-		return le
-	}
-	go le.renew()
+	le := &lease{Lease: renewal.NewLease(token, l.ttl, sent.Add(l.ttl)), l: l, key: key}
+	l.leases.Run(le.Keeper, le.renew)
 	return le
 }
 
+// lease is a naive grant: its ValidUntil is when it ends by the client's own clock, as
+// a careful client believes it (the TTL from the last confirmed acquire or renewal's
+// send time); Lost closes when the server refuses a renewal or none was confirmed for a
+// TTL by that clock.
 type lease struct {
-	l     *Locker
-	key   string
-	token int64
-	// valid is when the lease ends by the client's clock: the TTL counted from when the
-	// last confirmed acquire or renewal was sent (Unix ns).
-	valid atomic.Int64
-
-	lost     chan struct{}
-	lostOnce sync.Once
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	renewal.Lease
+	l   *Locker
+	key string
 }
 
-func (le *lease) Token() int64          { return le.token }
-func (le *lease) TTL() time.Duration    { return le.l.ttl }
-func (le *lease) Lost() <-chan struct{} { return le.lost }
-
-// ValidUntil is when the lease ends by the client's own clock, as a careful client
-// believes it: the TTL from the last confirmed acquire or renewal's send time.
-func (le *lease) ValidUntil() time.Time { return time.Unix(0, le.valid.Load()) }
-
-func (le *lease) markLost() { le.lostOnce.Do(func() { close(le.lost) }) }
-
-func (le *lease) stopRenewing() {
-	le.stopOnce.Do(func() { close(le.stop) })
-	<-le.done
-	le.l.mu.Lock()
-	delete(le.l.leases, le)
-	le.l.mu.Unlock()
-}
-
-// renew extends the lease every TTL/3 (real time: the renewal timer is a monotonic
-// timer the client's skew does not move). It closes Lost when the server refuses, or
-// when no renewal has been confirmed for a whole TTL by the client's clock.
-func (le *lease) renew() {
-	defer close(le.done)
-	ttl := le.l.ttl
-	confirmed := le.ValidUntil().Add(-ttl) // by the client's clock
-	tick := time.NewTicker(ttl / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-le.stop:
-			return
-		case <-tick.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), ttl)
-		go func() { // the stop channel must also cut a renewal stuck in a stalled link
-			select {
-			case <-le.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		sent := le.l.now()
-		var resp LeaseResponse
-		err := le.l.http.Do(ctx, "POST", "/renew", renewRequest{LeaseRequest{le.l.owner, le.token, le.key}, ttl.Milliseconds()}, &resp)
-		cancel()
-		switch {
-		case err == nil && resp.OK:
-			confirmed = sent
-			le.valid.Store(sent.Add(ttl).UnixNano())
-		case err == nil:
-			le.markLost()
-			return
-		case le.l.now().Sub(confirmed) >= ttl:
-			le.markLost()
-			return
-		}
+// renew is one renewal, sent at the client's clock's reading.
+func (le *lease) renew(ctx context.Context) (renewal.Result, time.Time) {
+	sent := le.l.now()
+	var resp LeaseResponse
+	err := le.l.http.Do(ctx, "POST", "/renew", renewRequest{LeaseRequest{le.l.owner, le.Token(), le.key}, le.l.ttl.Milliseconds()}, &resp)
+	switch {
+	case err == nil && resp.OK:
+		return renewal.Renewed, sent.Add(le.l.ttl)
+	case err == nil:
+		return renewal.Refused, time.Time{}
 	}
+	return renewal.Unknown, time.Time{}
 }
 
 // Release stops renewing and frees the lock on the server.
 func (le *lease) Release(ctx context.Context) error {
-	le.stopRenewing()
+	le.l.leases.Stop(le.Keeper)
 	var resp LeaseResponse
-	if err := le.l.http.Do(ctx, "POST", "/release", LeaseRequest{le.l.owner, le.token, le.key}, &resp); err != nil {
+	if err := le.l.http.Do(ctx, "POST", "/release", LeaseRequest{le.l.owner, le.Token(), le.key}, &resp); err != nil {
 		return err
 	}
 	if !resp.OK {

@@ -14,8 +14,8 @@ func Descriptors() []registry.Backend {
 	variant := func(name string, v Variant, meaning, token string, matrix, resets bool) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, Matrix: matrix, TokensResetOnCrash: resets,
-			Caps: func(registry.Settings) registry.Caps {
-				return registry.Caps{Crasher: true, Keyed: true, ClientExpiry: true, ServiceClock: true, WallClock: true}
+			Shape: func(registry.Settings) registry.Shape {
+				return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
 			},
 			Setup: func(registry.Settings) string { return "naive TTL lock server (" + name + ")" },
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(env, v) },
@@ -65,9 +65,3 @@ func (s *started) WallClock() *nemesis.Clock { return s.clock }
 
 // WallClockTokens implements registry.WallClocked.
 func (s *started) WallClockTokens() bool { return s.cfg.Variant == WallClock }
-
-// ServesKeys implements harness.KeyedBackend: the Locker is a KeyedLocker.
-func (b *Backend) ServesKeys() {}
-
-// LeasesExpire implements harness.ExpiringBackend: leases know their ValidUntil.
-func (b *Backend) LeasesExpire() {}

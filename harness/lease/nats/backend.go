@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
@@ -252,8 +253,8 @@ func randomValue() []byte {
 }
 
 func (l *Locker) newLease(value []byte, rev uint64, start time.Time) *Lease {
-	le := &Lease{l: l, value: value, token: int64(rev), rev: rev, ttl: l.cfg.TTL}
-	le.k = l.leases.Start(l.cfg.TTL, start.Add(l.cfg.TTL), le.renew)
+	le := &Lease{Lease: renewal.NewLease(int64(rev), l.cfg.TTL, start.Add(l.cfg.TTL)), l: l, value: value, rev: rev}
+	l.leases.Run(le.Keeper, le.renew)
 	return le
 }
 
@@ -266,39 +267,26 @@ func (l *Locker) Close() error {
 	return nil
 }
 
-// Lease is a granted nats lock.
+// Lease is a granted nats lock. Its token is the key's revision at grant (its stream
+// sequence). Lost closes when an Update is refused (the key expired, or another grant
+// wrote it), when no Update succeeded for a TTL, or when the lease is released or its
+// locker closed; ValidUntil is the start of the last confirmed Create or Update plus
+// the TTL.
 type Lease struct {
-	l     *Locker
-	value []byte
-	token int64
-	ttl   time.Duration
-	k     *renewal.Keeper
+	renewal.Lease
+	l        *Locker
+	value    []byte
+	released lease.Released
 
 	mu        sync.Mutex
 	rev       uint64 // the key's last revision written by this grant
 	uncertain bool   // the last Update's outcome is unknown
-	released  bool
 }
 
 var (
 	_ harness.Lease    = (*Lease)(nil)
 	_ harness.Expiring = (*Lease)(nil)
 )
-
-// Token implements harness.Lease: the key's revision at grant (its stream sequence).
-func (le *Lease) Token() int64 { return le.token }
-
-// TTL implements harness.Lease.
-func (le *Lease) TTL() time.Duration { return le.ttl }
-
-// Lost implements harness.Lease: closed when an Update is refused (the key expired,
-// or another grant wrote it), when no Update succeeded for a TTL, or when the lease is
-// released or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.k.Lost() }
-
-// ValidUntil implements harness.Expiring: the start of the last confirmed Create or
-// Update plus the TTL.
-func (le *Lease) ValidUntil() time.Time { return le.k.ValidUntil() }
 
 // renew is one Update with the last revision.
 func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
@@ -320,7 +308,7 @@ func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 	switch {
 	case err == nil:
 		le.rev = next
-		return renewal.Renewed, start.Add(le.ttl)
+		return renewal.Renewed, start.Add(le.TTL())
 	case errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrKeyNotFound):
 		return renewal.Refused, time.Time{} // the key expired, or another grant wrote it
 	}
@@ -332,14 +320,10 @@ func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 // revision is still this grant's. A key already expired or taken over gives an error
 // wrapping harness.ErrNoEffect; so does a second Release.
 func (le *Lease) Release(ctx context.Context) error {
-	le.mu.Lock()
-	if le.released {
-		le.mu.Unlock()
-		return fmt.Errorf("%w: nats: lease already released", harness.ErrNoEffect)
+	if err := le.released.First("nats"); err != nil {
+		return err
 	}
-	le.released = true
-	le.mu.Unlock()
-	le.l.leases.Stop(le.k)
+	le.l.leases.Stop(le.Keeper)
 	le.mu.Lock()
 	rev := le.rev
 	le.mu.Unlock()

@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -33,17 +32,15 @@ func Descriptor() registry.Backend {
 			return []proc.Need{ServerNeed}
 		},
 		Check: func(s registry.Settings) error {
-			if s.Members != 1 {
-				return fmt.Errorf("backend nats is a single nats-server: --members must be 1, got %d", s.Members)
-			}
 			// Dir: Start makes a temp dir; only the settings are checked here.
 			return Config{TTL: s.TTL, URL: s.Option(OptionURL), Dir: "-"}.Validate()
 		},
-		Caps: func(s registry.Settings) registry.Caps {
+		Shape: func(s registry.Settings) registry.Shape {
+			sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 			if s.Option(OptionURL) != "" {
-				return registry.Caps{External: externalWords}
+				sh.Backend = (*external)(nil)
 			}
-			return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true}
+			return sh
 		},
 		Setup: func(s registry.Settings) string {
 			if u := s.Option(OptionURL); u != "" {

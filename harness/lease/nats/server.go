@@ -3,10 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +24,7 @@ var ServerNeed = proc.Need{Program: "nats-server", Package: DebianPackage}
 type ServerConfig struct {
 	// Dir is the JetStream store dir (-sd). Required.
 	Dir string
-	// Port is the client port; 0 picks a free ephemeral one.
+	// Port is the client port; 0 picks a free one.
 	Port int
 	// Log receives the server's output (nil: discarded).
 	Log io.Writer
@@ -52,32 +49,19 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("nats: ServerConfig.Dir is required")
 	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = 10 * time.Second
-	}
-	if cfg.Port == 0 {
-		port, err := proc.FreePort()
-		if err != nil {
-			return nil, fmt.Errorf("nats: %w", err)
-		}
-		cfg.Port = port
-	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("nats: store dir: %w", err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
-	url := "nats://" + addr
-	n, err := proc.StartNode(ctx, proc.Config{
-		Name: "nats-server on " + addr, Need: ServerNeed.Or(cfg.Binary),
+	n, addr, err := proc.StartServer(ctx, proc.ServerConfig{
+		Name: "nats-server", Need: ServerNeed.Or(cfg.Binary), Dir: cfg.Dir, Port: cfg.Port,
+		Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
 		// Loopback only, no monitoring port, JetStream with its store in Dir.
-		Args: []string{"-a", "127.0.0.1", "-p", strconv.Itoa(cfg.Port), "-js", "-sd", cfg.Dir},
-		Dir:  cfg.Dir, Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
-		Ready: func(ctx context.Context) error { return Ping(ctx, url) },
+		Args: func(port int) []string {
+			return []string{"-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", cfg.Dir}
+		},
+		Ready: func(ctx context.Context, addr string) error { return Ping(ctx, "nats://"+addr) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Server{Node: n, cfg: cfg, url: url}, nil
+	return &Server{Node: n, cfg: cfg, url: "nats://" + addr}, nil
 }
 
 // Ping connects to url and asks JetStream for the account's info.

@@ -145,7 +145,7 @@ var (
 	_ harness.Backend      = (*Backend)(nil)
 	_ harness.ProcessNodes = (*Backend)(nil)
 	_ harness.Crasher      = (*Backend)(nil)
-	_ harness.Tokenless    = (*Backend)(nil)
+	_ harness.Tokenless    = tokenless{}
 )
 
 // Start starts a private cluster (or checks the server at cfg.DSN), creates the token
@@ -256,10 +256,6 @@ func (b *Backend) Name() string {
 // LeaseTTL is the session's idle limit (registry.LeaseTimed).
 func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }
 
-// LeasesExpire implements harness.ExpiringBackend: leases know their end by the
-// client's clock (the last confirmed ping plus the TTL).
-func (b *Backend) LeasesExpire() {}
-
 // Endpoints implements harness.Backend.
 func (b *Backend) Endpoints() []string { return []string{b.addr} }
 
@@ -293,13 +289,12 @@ func (b *Backend) ServerDSN() string {
 // Key is the advisory lock key of the run.
 func (b *Backend) Key() int64 { return b.key }
 
-// NoFencingToken implements harness.Tokenless: a reason with TokenNone, "" otherwise.
-func (b *Backend) NoFencingToken() string {
-	if b.cfg.Token == TokenNone {
-		return NoTokenReason
-	}
-	return ""
-}
+// tokenless is a TokenNone backend on a private server: harness.Tokenless, with every
+// capability of Backend.
+type tokenless struct{ *Backend }
+
+// NoFencingToken implements harness.Tokenless.
+func (tokenless) NoFencingToken() string { return NoTokenReason }
 
 // NewLocker implements harness.Backend: sessions of addrs[0] only.
 func (b *Backend) NewLocker(_ context.Context, _ int, addrs []string) (harness.Locker, error) {

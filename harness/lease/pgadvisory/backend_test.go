@@ -38,7 +38,6 @@ func start(t *testing.T, cfg pgadvisory.Config) *pgadvisory.Backend {
 
 func TestBackend(t *testing.T) {
 	b := start(t, pgadvisory.Config{TTL: time.Second})
-	require.Empty(t, b.NoFencingToken())
 	t.Run("mutual exclusion, sequence tokens increase", func(t *testing.T) {
 		sqlsessiontest.MutualExclusion(t, b, 20, true)
 	})
@@ -52,9 +51,8 @@ func TestBackend(t *testing.T) {
 		require.Error(t, x.PauseNode(context.Background(), 0))
 		sqlsessiontest.MutualExclusion(t, x, 10, true)
 	})
-	t.Run("no token is Tokenless", func(t *testing.T) {
+	t.Run("no token: grants in the order seen", func(t *testing.T) {
 		n := start(t, pgadvisory.Config{TTL: time.Second, Token: pgadvisory.TokenNone, DSN: dsn})
-		require.Equal(t, pgadvisory.NoTokenReason, n.NoFencingToken())
 		sqlsessiontest.MutualExclusion(t, n, 4, false)
 	})
 	require.NoError(t, b.Close())

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,12 +78,12 @@ func StartBouncer(ctx context.Context, s *Server, cfg BouncerConfig) (*Bouncer, 
 	if err != nil {
 		return nil, err
 	}
-	port, err := proc.FreePort()
+	port, addr, err := proc.Loopback(0)
 	if err != nil {
 		return nil, fmt.Errorf("pgbouncer: %w", err)
 	}
 	host, sport, _ := net.SplitHostPort(s.Addr())
-	b := &Bouncer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), ini: filepath.Join(s.dir(), "pgbouncer.ini")}
+	b := &Bouncer{addr: addr, ini: filepath.Join(s.dir(), "pgbouncer.ini")}
 	connect := ""
 	if cfg.TTL > 0 {
 		connect = fmt.Sprintf(" connect_query='SET idle_session_timeout = %d'", cfg.TTL.Milliseconds())

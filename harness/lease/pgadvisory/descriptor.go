@@ -33,10 +33,6 @@ const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
 // postgres-advisory-xact, postgres-advisory-notoken and postgres-advisory-pgbouncer.
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
-		noToken := ""
-		if tok == TokenNone {
-			noToken = NoTokenReason
-		}
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token,
 			// A crash loses the commit records the WAL writer had not flushed, and the
@@ -44,15 +40,12 @@ func Descriptors() []registry.Backend {
 			TokensResetOnCrash: tok == TokenXact,
 			Options:            []registry.Option{dsnOption()},
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", name, s.Members)
-				}
 				if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
 					return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", name, s.TTL)
 				}
 				return nil
 			},
-			Caps: func(s registry.Settings) registry.Caps { return entries().Caps(s, noToken) },
+			Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
 			Setup: func(s registry.Settings) string {
 				if s.Option(OptionDSN) != "" {
 					return "an existing PostgreSQL, idle_session_timeout = TTL"
@@ -85,15 +78,12 @@ func bouncerDescriptor() registry.Backend {
 			"the session lock is taken on a pooled server connection every client shares; token = nextval", BouncerPoolSize),
 		Token: "nextval of a sequence in the granting statement",
 		Check: func(s registry.Settings) error {
-			if s.Members != 1 {
-				return fmt.Errorf("backend %s is a single server: --members must be 1, got %d", BouncerName, s.Members)
-			}
 			if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
 				return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", BouncerName, s.TTL)
 			}
 			return nil
 		},
-		Caps: func(s registry.Settings) registry.Caps { return entries().Caps(s, "") },
+		Shape: func(s registry.Settings) registry.Shape { return shape(s, TokenSequence) },
 		Setup: func(registry.Settings) string {
 			return fmt.Sprintf("a private PostgreSQL cluster (Debian postgresql, initdb) behind a PgBouncer (Debian pgbouncer, pool_mode = transaction, pool_size = %d) on loopback; the pooled server connections get idle_session_timeout = TTL", BouncerPoolSize)
 		},
@@ -119,15 +109,30 @@ func bouncerDescriptor() registry.Backend {
 	}
 }
 
+// shape: the private server's *Backend (tokenless without a token), or the plain
+// wrapper on an existing server.
+func shape(s registry.Settings, tok TokenKind) registry.Shape {
+	if tok == TokenNone {
+		return entries().Shape(s, tokenless{}, true)
+	}
+	return entries().Shape(s, (*Backend)(nil), false)
+}
+
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
 	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
 		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, name: name}
 	}, Start)
+	noToken := ""
+	if tok == TokenNone {
+		noToken = NoTokenReason
+	}
 	switch {
 	case err != nil:
 		return nil, err
 	case b.cfg.DSN != "":
-		return sqlsession.External{B: b, Words: externalWords}, nil
+		return entries().Wrap(b, noToken), nil
+	case noToken != "":
+		return tokenless{b}, nil
 	}
 	return b, nil
 }

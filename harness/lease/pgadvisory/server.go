@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -100,14 +99,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 30 * time.Second
 	}
-	if cfg.Port == 0 {
-		port, err := proc.FreePort()
-		if err != nil {
-			return nil, fmt.Errorf("postgres-advisory: %w", err)
-		}
-		cfg.Port = port
+	port, addr, err := proc.Loopback(cfg.Port)
+	if err != nil {
+		return nil, fmt.Errorf("postgres-advisory: %w", err)
 	}
-	s := &Server{cfg: cfg, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)), data: filepath.Join(cfg.Dir, "pgdata")}
+	cfg.Port = port
+	s := &Server{cfg: cfg, addr: addr, data: filepath.Join(cfg.Dir, "pgdata")}
 	if os.Geteuid() == 0 {
 		// PostgreSQL refuses to run as root: run initdb and the server as the postgres
 		// user. setpriv execs the program (no extra process), so the PID is the server's.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/internal/jsonhttp"
+	"github.com/fencecheck/fencecheck/harness/lease"
 )
 
 var (
@@ -224,15 +225,16 @@ func (l *Locker) AcquireLease(ctx context.Context) (*Lease, error) {
 
 func (l *Locker) startLease(resp Response, start time.Time) (*Lease, error) {
 	rctx, cancel := context.WithCancel(l.ctx)
+	lost := make(chan struct{})
 	ls := &Lease{
+		Grant:      lease.NewGrant(resp.Token, l.ttl, lost),
 		l:          l,
-		token:      resp.Token,
-		ttl:        l.ttl,
-		lost:       make(chan struct{}),
+		lost:       lost,
 		stop:       cancel,
 		done:       make(chan struct{}),
 		validUntil: start.Add(l.ttl),
 	}
+	ls.Expiry = lease.NewExpiry(ls.validity)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -275,11 +277,15 @@ func (l *Locker) Close() error {
 	return nil
 }
 
-// Lease is a granted lock, kept alive in the background every TTL/3.
+// Lease is a granted lock, kept alive in the background every TTL/3. Its token is the
+// log index of the committed acquire entry; Lost closes when a renewal is refused, when
+// no renewal succeeded within TTL by the client's clock, after Release, or when the
+// Locker closes; ValidUntil is when the client believes the lease ends, by its own
+// clock: the send time of the last successful acquire or renew plus TTL.
 type Lease struct {
-	l     *Locker
-	token int64
-	ttl   time.Duration
+	lease.Grant
+	lease.Expiry
+	l *Locker
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -292,16 +298,6 @@ type Lease struct {
 	released   bool
 }
 
-// Token implements harness.Lease: the log index of the committed acquire entry.
-func (ls *Lease) Token() int64 { return ls.token }
-
-// TTL implements harness.Lease.
-func (ls *Lease) TTL() time.Duration { return ls.ttl }
-
-// Lost implements harness.Lease: closed when a renewal is refused, when no renewal
-// succeeded within TTL by the client's clock, after Release, or when the Locker closes.
-func (ls *Lease) Lost() <-chan struct{} { return ls.lost }
-
 // Err says why the lease was lost (nil while it is not).
 func (ls *Lease) Err() error {
 	ls.mu.Lock()
@@ -309,9 +305,7 @@ func (ls *Lease) Err() error {
 	return ls.lostErr
 }
 
-// ValidUntil is when the client believes the lease ends, by its own clock: the send time
-// of the last successful acquire or renew plus TTL.
-func (ls *Lease) ValidUntil() time.Time {
+func (ls *Lease) validity() time.Time {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.validUntil
@@ -336,8 +330,8 @@ func (ls *Lease) forget() {
 // is refused or the lease expires by the client's clock, or ctx ends.
 func (ls *Lease) renewLoop(ctx context.Context, start time.Time) {
 	l := ls.l
-	interval := ls.ttl / 3
-	retry := max(ls.ttl/10, time.Millisecond)
+	interval := ls.TTL() / 3
+	retry := max(ls.TTL()/10, time.Millisecond)
 	next := start.Add(interval)
 	for {
 		now := l.clock()
@@ -355,7 +349,7 @@ func (ls *Lease) renewLoop(ctx context.Context, start time.Time) {
 		}
 		sent := l.clock()
 		rctx, cancel := context.WithTimeout(ctx, vu.Sub(sent))
-		resp, err := l.call(rctx, "/renew", Request{Owner: l.owner, Token: ls.token})
+		resp, err := l.call(rctx, "/renew", Request{Owner: l.owner, Token: ls.Token()})
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -363,7 +357,7 @@ func (ls *Lease) renewLoop(ctx context.Context, start time.Time) {
 		switch {
 		case err == nil && resp.Status == StatusOK:
 			ls.mu.Lock()
-			ls.validUntil = sent.Add(ls.ttl)
+			ls.validUntil = sent.Add(ls.TTL())
 			ls.mu.Unlock()
 			next = sent.Add(interval)
 		case err == nil && resp.Status == StatusRefused:
@@ -391,11 +385,11 @@ func (ls *Lease) Release(ctx context.Context) error {
 	released := ls.released
 	ls.mu.Unlock()
 	if released {
-		return fmt.Errorf("%w: raft lock: lease %d already released", harness.ErrNoEffect, ls.token)
+		return fmt.Errorf("%w: raft lock: lease %d already released", harness.ErrNoEffect, ls.Token())
 	}
-	resp, err := ls.l.call(ctx, "/release", Request{Owner: ls.l.owner, Token: ls.token})
+	resp, err := ls.l.call(ctx, "/release", Request{Owner: ls.l.owner, Token: ls.Token()})
 	if err != nil {
-		return fmt.Errorf("release token %d: %w", ls.token, err)
+		return fmt.Errorf("release token %d: %w", ls.Token(), err)
 	}
 	switch resp.Status {
 	case StatusOK:
@@ -408,8 +402,8 @@ func (ls *Lease) Release(ctx context.Context) error {
 	case StatusRefused:
 		ls.markLost(fmt.Errorf("%w (%s)", ErrLeaseRefused, resp.Error))
 		ls.forget()
-		return fmt.Errorf("%w: raft lock release token %d: not held any more (%s)", harness.ErrNoEffect, ls.token, resp.Error)
+		return fmt.Errorf("%w: raft lock release token %d: not held any more (%s)", harness.ErrNoEffect, ls.Token(), resp.Error)
 	default:
-		return fmt.Errorf("%w: raft lock release token %d: %s %s", harness.ErrNoEffect, ls.token, resp.Status, resp.Error)
+		return fmt.Errorf("%w: raft lock release token %d: %s %s", harness.ErrNoEffect, ls.Token(), resp.Status, resp.Error)
 	}
 }

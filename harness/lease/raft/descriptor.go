@@ -13,19 +13,20 @@ import (
 // Descriptor returns the registry entry of the raft backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:    Name,
-		Meaning: "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire",
-		Token:   "the Raft log index of the committed acquire entry",
-		Members: 3,
-		Matrix:  true,
+		Name:        Name,
+		Meaning:     "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire",
+		Token:       "the Raft log index of the committed acquire entry",
+		Members:     3,
+		MultiMember: true,
+		Matrix:      true,
 		Check: func(s registry.Settings) error {
 			if s.Members < 1 || s.Members > 7 {
 				return fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)
 			}
 			return nil
 		},
-		Caps: func(s registry.Settings) registry.Caps {
-			return registry.Caps{Cluster: true, Nodes: s.Members, Crasher: true, ClusterCrash: true, ClientExpiry: true, ServiceClock: true}
+		Shape: func(registry.Settings) registry.Shape {
+			return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 		},
 		Setup: func(s registry.Settings) string {
 			return fmt.Sprintf("hashicorp/raft lock service, %d nodes", s.Members)
@@ -75,8 +76,18 @@ func (s *started) ServiceClock(ctx context.Context) (string, *nemesis.Clock, err
 	return registry.NodeName(i), s.clocks[i], nil
 }
 
-// CrashesWholeCluster implements harness.ClusterCrasher.
-func (s *Service) CrashesWholeCluster() {}
-
-// LeasesExpire implements harness.ExpiringBackend.
-func (s *Service) LeasesExpire() {}
+// CrashCluster implements harness.ClusterCrasher: every node crashes, then every node
+// restarts with its log and snapshot.
+func (s *Service) CrashCluster(ctx context.Context) error {
+	for i := range s.Nodes() {
+		if err := s.Crash(ctx, i); err != nil {
+			return err
+		}
+	}
+	for i := range s.Nodes() {
+		if err := s.Restart(ctx, i, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}

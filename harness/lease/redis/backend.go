@@ -16,13 +16,13 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
@@ -372,8 +372,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (l *Locker) newLease(value string, token int64, start time.Time) *Lease {
-	le := &Lease{l: l, value: value, token: token, ttl: l.cfg.TTL}
-	le.k = l.leases.Start(l.cfg.TTL, start.Add(l.cfg.TTL), le.renew)
+	le := &Lease{Lease: renewal.NewLease(token, l.cfg.TTL, start.Add(l.cfg.TTL)), l: l, value: value}
+	l.leases.Run(le.Keeper, le.renew)
 	return le
 }
 
@@ -386,16 +386,17 @@ func (l *Locker) Close() error {
 	return l.cli.Close()
 }
 
-// Lease is a granted redis lock.
+// Lease is a granted redis lock. Its token is the counter value taken with the grant
+// (TokenIncr), or the order in which the backend saw the grant (TokenNone: not a fencing
+// token). Lost closes when a renewal finds the key no longer holds this grant's value,
+// when no renewal succeeded for a TTL (by the client's clock the key has expired), or
+// when the lease is released or its locker closed; ValidUntil is the start of the last
+// confirmed grant or renewal plus the TTL.
 type Lease struct {
-	l     *Locker
-	value string
-	token int64
-	ttl   time.Duration
-	k     *renewal.Keeper
-
-	mu       sync.Mutex
-	released bool
+	renewal.Lease
+	l        *Locker
+	value    string
+	released lease.Released
 }
 
 var (
@@ -403,34 +404,18 @@ var (
 	_ harness.Expiring = (*Lease)(nil)
 )
 
-// Token implements harness.Lease: the counter value taken with the grant (TokenIncr),
-// or the order in which the backend saw the grant (TokenNone: not a fencing token).
-func (le *Lease) Token() int64 { return le.token }
-
-// TTL implements harness.Lease.
-func (le *Lease) TTL() time.Duration { return le.ttl }
-
-// Lost implements harness.Lease: closed when a renewal finds the key no longer holds
-// this grant's value, when no renewal succeeded for a TTL (by the client's clock the
-// key has expired), or when the lease is released or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.k.Lost() }
-
 // Value is the grant's random owner value.
 func (le *Lease) Value() string { return le.value }
-
-// ValidUntil implements harness.Expiring: the start of the last confirmed grant or
-// renewal plus the TTL.
-func (le *Lease) ValidUntil() time.Time { return le.k.ValidUntil() }
 
 // renew is one compare-and-pexpire.
 func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 	start := time.Now()
-	n, err := redigo.Int64(le.l.cli.Eval(ctx, renewScript, le.l.cfg.Key, le.value, strconv.FormatInt(le.ttl.Milliseconds(), 10)))
+	n, err := redigo.Int64(le.l.cli.Eval(ctx, renewScript, le.l.cfg.Key, le.value, strconv.FormatInt(le.TTL().Milliseconds(), 10)))
 	switch {
 	case err != nil:
 		return renewal.Unknown, time.Time{}
 	case n == 1:
-		return renewal.Renewed, start.Add(le.ttl)
+		return renewal.Renewed, start.Add(le.TTL())
 	}
 	return renewal.Refused, time.Time{} // the key expired or another grant holds it
 }
@@ -439,14 +424,10 @@ func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 // this grant's value. A key already gone or taken over (the lease was lost) gives an error
 // wrapping harness.ErrNoEffect; so does a second Release.
 func (le *Lease) Release(ctx context.Context) error {
-	le.mu.Lock()
-	if le.released {
-		le.mu.Unlock()
-		return fmt.Errorf("%w: redis: lease already released", harness.ErrNoEffect)
+	if err := le.released.First("redis"); err != nil {
+		return err
 	}
-	le.released = true
-	le.mu.Unlock()
-	le.l.leases.Stop(le.k)
+	le.l.leases.Stop(le.Keeper)
 	n, err := redigo.Int64(le.l.cli.Eval(ctx, releaseScript, le.l.cfg.Key, le.value))
 	if err != nil {
 		if isNoEffect(err) {

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -42,21 +41,21 @@ func Descriptors() []registry.Backend {
 			Options:            []registry.Option{AddrsOption()},
 			Needs:              Needs,
 			Check: func(s registry.Settings) error {
-				if s.Members != 1 {
-					return fmt.Errorf("backend %s is a single redis-server: --members must be 1, got %d", name, s.Members)
-				}
 				// Dir: Start makes a temp dir; only the settings are checked here.
 				return Config{TTL: s.TTL, Token: kind, Addrs: s.List(OptionAddrs), Dir: "-"}.Validate()
 			},
-			Caps: func(s registry.Settings) registry.Caps {
-				c := registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true}
-				if len(s.List(OptionAddrs)) > 0 {
-					c = registry.Caps{External: externalWords}
+			Shape: func(s registry.Settings) registry.Shape {
+				sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+				existing := len(s.List(OptionAddrs)) > 0
+				switch {
+				case existing && kind == TokenNone:
+					sh.Backend = externalTokenless{}
+				case existing:
+					sh.Backend = (*external)(nil)
+				case kind == TokenNone:
+					sh.Backend = tokenless{}
 				}
-				if kind == TokenNone {
-					c.NoToken = NoTokenReason
-				}
-				return c
+				return sh
 			},
 			Setup: func(s registry.Settings) string {
 				if addrs := s.List(OptionAddrs); len(addrs) > 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +29,7 @@ type ServerConfig struct {
 	// kernel already has. Without it the server runs with --save '' --appendonly no
 	// and a restart forgets every key.
 	Persist bool
-	// Port is the port to listen on; 0 picks a free ephemeral one.
+	// Port is the port to listen on; 0 picks a free one.
 	Port int
 	// Log receives the server's output (nil: discarded).
 	Log io.Writer
@@ -54,38 +53,28 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("redis: ServerConfig.Dir is required")
 	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = 10 * time.Second
-	}
-	if cfg.Port == 0 {
-		port, err := proc.FreePort()
-		if err != nil {
-			return nil, fmt.Errorf("redis: %w", err)
-		}
-		cfg.Port = port
-	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("redis: data dir: %w", err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
-	args := []string{
-		"--port", strconv.Itoa(cfg.Port), "--bind", "127.0.0.1", "--dir", cfg.Dir,
-		"--daemonize", "no", "--save", "", "--logfile", "",
-	}
-	if cfg.Persist {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	n, err := proc.StartNode(ctx, proc.Config{
-		Name: "redis-server on " + addr, Need: ServerNeed.Or(cfg.Binary), Args: args, Dir: cfg.Dir,
-		Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
-		Ready: func(ctx context.Context) error { return Ping(ctx, addr) },
+	n, addr, err := proc.StartServer(ctx, proc.ServerConfig{
+		Name: "redis-server", Need: ServerNeed.Or(cfg.Binary), Dir: cfg.Dir, Port: cfg.Port,
+		Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout, Ready: Ping,
+		Args: func(port int) []string { return ServerArgs(port, cfg.Dir, cfg.Persist) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Server{Node: n, cfg: cfg, addr: addr}, nil
+}
+
+// ServerArgs are redis-server's arguments to serve on 127.0.0.1:port with its data in
+// dir, with the append-only file or without persistence.
+func ServerArgs(port int, dir string, persist bool) []string {
+	args := []string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--daemonize", "no", "--save", "", "--logfile", "",
+	}
+	if persist {
+		return append(args, "--appendonly", "yes", "--appendfsync", "everysec")
+	}
+	return append(args, "--appendonly", "no")
 }
 
 // Ping sends PING to addr and wants +PONG (a server still loading its AOF answers

@@ -13,7 +13,6 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/lease/renewal"
 	"github.com/fencecheck/fencecheck/harness/proc"
@@ -243,8 +243,8 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	if err := m.LockContext(ctx); err != nil {
 		return nil, fmt.Errorf("%w: redlock: acquire: %w", harness.ErrNoEffect, err)
 	}
-	le := &Lease{l: l, m: m, token: l.seen.Add(1), ttl: l.cfg.TTL}
-	le.k = l.leases.Start(l.cfg.TTL, m.Until(), le.renew)
+	le := &Lease{Lease: renewal.NewLease(l.seen.Add(1), l.cfg.TTL, m.Until()), l: l, m: m}
+	l.leases.Run(le.Keeper, le.renew)
 	return le, nil
 }
 
@@ -261,16 +261,17 @@ func (l *Locker) Close() error {
 	return errors.Join(errs...)
 }
 
-// Lease is a Redlock grant.
+// Lease is a Redlock grant. Its token is not a fencing token, only the order in which
+// the backend's lockers saw grants returned (see harness.Tokenless). Lost closes when a
+// majority refuses an Extend, when the validity redsync computed (Until) passes without
+// a successful Extend, or when the lease is released or its locker closed; ValidUntil
+// is redsync's Until (the TTL from the start of the last quorum, less the elapsed time
+// and the drift allowance).
 type Lease struct {
-	l     *Locker
-	m     *redsync.Mutex // used by the renewals, then by Release once they have stopped
-	token int64
-	ttl   time.Duration
-	k     *renewal.Keeper
-
-	mu       sync.Mutex
-	released bool
+	renewal.Lease
+	l        *Locker
+	m        *redsync.Mutex // used by the renewals, then by Release once they have stopped
+	released lease.Released
 }
 
 var (
@@ -278,24 +279,8 @@ var (
 	_ harness.Expiring = (*Lease)(nil)
 )
 
-// Token implements harness.Lease: not a fencing token, only the order in which the
-// backend's lockers saw grants returned (see harness.Tokenless).
-func (le *Lease) Token() int64 { return le.token }
-
-// TTL implements harness.Lease.
-func (le *Lease) TTL() time.Duration { return le.ttl }
-
 // Value is redsync's random lock value.
 func (le *Lease) Value() string { return le.m.Value() }
-
-// Lost implements harness.Lease: closed when a majority refuses an Extend, when the
-// validity redsync computed (Until) passes without a successful Extend, or when the
-// lease is released or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.k.Lost() }
-
-// ValidUntil implements harness.Expiring: redsync's Until (the TTL from the start of
-// the last quorum, less the elapsed time and the drift allowance).
-func (le *Lease) ValidUntil() time.Time { return le.k.ValidUntil() }
 
 // renew is one Extend on every server.
 func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
@@ -314,14 +299,10 @@ func (le *Lease) renew(ctx context.Context) (renewal.Result, time.Time) {
 // than a majority still holding this grant's value (the lease was lost) gives an error
 // wrapping harness.ErrNoEffect; so does a second Release.
 func (le *Lease) Release(ctx context.Context) error {
-	le.mu.Lock()
-	if le.released {
-		le.mu.Unlock()
-		return fmt.Errorf("%w: redlock: lease already released", harness.ErrNoEffect)
+	if err := le.released.First("redlock"); err != nil {
+		return err
 	}
-	le.released = true
-	le.mu.Unlock()
-	le.l.leases.Stop(le.k)
+	le.l.leases.Stop(le.Keeper)
 	ok, err := le.m.UnlockContext(ctx)
 	if !ok {
 		var rerr *redsync.RedisError

@@ -17,12 +17,13 @@ const Name = "redlock"
 // Descriptor returns the registry entry of the redlock backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:    Name,
-		Meaning: "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
-		Token:   "no token (the lock's random value)",
-		Members: 3,
-		Options: []registry.Option{redis.AddrsOption()},
-		Needs:   redis.Needs,
+		Name:        Name,
+		Meaning:     "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
+		Token:       "no token (the lock's random value)",
+		Members:     3,
+		MultiMember: true,
+		Options:     []registry.Option{redis.AddrsOption()},
+		Needs:       redis.Needs,
 		Check: func(s registry.Settings) error {
 			addrs := s.List(redis.OptionAddrs)
 			switch {
@@ -34,11 +35,12 @@ func Descriptor() registry.Backend {
 			// Dir: Start makes a temp dir; only the settings are checked here.
 			return Config{TTL: s.TTL, Servers: s.Members, Addrs: addrs, Dir: "-"}.Validate()
 		},
-		Caps: func(s registry.Settings) registry.Caps {
+		Shape: func(s registry.Settings) registry.Shape {
+			sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
 			if len(s.List(redis.OptionAddrs)) > 0 {
-				return registry.Caps{External: externalWords, NoToken: NoTokenReason}
+				sh.Backend = (*external)(nil)
 			}
-			return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, NoToken: NoTokenReason}
+			return sh
 		},
 		Setup: func(s registry.Settings) string {
 			if addrs := s.List(redis.OptionAddrs); len(addrs) > 0 {

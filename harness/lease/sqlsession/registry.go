@@ -14,7 +14,7 @@ import (
 type Entries struct {
 	// Option is the DSN option's name.
 	Option string
-	// External names an existing server in the caps (harness.External).
+	// External names an existing server (harness.External).
 	External string
 	// Needs is what a private server needs (its program, and more in some settings).
 	Needs func(registry.Settings) []proc.Need
@@ -22,13 +22,28 @@ type Entries struct {
 	LogName string
 }
 
-// Caps: a private server is one process fencecheck can signal; an existing one gets
-// client-side faults only.
-func (d Entries) Caps(s registry.Settings, noToken string) registry.Caps {
-	if s.Option(d.Option) != "" {
-		return registry.Caps{External: d.External, Crasher: true, ClientExpiry: true, NoToken: noToken}
+// Shape is what Start returns for settings: on an existing server the plain wrapper
+// Existing (ExistingTokenless without a token), else own, the private server's value
+// type (a process fencecheck can signal).
+func (d Entries) Shape(s registry.Settings, own harness.Backend, noToken bool) registry.Shape {
+	sh := registry.Shape{Backend: own, Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+	switch {
+	case s.Option(d.Option) != "" && noToken:
+		sh.Backend = ExistingTokenless{}
+	case s.Option(d.Option) != "":
+		sh.Backend = Existing{}
 	}
-	return registry.Caps{Crasher: true, ProcessNodes: true, SingleProcess: true, ClientExpiry: true, NoToken: noToken}
+	return sh
+}
+
+// Wrap returns b, started on an existing server, as its plain wrapper (noToken: the
+// reason it has no fencing token, or "").
+func (d Entries) Wrap(b harness.Backend, noToken string) harness.Backend {
+	e := Existing{B: b, Words: d.External}
+	if noToken != "" {
+		return ExistingTokenless{Existing: e, Reason: noToken}
+	}
+	return e
 }
 
 // NeedsOf is what a run needs: a private server's needs, nothing when the run uses an
@@ -67,43 +82,35 @@ func Start[C interface{ Validate() error }, B harness.Backend](ctx context.Conte
 	return b, err
 }
 
-// Backend is what an existing server's backend keeps of a database lock backend.
-type Backend interface {
-	harness.Backend
-	harness.Crasher
-	NoFencingToken() string
-}
-
-// External is a database lock backend on a server fencecheck did not start: the plain
-// Backend methods only, so that it is neither ProcessNodes nor FastClocked and no node
-// or clock fault reaches it. Words say how the user named the server.
-type External struct {
-	B     Backend
+// Existing is a database lock backend on a server fencecheck did not start: the plain
+// Backend methods only, so that it is neither ProcessNodes, Crasher nor FastClocked and
+// no node or clock fault reaches it. Words say how the user named the server.
+type Existing struct {
+	B     harness.Backend
 	Words string
 }
 
+// ExistingTokenless is Existing for a backend without fencing tokens.
+type ExistingTokenless struct {
+	Existing
+	Reason string
+}
+
 var (
-	_ harness.External        = External{}
-	_ harness.ExpiringBackend = External{}
-	_ harness.Tokenless       = External{}
-	_ harness.Crasher         = External{}
+	_ harness.External  = Existing{}
+	_ harness.External  = ExistingTokenless{}
+	_ harness.Tokenless = ExistingTokenless{}
 )
 
-func (e External) Name() string        { return e.B.Name() }
-func (e External) Endpoints() []string { return e.B.Endpoints() }
-func (e External) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+func (e Existing) Name() string        { return e.B.Name() }
+func (e Existing) Endpoints() []string { return e.B.Endpoints() }
+func (e Existing) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
 	return e.B.NewLocker(ctx, id, addrs)
 }
-func (e External) Close() error           { return e.B.Close() }
-func (e External) LeasesExpire()          {}
-func (e External) NoFencingToken() string { return e.B.NoFencingToken() }
-
-// Crash and Restart refuse: there is no node fencecheck could crash (the declared caps
-// keep harness.Crasher, which the registry's ownService check refuses first).
-func (e External) Crash(ctx context.Context, i int) error { return e.B.Crash(ctx, i) }
-func (e External) Restart(ctx context.Context, i int, keepData bool) error {
-	return e.B.Restart(ctx, i, keepData)
-}
+func (e Existing) Close() error { return e.B.Close() }
 
 // External implements harness.External.
-func (e External) External() string { return e.Words }
+func (e Existing) External() string { return e.Words }
+
+// NoFencingToken implements harness.Tokenless.
+func (e ExistingTokenless) NoFencingToken() string { return e.Reason }

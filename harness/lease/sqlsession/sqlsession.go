@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 )
 
 // Session is one database session that can hold the lock.
@@ -151,15 +152,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (l *Locker) newLease(sess Session, token int64, start time.Time) *Lease {
-	le := &Lease{
-		l: l, sess: sess, token: token, ttl: l.cfg.TTL, validUntil: start.Add(l.cfg.TTL),
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-	}
+	le := &Lease{l: l, sess: sess, validUntil: start.Add(l.cfg.TTL), loss: lease.NewLoss(), stop: make(chan struct{}), done: make(chan struct{})}
+	le.Grant, le.Expiry = lease.NewGrant(token, l.cfg.TTL, le.loss.Done()), lease.NewExpiry(le.validity)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		_ = sess.Close()
-		close(le.lost)
+		le.loss.Mark()
 		close(le.done)
 		return le
 	}
@@ -190,20 +189,23 @@ func (l *Locker) Close() error {
 	return nil
 }
 
-// Lease is a lock held by one session.
+// Lease is a lock held by one session. Lost closes when a ping fails, when no ping was
+// confirmed for a TTL (the server has ended the session by now), or when the lease is
+// released or its locker closed; ValidUntil is the start of the last confirmed
+// statement on the session plus the TTL (the server's idle timer starts later than
+// that).
 type Lease struct {
-	l     *Locker
-	sess  Session
-	token int64
-	ttl   time.Duration
+	lease.Grant
+	lease.Expiry
+	l        *Locker
+	sess     Session
+	loss     *lease.Loss
+	released lease.Released
 
 	mu         sync.Mutex
 	validUntil time.Time
-	released   bool
 	sessClosed bool
 
-	lost     chan struct{}
-	lostOnce sync.Once
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{} // the keep-alive goroutine has ended
@@ -214,26 +216,13 @@ var (
 	_ harness.Expiring = (*Lease)(nil)
 )
 
-// Token implements harness.Lease.
-func (le *Lease) Token() int64 { return le.token }
-
-// TTL implements harness.Lease.
-func (le *Lease) TTL() time.Duration { return le.ttl }
-
-// Lost implements harness.Lease: closed when a ping fails, when no ping was confirmed
-// for a TTL (the server has ended the session by now), or when the lease is released
-// or its locker closed.
-func (le *Lease) Lost() <-chan struct{} { return le.lost }
-
-// ValidUntil implements harness.Expiring: the start of the last confirmed statement on
-// the session plus the TTL (the server's idle timer starts later than that).
-func (le *Lease) ValidUntil() time.Time {
+func (le *Lease) validity() time.Time {
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	return le.validUntil
 }
 
-func (le *Lease) markLost() { le.lostOnce.Do(func() { close(le.lost) }) }
+func (le *Lease) markLost() { le.loss.Mark() }
 
 func (le *Lease) stopKeepAlive() {
 	le.stopOnce.Do(func() { close(le.stop) })
@@ -258,7 +247,7 @@ func (le *Lease) closeSession() {
 func (le *Lease) keepAlive() {
 	defer close(le.done)
 	defer le.markLost()
-	every := max(le.ttl/3, time.Millisecond)
+	every := max(le.TTL()/3, time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -284,7 +273,7 @@ func (le *Lease) keepAlive() {
 			return
 		}
 		le.mu.Lock()
-		le.validUntil = start.Add(le.ttl)
+		le.validUntil = start.Add(le.TTL())
 		le.mu.Unlock()
 	}
 }
@@ -302,13 +291,9 @@ func isClosed(c <-chan struct{}) bool {
 // already lost (its session ended) or released gives an error wrapping
 // harness.ErrNoEffect.
 func (le *Lease) Release(ctx context.Context) error {
-	le.mu.Lock()
-	if le.released {
-		le.mu.Unlock()
-		return fmt.Errorf("%w: %s: lease already released", harness.ErrNoEffect, le.l.cfg.Name)
+	if err := le.released.First(le.l.cfg.Name); err != nil {
+		return err
 	}
-	le.released = true
-	le.mu.Unlock()
 	le.stopKeepAlive()
 	defer le.closeSession()
 	le.mu.Lock()

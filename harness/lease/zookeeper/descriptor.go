@@ -37,13 +37,17 @@ func Descriptors() []registry.Backend {
 			Name: name, Meaning: meaning, Token: tokenWords,
 			Members:          1,
 			NodeFaultMembers: 3,
+			MultiMember:      true,
+			// A server restarted with its data still knows every session, so the lock
+			// znodes stay until their sessions expire.
+			DurableLeases: true,
 			Options: []registry.Option{{
 				Name: OptionServers, External: true,
 				Usage: "comma-separated host:port of an existing ZooKeeper ensemble for the zookeeper backends (client-side faults only)",
 			}},
 			Check: check,
 			Needs: needs,
-			Caps:  caps,
+			Shape: shape,
 			Setup: setup,
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(ctx, env, token) },
 		}
@@ -87,15 +91,17 @@ func clockRate(s registry.Settings) float64 {
 	return 0
 }
 
-func caps(s registry.Settings) registry.Caps {
-	if len(s.List(OptionServers)) > 0 {
-		return registry.Caps{External: externalWords}
+// shape: an existing ensemble's plain wrapper, an ensemble fencecheck started (a
+// harness.Cluster), or one server.
+func shape(s registry.Settings) registry.Shape {
+	sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+	switch {
+	case len(s.List(OptionServers)) > 0:
+		sh.Backend = external{}
+	case s.Members > 1:
+		sh.Backend = (*Ensemble)(nil)
 	}
-	c := registry.Caps{Crasher: true, ProcessNodes: true, DurableLeases: true, FastClock: true, ClockRate: clockRate(s)}
-	if s.Members > 1 {
-		c.Cluster, c.Nodes = true, s.Members
-	}
-	return c
+	return sh
 }
 
 func setup(s registry.Settings) string {
@@ -153,7 +159,3 @@ func start(ctx context.Context, env registry.Env, token TokenSource) (harness.Ba
 	}
 	return b, nil
 }
-
-// LeasesSurviveRestart implements harness.DurableLeases: a server restarted with its
-// data still knows every session, so the lock znodes stay until their sessions expire.
-func (b *Backend) LeasesSurviveRestart() {}

@@ -2,7 +2,6 @@ package zookeeper_test
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ func TestDescriptorContract(t *testing.T) {
 	harnesstest.Descriptor(t, zookeeper.Descriptors()[0])
 }
 
-// The capabilities each descriptor declares are the started value's: a standalone
+// The capabilities each descriptor's Shape gives are the started value's: a standalone
 // server, an ensemble, a fast clock only with skew, an existing ensemble only External.
 func TestDescriptorCaps(t *testing.T) {
 	requireZookeeper(t)
@@ -55,26 +54,16 @@ func TestDescriptorCaps(t *testing.T) {
 			require.Equal(t, 3, c.Nodes)
 		}, "Debian's ZooKeeper: 1 standalone server, a 3-server ensemble for node faults"},
 		{"existing ensemble", ds[0], registry.Settings{Members: 1, Options: map[string]string{zookeeper.OptionServers: external.Endpoints()[0]}}, func(t *testing.T, c registry.Caps) {
-			require.Equal(t, registry.Caps{External: "an existing ensemble (--zookeeper-servers)"}, c)
+			require.Equal(t, registry.Caps{External: "an existing ensemble (--zookeeper-servers)", DurableLeases: true}, c)
 		}, "existing ZooKeeper ensemble at " + external.Endpoints()[0]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
 			s.TTL, s.Clients = registry.DefaultTTL, 2
-			require.NoError(t, tc.d.CheckSettings(s))
 			require.Equal(t, tc.setupIs, tc.d.SetupOf(s))
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			b, err := tc.d.Start(ctx, registry.Env{
-				Settings: s.WithOptions(tc.d.Options),
-				TempDir:  func() (string, error) { return t.TempDir(), nil },
-				LogFile:  func(string) (w io.Writer, path string, err error) { return io.Discard, "", nil },
-			})
-			require.NoError(t, err)
-			defer b.Close()
+			b := harnesstest.Start(t, tc.d, s)
 			require.Equal(t, tc.d.Name, b.Name())
-			require.NoError(t, tc.d.CheckStarted(s, b))
-			tc.check(t, registry.CapsOf(b))
+			tc.check(t, tc.d.RunCaps(s, b))
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/lease"
 )
 
 // childPrefix names the lock's children: childPrefix + ZooKeeper's 10-digit sequence.
@@ -415,7 +416,7 @@ func (l *Locker) acquire(ctx context.Context, s *session) (*Lease, error) {
 	if l.cfg.Token == TokenSequence {
 		token = seq + 1 // the first child is 0, and a token of 0 means "none" to the harness
 	}
-	return &Lease{l: l, s: s, path: me, czxid: ex.st.Czxid, seq: seq, token: token, ttl: l.cfg.TTL}, nil
+	return &Lease{Grant: lease.NewGrant(token, l.cfg.TTL, s.lost), l: l, s: s, path: me, czxid: ex.st.Czxid, seq: seq}, nil
 }
 
 func (s *session) whyOrAlive() string {
@@ -476,32 +477,21 @@ func predecessor(children []string, me string) (string, bool) {
 }
 
 // Lease is a granted ZooKeeper lock: an ephemeral sequential znode that is the lowest
-// child of the lock path, alive as long as its session.
+// child of the lock path, alive as long as its session. Its TTL is the session timeout
+// the server granted; Lost closes when the server expired the session, the client was
+// disconnected from every server for a session timeout, the lock znode was deleted, or
+// the lease was released.
 type Lease struct {
-	l     *Locker
-	s     *session
-	path  string
-	czxid int64
-	seq   int64
-	token int64
-	ttl   time.Duration
-
-	mu       sync.Mutex
-	released bool
+	lease.Grant
+	l        *Locker
+	s        *session
+	path     string
+	czxid    int64
+	seq      int64
+	released lease.Released
 }
 
 var _ harness.Lease = (*Lease)(nil)
-
-// Token implements harness.Lease.
-func (le *Lease) Token() int64 { return le.token }
-
-// TTL implements harness.Lease: the session timeout the server granted.
-func (le *Lease) TTL() time.Duration { return le.ttl }
-
-// Lost implements harness.Lease: closed when the server expired the session, the
-// client was disconnected from every server for a session timeout, the lock znode was
-// deleted, or the lease was released.
-func (le *Lease) Lost() <-chan struct{} { return le.s.lost }
 
 // Path is the lock znode; Czxid and Sequence its two candidate tokens.
 func (le *Lease) Path() string    { return le.path }
@@ -512,12 +502,9 @@ func (le *Lease) Sequence() int64 { return le.seq }
 // lease already lost, a znode already gone, or a second Release wraps
 // harness.ErrNoEffect.
 func (le *Lease) Release(ctx context.Context) error {
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	if le.released {
-		return fmt.Errorf("%w: zookeeper: lease already released", harness.ErrNoEffect)
+	if err := le.released.First("zookeeper"); err != nil {
+		return err
 	}
-	le.released = true
 	defer le.l.drop(le.s)
 	select {
 	case <-le.s.lost:

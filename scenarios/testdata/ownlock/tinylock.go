@@ -1,7 +1,21 @@
 // Package ownlock is an example of a lock backend that lives outside fencecheck: a tiny
 // TTL lock server over TCP (one text line per request) and its client, wired into
 // fencecheck through a registry descriptor. Its tests run fencecheck's contract suite,
-// one scenario and the evaluate scorecard against it.
+// one scenario (from the descriptor, and against a server the test started) and the
+// evaluate scorecard against it, through the fencecheck package; docs/go-api.md walks
+// through it.
+//
+// The rules it follows, which every backend must:
+//   - tokens are int64 and increase with every grant (a fenced resource refuses a
+//     token older than the newest it accepted);
+//   - an error after which the request surely had no effect wraps harness.ErrNoEffect:
+//     a dial that failed, Acquire's ctx ending before a grant, a second Release; an
+//     error after the request went out (its answer lost) does not, because the server
+//     may have acted on it;
+//   - a Locker dials only the addresses NewLocker was given (fencecheck's fault proxies),
+//     never Endpoints() directly;
+//   - Lost closes when the client learns its lease is gone;
+//   - Close is safe to call twice.
 package ownlock
 
 import (
@@ -26,6 +40,12 @@ func Descriptor() registry.Backend {
 		Token:   "the tiny server's grant counter",
 		Start: func(_ context.Context, env registry.Env) (harness.Backend, error) {
 			return Start(env.TTL)
+		},
+		// The types Start, NewLocker and Acquire return: fencecheck reads from their
+		// interfaces which faults apply (here none of the optional ones: no Crasher,
+		// no Expiring lease). The contract suite checks that the started values agree.
+		Shape: func(registry.Settings) registry.Shape {
+			return registry.Shape{Backend: (*Server)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
 		},
 	}
 }
@@ -228,7 +248,9 @@ type lease struct {
 	lost     chan struct{}
 	lostOnce sync.Once
 	stop     chan struct{}
-	stopOnce sync.Once
+
+	mu       sync.Mutex
+	released bool
 }
 
 func (le *lease) Token() int64          { return le.token }
@@ -258,9 +280,17 @@ func (le *lease) renew() {
 	}
 }
 
-// Release implements harness.Lease.
+// Release implements harness.Lease. A second Release has nothing to give back: it
+// returns an error wrapping harness.ErrNoEffect without asking the server.
 func (le *lease) Release(ctx context.Context) error {
-	le.stopOnce.Do(func() { close(le.stop) })
+	le.mu.Lock()
+	if le.released {
+		le.mu.Unlock()
+		return fmt.Errorf("%w: tinylock: lease %d already released", harness.ErrNoEffect, le.token)
+	}
+	le.released = true
+	close(le.stop)
+	le.mu.Unlock()
 	_, err := le.l.call(ctx, fmt.Sprintf("release %s %d", le.l.owner, le.token))
 	return err
 }

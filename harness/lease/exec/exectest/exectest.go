@@ -3,7 +3,6 @@
 package exectest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -11,11 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
@@ -36,26 +34,8 @@ func RequirePythonModule(t testing.TB, module, debianPackage string) {
 	proctest.Skip(t, Python, proc.Need{PythonModule: module, Package: debianPackage})
 }
 
-// JavaLib is where Debian installs the jars curator_lock.sh puts on its class path.
-const JavaLib = "/usr/share/java"
-
-// CuratorNeeds are what examples/curator_lock.sh runs with: a JDK (it compiles
-// CuratorLock.java once) and Debian's Curator, ZooKeeper client, Guava and SLF4J jars.
-func CuratorNeeds() []proc.Need {
-	jdk := "openjdk-17-jdk-headless"
-	return []proc.Need{
-		{Program: "java", Package: jdk},
-		{Program: "javac", Package: jdk},
-		{File: JavaLib + "/curator-recipes.jar", Package: "libcurator-recipes-java"},
-		{File: JavaLib + "/curator-framework.jar", Package: "libcurator-recipes-java"},
-		{File: JavaLib + "/curator-client.jar", Package: "libcurator-recipes-java"},
-		{File: JavaLib + "/zookeeper.jar", Package: "libzookeeper-java"},
-		{File: JavaLib + "/zookeeper-jute.jar", Package: "libzookeeper-java"},
-		{File: JavaLib + "/guava.jar", Package: "libguava-java"},
-		{File: JavaLib + "/slf4j-api.jar", Package: "libslf4j-java"},
-		{File: JavaLib + "/slf4j-simple.jar", Package: "libslf4j-java"},
-	}
-}
+// CuratorNeeds are what examples/curator_lock.sh runs with (execlock.CuratorNeeds).
+func CuratorNeeds() []proc.Need { return execlock.CuratorNeeds() }
 
 // RequireCurator skips the test, in one line naming the Debian package, unless the
 // Curator example can run here.
@@ -76,23 +56,9 @@ func PrepareCurator(t testing.TB, script string) {
 	}
 }
 
-// ExampleNeeds are what the shipped examples that the client command cmd runs need,
-// found by their file names in cmd.
-func ExampleNeeds(cmd string) []proc.Need {
-	var needs []proc.Need
-	for name, n := range map[string][]proc.Need{
-		"naive_http.py":   {{Program: "python3", Package: "python3"}},
-		"naive_http.sh":   {{Program: "curl", Package: "curl"}},
-		"redis_lock.py":   {Python, {PythonModule: "redis", Package: "python3-redis"}},
-		"kazoo_lock.py":   {Python, {PythonModule: "kazoo", Package: "python3-kazoo"}},
-		"curator_lock.sh": CuratorNeeds(),
-	} {
-		if strings.Contains(cmd, name) {
-			needs = append(needs, n...)
-		}
-	}
-	return needs
-}
+// ExampleNeeds are what the shipped examples that the client command cmd runs need
+// (execlock.ExampleNeeds).
+func ExampleNeeds(cmd string) []proc.Need { return execlock.ExampleNeeds(cmd) }
 
 // RequireClient skips the test, in one line naming the Debian package, unless every
 // shipped example the client command cmd runs can run here.
@@ -108,28 +74,16 @@ func StartRedis(t testing.TB) (addr string, pid int) {
 	t.Helper()
 	proctest.Skip(t, redislock.ServerNeed)
 	dir := t.TempDir()
-	var lastErr error
-	for range 5 { // the free port may be taken between probe and bind: try another
-		port, err := proc.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		p, err := proc.Start(context.Background(), proc.Config{
-			Name: "redis-server on " + addr, Need: redislock.ServerNeed,
-			Args:         []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
-			Ready:        func(ctx context.Context) error { return ping(ctx, addr) },
-			ReadyTimeout: 30 * time.Second,
-		})
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		t.Cleanup(func() { _ = p.Close() })
-		return addr, p.PID()
+	n, addr, err := proc.StartServer(context.Background(), proc.ServerConfig{
+		Name: "redis-server", Need: redislock.ServerNeed, Dir: dir, ReadyTimeout: 30 * time.Second,
+		Args:  func(port int) []string { return redislock.ServerArgs(port, dir, false) },
+		Ready: redislock.Ping,
+	})
+	if err != nil {
+		t.Fatalf("redis-server did not start: %v", err)
 	}
-	t.Fatalf("redis-server did not start: %v", lastErr)
-	return "", 0
+	t.Cleanup(func() { _ = n.Close() })
+	return addr, n.PID()
 }
 
 // ZooKeeperScript is Debian's ZooKeeper start script.
@@ -146,33 +100,25 @@ func StartZooKeeper(t testing.TB) (addr string, pid int) {
 	t.Helper()
 	proctest.Skip(t, ZooKeeperNeed, zookeeper.JavaNeed)
 	dir := t.TempDir()
-	var lastErr error
-	for range 5 {
-		port, err := proc.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		cfg := filepath.Join(dir, "zoo.cfg")
-		conf := fmt.Sprintf("tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr,stat\nmaxSessionTimeout=20000\n", dir, port)
-		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p, err := proc.Start(context.Background(), proc.Config{
-			Name: "ZooKeeper on " + addr, Need: ZooKeeperNeed, Args: []string{"start-foreground", cfg},
-			Env:          []string{"ZOO_LOG_DIR=" + dir, "ZOO_LOG4J_PROP=WARN,CONSOLE"},
-			Ready:        func(ctx context.Context) error { return ruok(ctx, addr) },
-			ReadyTimeout: 60 * time.Second, // a JVM on a loaded machine
-		})
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		t.Cleanup(func() { _ = p.Close() })
-		return addr, p.PID()
+	cfg := filepath.Join(dir, "zoo.cfg")
+	n, addr, err := proc.StartServer(context.Background(), proc.ServerConfig{
+		Name: "ZooKeeper", Need: ZooKeeperNeed, Dir: dir,
+		Env:          []string{"ZOO_LOG_DIR=" + dir, "ZOO_LOG4J_PROP=WARN,CONSOLE"},
+		ReadyTimeout: 60 * time.Second, // a JVM on a loaded machine
+		Args: func(port int) []string {
+			conf := fmt.Sprintf("tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr,stat\nmaxSessionTimeout=20000\n", dir, port)
+			if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"start-foreground", cfg}
+		},
+		Ready: ruok,
+	})
+	if err != nil {
+		t.Fatalf("ZooKeeper did not start: %v", err)
 	}
-	t.Fatalf("ZooKeeper did not start: %v", lastErr)
-	return "", 0
+	t.Cleanup(func() { _ = n.Close() })
+	return addr, n.PID()
 }
 
 // ruok asks ZooKeeper's four-letter command and wants "imok".
@@ -193,28 +139,6 @@ func ruok(ctx context.Context, addr string) error {
 	}
 	if string(b) != "imok" {
 		return fmt.Errorf("ZooKeeper answered %q to ruok", b)
-	}
-	return nil
-}
-
-// ping sends PING in RESP and wants +PONG.
-func ping(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("redis answered %q to PING", line)
 	}
 	return nil
 }

@@ -1,0 +1,187 @@
+// Package campaign runs many runs: `matrix`, `evaluate` and `soak` are three plans
+// (lists of specs: CellSpec, PlanEvaluate, Soak) over one runner (Campaign). Every run
+// goes into a results store (<store>/<label>/<timestamp>/); an interrupted campaign
+// keeps every run that finished.
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/redact"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
+)
+
+// Campaign says how to run a plan.
+type Campaign struct {
+	// Registry resolves the specs' names; required.
+	Registry *registry.Registry
+	// Catalogue names the runs that are its scenarios (Label); nil: every run is
+	// labelled from its settings.
+	Catalogue catalogue.Catalogue
+	// Store is the results store: each run goes to Store/<label>/<timestamp>/ with its
+	// run.log, and Store/<label>/latest points at it.
+	Store string
+	// Parallel is how many runs go at a time (default 1: timing-sensitive faults are
+	// most faithful alone; always 1 for a Shared backend's runs).
+	Parallel int
+	// Log, if set, also receives every run's log.
+	Log io.Writer
+	// CheckTimeout bounds each property's check (0: the models' default).
+	CheckTimeout time.Duration
+	// Redact masks secrets in every run's log, its error and its folder's failure note
+	// (nil: credential patterns only, such as a URL's password).
+	Redact *redact.Redactor
+	// Started and Finished, if set, are called around each run (from the runs'
+	// goroutines, possibly at the same time).
+	Started  func(i int, label string)
+	Finished func(i int, r RunResult)
+}
+
+// RunResult is one run of a campaign.
+type RunResult struct {
+	Label string
+	// Dir is the run's folder ("" when none could be made or the run never started).
+	Dir     string
+	Outcome *trial.Outcome
+	Took    time.Duration
+	Err     error
+}
+
+// ErrInterrupted marks a run that never started because the campaign was interrupted.
+var ErrInterrupted = errors.New("interrupted before it ran")
+
+// Run executes specs, Parallel at a time, and returns each spec's result in order. When
+// ctx ends, the runs under way end with its error, the ones not started get
+// ErrInterrupted, and interrupted is true.
+func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResult, interrupted bool) {
+	results = make([]RunResult, len(specs))
+	n := max(c.Parallel, 1)
+	if c.shared(specs) {
+		n = 1
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, max(len(specs), 1)) {
+		wg.Go(func() {
+			for i := range jobs {
+				label := c.label(specs[i])
+				if ctx.Err() != nil { // ended while the job was handed over
+					results[i] = RunResult{Label: label, Err: ErrInterrupted}
+					continue
+				}
+				if c.Started != nil {
+					c.Started(i, label)
+				}
+				results[i] = c.runOne(ctx, specs[i], label)
+				if c.Finished != nil {
+					c.Finished(i, results[i])
+				}
+			}
+		})
+	}
+	for i := range specs {
+		if ctx.Err() == nil {
+			select {
+			case jobs <- i:
+				continue
+			case <-ctx.Done():
+			}
+		}
+		interrupted = true
+		results[i] = RunResult{Label: c.label(specs[i]), Err: ErrInterrupted}
+	}
+	close(jobs)
+	wg.Wait()
+	return results, interrupted || ctx.Err() != nil
+}
+
+// shared reports whether a spec's backend is Shared: its runs share one started value,
+// so they go one at a time.
+func (c Campaign) shared(specs []spec.Spec) bool {
+	if c.Registry == nil {
+		return false
+	}
+	for _, s := range specs {
+		if b, ok := c.Registry.Backend(s.Backend); ok && b.Shared {
+			return true
+		}
+	}
+	return false
+}
+
+// label names a run in the store.
+func (c Campaign) label(s spec.Spec) string {
+	if c.Registry == nil {
+		return "unresolved"
+	}
+	return c.Catalogue.Label(c.Registry, s)
+}
+
+// runOne runs s into Store/<label>/<timestamp>/ with its log in run.log, and points
+// Store/<label>/latest at it if it left a history (reports.EndRun).
+func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunResult) {
+	r.Label = label
+	started := time.Now()
+	defer func() { r.Took = time.Since(started) }()
+	switch {
+	case c.Registry == nil:
+		r.Err = fmt.Errorf("%w: campaign: no registry given (Campaign.Registry)", spec.ErrSpec)
+		return r
+	case c.Store == "":
+		r.Err = fmt.Errorf("%w: campaign: no results store given (Campaign.Store)", spec.ErrSpec)
+		return r
+	}
+	dir, err := reports.NewRunDir(c.Store, label, started)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Dir = dir
+	logf, err := os.Create(filepath.Join(dir, reports.RunLog))
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	defer logf.Close()
+	var h slog.Handler = slog.NewTextHandler(c.Redact.Writer(logf), nil)
+	if c.Log != nil {
+		h = slog.NewMultiHandler(h, slog.NewTextHandler(c.Redact.Writer(c.Log), nil))
+	}
+	logger := slog.New(h)
+	logger.Info("scenario starting", "label", label, "backend", s.Backend, "resource", s.Resource, "faults", s.Faults, "seed", s.Seed)
+	r.Outcome, r.Err = trial.Run(ctx, c.Registry, s, trial.Options{Dir: dir, Logger: logger, CheckTimeout: c.CheckTimeout})
+	r.Err = c.Redact.Error(r.Err)
+	failure := ""
+	if r.Err != nil {
+		logger.Error("scenario failed", "err", r.Err)
+		failure = r.Err.Error()
+	}
+	// The folder holds whatever evidence there is, even from a failed run; latest
+	// moves to it only if it has a history.
+	if err := reports.EndRun(dir, failure); err != nil && r.Err == nil {
+		r.Err = fmt.Errorf("results store: %w", err)
+	}
+	return r
+}
+
+// RelTo returns a run's folder relative to the results store's root, with forward
+// slashes, as the store's pages link it.
+func RelTo(root, path string) string {
+	r, err := filepath.Rel(root, path)
+	if err != nil {
+		return filepath.ToSlash(path)
+	}
+	return filepath.ToSlash(r)
+}

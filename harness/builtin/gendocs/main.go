@@ -1,0 +1,39 @@
+// Command gendocs writes the pages harness/builtin generates (builtin.Pages) under the
+// repository's root; `go generate ./harness/builtin` runs it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/fencecheck/fencecheck/harness/builtin"
+)
+
+func main() {
+	root := flag.String("root", ".", "the repository's root")
+	flag.Parse()
+	pages, err := builtin.Pages()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
+		os.Exit(1)
+	}
+	paths := make([]string, 0, len(pages))
+	for p := range pages {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		full := filepath.Join(*root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "gendocs:", err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile(full, pages[p], 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "gendocs:", err)
+			os.Exit(1)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package faults
+
+import (
+	"fmt"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/nemesis"
+)
+
+// Strikes on the lock holder itself: it stops (a GC-like pause), or its lock client
+// process dies.
+
+type pause struct{}
+
+func (pause) Name() string { return "pause" }
+func (pause) Meaning() string {
+	return "GC-like pause of the lock holder inside its critical section (after its read, before its write; for toctou between check and write), longer than the TTL"
+}
+func (pause) Applies(registry.Target) error { return nil }
+func (f pause) Strike(t registry.Target, riders []registry.ServiceFault) nemesis.ClientFault {
+	s := strike(f.Name(), t)
+	s.Point, s.StopWorker = harness.PauseAfterRead, true
+	for _, r := range riders {
+		if p, ok := r.(registry.PauseShaper); ok && p.ShapePause(t, &s) {
+			return s
+		}
+	}
+	switch {
+	case t.Policy == "careful":
+		s.Point = harness.PauseAfterLeaseCheck
+	case t.Resource.ChecksThenWrites:
+		s.Point = harness.PauseAfterCheck
+	}
+	return s
+}
+
+type pauseBeforeRead struct{}
+
+func (pauseBeforeRead) Name() string { return "pause-before-read" }
+func (pauseBeforeRead) Meaning() string {
+	return "GC-like pause of the lock holder right after acquiring, before its read, longer than the TTL"
+}
+func (pauseBeforeRead) Applies(registry.Target) error { return nil }
+func (f pauseBeforeRead) Strike(t registry.Target, _ []registry.ServiceFault) nemesis.ClientFault {
+	s := strike(f.Name(), t)
+	s.Point, s.StopWorker = harness.PauseAfterAcquire, true
+	return s
+}
+
+// clientCrash kills the holder's own lock-client process (its Locker is a
+// harness.CrashableProcess) and starts a fresh one; the worker, stopped as in a pause,
+// writes later with the token the dead process held.
+type clientCrash struct{}
+
+func (clientCrash) Name() string { return "client-crash" }
+func (clientCrash) Meaning() string {
+	return "the holder's lock client process is killed with SIGKILL inside its critical section and a fresh one started; the application (the worker) writes with the old token after 2x TTL (lockers that are a harness.CrashableProcess)"
+}
+func (f clientCrash) Applies(t registry.Target) error {
+	if !t.Caps.ClientProcesses {
+		return fmt.Errorf("fault %q kills a lock client that is a process of its own: it needs lockers that implement harness.CrashableProcess, and backend %s's clients run inside fencecheck", f.Name(), t.Backend)
+	}
+	return nil
+}
+func (f clientCrash) Strike(t registry.Target, _ []registry.ServiceFault) nemesis.ClientFault {
+	s := strike(f.Name(), t)
+	s.Point, s.StopWorker, s.CrashProcess = harness.PauseAfterRead, true, true
+	return s
+}

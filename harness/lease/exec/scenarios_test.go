@@ -1,0 +1,276 @@
+package execlock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/harnesstest"
+	"github.com/fencecheck/fencecheck/harness/history"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/lease/exec/exectest"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
+)
+
+// execFile is a file of the package, by absolute path.
+func execFile(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(rel)
+	require.NoError(t, err)
+	return p
+}
+
+// requireSignalled checks that the pause stopped and continued a real process group.
+func requireSignalled(t *testing.T, h *history.History) {
+	t.Helper()
+	for _, f := range h.Faults {
+		if f.Kind == "pause" {
+			require.Contains(t, f.Detail, "stopped with SIGSTOP")
+			require.Contains(t, f.Detail, "continued with SIGCONT after")
+			return
+		}
+	}
+	t.Fatalf("no pause in %+v", h.Faults)
+}
+
+// TestRunExamples runs the shipped example clients: without fencing a paused client's
+// stale write gets through, with fencing it is refused. The runs are not parallel: the
+// leak check below counts processes.
+func TestRunExamples(t *testing.T) {
+	tests := []struct {
+		name string
+		ttl  time.Duration
+		spec func(t *testing.T) (opts map[string]string, keep []int)
+	}{
+		{"python template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
+			proctest.Skip(t, execlock.ExampleNeeds("naive_http.py")...)
+			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
+		}},
+		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
+			proctest.Skip(t, proc.Need{Program: "curl", Package: "curl"})
+			return map[string]string{"client-cmd": "sh " + execFile(t, "examples/naive_http.sh")}, nil
+		}},
+		{"redis-py Lock with an INCR token, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
+			exectest.RequirePythonModule(t, "redis", "python3-redis")
+			addr, pid := exectest.StartRedis(t)
+			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py") + " --token incr", "lock-endpoints": addr}, []int{pid}
+		}},
+		// The session timeout is the TTL: 1 s, so kazoo's heartbeats (every third of it)
+		// keep up on a loaded machine; the pause stops the client for 2 s.
+		{"kazoo Lock, ZooKeeper", time.Second, func(t *testing.T) (map[string]string, []int) {
+			exectest.RequirePythonModule(t, "kazoo", "python3-kazoo")
+			addr, pid := exectest.StartZooKeeper(t)
+			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/kazoo_lock.py"), "lock-endpoints": addr}, []int{pid}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x, keep := tt.spec(t)
+			for _, resource := range []string{"unfenced", "fenced"} {
+				o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"pause"}, TTL: tt.ttl}, trial.Options{Dir: t.TempDir()})
+				require.NoError(t, err)
+				requireSignalled(t, o.History)
+				// The catalogue's expectations for the same fault on a Go client.
+				want := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Violated, catalogue.Violated, catalogue.Held, catalogue.Violated), MinStaleAccepted: 1}
+				if resource == "fenced" {
+					want = catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Held, catalogue.Held, catalogue.Violated), MinStaleRejected: 1, NoStaleAccepted: true}
+				}
+				require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
+			}
+			requireNoProcesses(t, keep...)
+		})
+	}
+}
+
+// TestRunBrokenClient: a client that breaks mid-run ends it with one line, the history
+// so far is kept, and no process survives.
+func TestRunBrokenClient(t *testing.T) {
+	tests := []struct {
+		with     string
+		protocol bool
+		want     string
+	}{
+		{"garbage", true, `it sent "oops, not JSON": not a JSON object`},
+		{"exit", false, "its process exited during the run (exit status 5)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.with, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := "BREAK_AFTER=20 BREAK_WITH=" + tt.with + " sh " + execFile(t, "testdata/fake.sh")
+			_, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{Dir: dir})
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "\n")
+			require.Contains(t, err.Error(), tt.want)
+			require.Contains(t, err.Error(), "the history so far")
+			require.True(t, isSpec(err), "the user's client broke: the run could not be made as asked (exit 2), whether it sent garbage or died")
+			if tt.protocol {
+				require.ErrorIs(t, err, execlock.ErrProtocol)
+			} else {
+				require.ErrorIs(t, err, execlock.ErrCrashed)
+			}
+			h, err := history.ReadFile(filepath.Join(dir, "history.json"))
+			require.NoError(t, err)
+			require.NotEmpty(t, h.Ops)
+			requireNoProcesses(t)
+		})
+	}
+}
+
+// TestRunInterrupted: a run cancelled mid-way (Ctrl-C) leaves no client process.
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	go func() {
+		// Cancel once the run is under way: every client process has started.
+		deadline := time.Now().Add(30 * time.Second)
+		for len(proc.Descendants(os.Getpid())) < 3 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	_, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": "sh " + execFile(t, "testdata/fake.sh")}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, trial.Options{Dir: dir})
+	require.ErrorIs(t, err, context.Canceled)
+	require.FileExists(t, filepath.Join(dir, "history.json"))
+	requireNoProcesses(t)
+}
+
+func TestRunSpecErrors(t *testing.T) {
+	x := func(kv ...string) map[string]string {
+		m := map[string]string{"client-cmd": "x"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		s    spec.Spec
+		want string
+	}{
+		{spec.Spec{Backend: "exec"}, "backend exec needs --client-cmd"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "naive", "lock-endpoints", "127.0.0.1:1")}, "not both"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "exec")}, "the lock service must be a backend that holds locks itself"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "zoo")}, `unknown lock service "zoo"`},
+		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "localhost")}, `"localhost" is not host:port`},
+		{spec.Spec{Backend: "exec", Options: x("client-timeout", "soon")}, "--client-timeout must be a duration"},
+		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "runs against servers given by --lock-endpoints (harness.External), so it takes client-side faults only"},
+		{spec.Spec{Backend: "exec", Options: x(), Faults: []string{"leader-isolation"}}, "fault \"leader-isolation\" needs a lock-service cluster"},
+		{spec.Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: 500 * time.Millisecond}, "lock service etcd: etcd leases are whole seconds"},
+		{spec.Spec{Backend: "exec", Options: x(), Policy: "careful"}, "the careful policy needs a lease that knows its end"},
+		{spec.Spec{Backend: "exec", Options: x(), Resource: "etcd-txn"}, "resource etcd-txn is native to the etcd backend"},
+		{spec.Spec{Backend: "exec", Options: x(), Keys: 4}, "--keys"},
+		{spec.Spec{Backend: "naive", Options: x()}, "--client-cmd is for the exec backend"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := spec.Normalize(builtin.Registry(), tt.s)
+			require.ErrorIs(t, err, spec.ErrSpec)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	// Any registered backend can be the lock service; its own settings are the run's.
+	n, err := spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "raft"), Members: 3, Faults: []string{"leader-isolation"}})
+	require.NoError(t, err)
+	require.Equal(t, 3, n.Members)
+	_, err = spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: time.Second, Faults: []string{"crash"}})
+	require.NoError(t, err)
+	// Without --ttl and --members, the lock service's defaults: etcd's 1 s, and its 3
+	// members for a fault on the service in evaluate.
+	n, err = spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "etcd")})
+	require.NoError(t, err)
+	require.Equal(t, time.Second, n.TTL)
+	n, err = spec.Normalize(builtin.Registry(), spec.Spec{Backend: "exec", Options: x("lock-service", "naive")})
+	require.NoError(t, err)
+	require.Equal(t, spec.DefaultTTL, n.TTL)
+	plan, err := campaign.PlanEvaluate(builtin.Registry(), builtin.Catalogue(), campaign.EvaluateConfig{Backend: "exec", Options: x("lock-service", "etcd"), Faults: []string{"leader-isolation"}})
+	require.NoError(t, err)
+	require.NotEmpty(t, plan.Jobs)
+	for _, j := range plan.Jobs {
+		require.Equal(t, 3, j.Spec.Members, "%s", j.Spec.Name)
+	}
+	// --client-cmd alone implies the exec backend.
+	n, err = spec.Normalize(builtin.Registry(), spec.Spec{Options: x()})
+	require.NoError(t, err)
+	require.Equal(t, "exec", n.Backend)
+}
+
+func isSpec(err error) bool { return errors.Is(err, spec.ErrSpec) }
+
+// TestRunClientCrash: the holder's lock client is killed with SIGKILL and replaced; the
+// application's late write with the old token gets through without a fence, not with one.
+func TestRunClientCrash(t *testing.T) {
+	proctest.Skip(t, execlock.ExampleNeeds("naive_http.py")...)
+	x := map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py")}
+	for _, resource := range []string{"unfenced", "fenced"} {
+		o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"client-crash"}}, trial.Options{})
+		require.NoError(t, err)
+		require.Len(t, o.History.Faults, 1)
+		require.Contains(t, o.History.Faults[0].Detail, "killed with SIGKILL (the lease it held died with it) and a fresh process")
+		want := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Violated, catalogue.Violated, catalogue.Held, catalogue.Violated), MinStaleAccepted: 1}
+		if resource == "fenced" {
+			want = catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Held, catalogue.Held, catalogue.Violated), MinStaleRejected: 1, NoStaleAccepted: true}
+		}
+		require.Empty(t, want.Diff(o.Report), "%s: faults %+v", resource, o.History.Faults)
+	}
+	requireNoProcesses(t)
+	_, err := spec.Normalize(builtin.Registry(), spec.Spec{Backend: "naive", Faults: []string{"client-crash"}})
+	require.ErrorContains(t, err, "kills a lock client that is a process of its own")
+}
+
+// TestRunNoToken: redis-py's Lock as it is grants with "no_token". Unfenced, the run
+// records the client's reason and the tokens verdict is violated by it; against a fenced
+// resource the run ends at the first grant with ErrNoToken (exit 2), the history kept,
+// no process left; evaluate's scorecard says "no fencing token" as for redis-notoken.
+func TestRunNoToken(t *testing.T) {
+	exectest.RequirePythonModule(t, "redis", "python3-redis")
+	reg := builtin.Registry()
+	opts := map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py"), "lock-service": "redis"}
+	harnesstest.SkipUnavailable(t, reg, spec.Spec{Backend: "exec", Options: opts})
+	o, err := trial.Run(context.Background(), reg, spec.Spec{Backend: "exec", Options: opts, Resource: "unfenced", Faults: []string{"pause"}}, trial.Options{})
+	require.NoError(t, err)
+	require.Contains(t, o.History.Run.NoToken, "redis-py's Lock is SET NX PX with a random value")
+	require.Equal(t, models.Violated, o.Report.Verdicts[models.Tokens])
+	res, ok := o.Report.Result(models.Tokens)
+	require.True(t, ok)
+	require.Contains(t, res.Explanation, "The backend says: redis-py's Lock")
+
+	dir := t.TempDir()
+	_, err = trial.Run(context.Background(), reg, spec.Spec{Backend: "exec", Options: opts, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{Dir: dir})
+	require.ErrorIs(t, err, spec.ErrNoToken)
+	require.True(t, isSpec(err), "a usage error: exit 2")
+	require.NotContains(t, err.Error(), "\n")
+	require.Contains(t, err.Error(), `granted with "no_token": redis-py's Lock`)
+	require.Contains(t, err.Error(), "resource fenced fences on tokens")
+	h, err := history.ReadFile(filepath.Join(dir, "history.json"))
+	require.NoError(t, err)
+	require.Contains(t, h.Run.NoToken, "redis-py's Lock")
+	for _, op := range h.Ops {
+		require.NotEqual(t, history.Write, op.Kind, "no write reached the fenced resource")
+	}
+	requireNoProcesses(t)
+
+	plan, err := campaign.PlanEvaluate(reg, nil, campaign.EvaluateConfig{Backend: "exec", Options: opts, Faults: []string{"pause"}})
+	require.NoError(t, err)
+	results, _ := campaign.Campaign{Registry: reg, Store: t.TempDir()}.Run(context.Background(), plan.Specs())
+	sc := plan.Judge(results, t.TempDir(), time.Now())
+	require.Contains(t, sc.NoToken, "redis-py's Lock")
+	require.False(t, sc.Safe)
+	require.Len(t, sc.Rows, 1)
+	require.Equal(t, judge.NoTokenWord, sc.Rows[0].Fenced)
+	require.Equal(t, "stale writes got through", sc.Rows[0].Unfenced)
+	requireNoProcesses(t)
+}

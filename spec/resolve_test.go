@@ -1,0 +1,153 @@
+package spec_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/lease/naive"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/spec"
+)
+
+func TestSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    spec.Spec
+		want string
+	}{
+		{"unknown backend", spec.Spec{Backend: "chubby"}, `unknown backend "chubby"`},
+		{"unknown resource", spec.Spec{Resource: "s3"}, `unknown resource "s3"`},
+		{"unknown fault", spec.Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
+		{"negative ttl", spec.Spec{TTL: -1}, "ttl must be positive"},
+		{"one client", spec.Spec{Clients: 1}, "clients must be between 2 and 64"},
+		{"bad fence", spec.Spec{Fence: "loose"}, `unknown fence "loose"`},
+		{"both kinds of faults", spec.Spec{Faults: []string{"pause"}, RandomFaults: []string{"pause"}}, "not both"},
+		{"careful without expiring leases", spec.Spec{Backend: "etcd", Policy: "careful"}, "harness.Expiring"},
+		{"native elsewhere", spec.Spec{Backend: "naive", Resource: "etcd-txn"}, "resource etcd-txn is native to the etcd backend"},
+		{"clock not owned", spec.Spec{Backend: "etcd", Faults: []string{"skew"}}, "registry.ServiceClocked"},
+		{"no cluster crash", spec.Spec{Backend: "naive", Faults: []string{"cluster-crash"}}, "harness.ClusterCrasher"},
+		{"no client process", spec.Spec{Backend: "naive", Faults: []string{"client-crash"}}, "harness.CrashableProcess"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := spec.Resolve(builtin.Registry(), tc.s)
+			require.ErrorIs(t, err, spec.ErrSpec)
+			require.ErrorContains(t, err, tc.want)
+			require.NotContains(t, err.Error(), "\n")
+		})
+	}
+	_, err := spec.Resolve(nil, spec.Spec{})
+	require.ErrorIs(t, err, spec.ErrSpec, "no registry is the caller's input, not a silent fallback")
+}
+
+// One pass fills every default: the backend's TTL and members, the default seed (the
+// same as evaluate's), the policy.
+func TestResolveDefaults(t *testing.T) {
+	r, err := spec.Resolve(builtin.Registry(), spec.Spec{Backend: "etcd"})
+	require.NoError(t, err)
+	require.Equal(t, time.Second, r.Spec.TTL)
+	require.Equal(t, 1, r.Spec.Members)
+	require.Equal(t, spec.DefaultSeed, r.Spec.Seed)
+	require.Equal(t, "trusting", r.Spec.Policy)
+	require.Equal(t, "fenced", r.Spec.Resource)
+	require.Equal(t, "etcd", r.Backend.Name)
+	require.True(t, r.Target.Caps.Cluster, "an embedded etcd is a harness.Cluster by its Shape")
+	// Service faults given alone ride on a pause: the carrier.
+	r, err = spec.Resolve(builtin.Registry(), spec.Spec{Backend: "raft", Faults: []string{"leader-isolation"}})
+	require.NoError(t, err)
+	require.Empty(t, r.Strikes)
+	require.Len(t, r.Riders, 1)
+	require.Equal(t, "pause", r.Carrier.Name())
+}
+
+// Options: one of another backend is an error, one of another resource is ignored, one
+// nobody declares is unknown; an option alone names its backend.
+func TestSpecOptions(t *testing.T) {
+	reg := builtin.Registry()
+	_, err := spec.Normalize(reg, spec.Spec{Backend: "naive", Options: map[string]string{"etcd-endpoints": "127.0.0.1:1"}})
+	require.ErrorContains(t, err, "--etcd-endpoints is for the etcd backend")
+	n, err := spec.Normalize(reg, spec.Spec{Resource: "fenced", Options: map[string]string{"postgres-dsn": "postgres://x@127.0.0.1:1/db"}})
+	require.NoError(t, err)
+	require.Empty(t, n.Options)
+	_, err = spec.Normalize(reg, spec.Spec{Options: map[string]string{"nope": "1"}})
+	require.ErrorContains(t, err, "unknown option --nope")
+	n, err = spec.Normalize(reg, spec.Spec{Options: map[string]string{"etcd-endpoints": "127.0.0.1:1"}})
+	require.NoError(t, err)
+	require.Equal(t, "etcd", n.Backend)
+	require.Equal(t, 1, n.Members)
+}
+
+func TestKeysSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    spec.Spec
+		want string // "" = valid
+	}{
+		{"default", spec.Spec{}, ""},
+		{"naive fenced", spec.Spec{Keys: 16}, ""},
+		{"naive-persisted toctou", spec.Spec{Backend: "naive-persisted", Resource: "toctou", Keys: 2}, ""},
+		{"negative", spec.Spec{Keys: -1}, "keys must be between 1 and 1024"},
+		{"etcd", spec.Spec{Backend: "etcd", Keys: 4}, "backend etcd does not support independent keys (--keys): it needs lockers that implement harness.KeyedLocker"},
+		{"raft", spec.Spec{Backend: "raft", Keys: 4}, "backend raft does not support independent keys"},
+		{"sqlite", spec.Spec{Resource: "sqlite", Keys: 4}, "resource sqlite does not support independent keys"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := spec.Resolve(builtin.Registry(), tc.s)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// tokenless is a backend whose tokens mean nothing: the naive server, declared
+// harness.Tokenless.
+type tokenless struct{ harness.Backend }
+
+func (tokenless) NoFencingToken() string { return "its leases carry no ordering" }
+
+// A backend without fencing tokens cannot be made safe by fencing: a fenced resource
+// refuses it (exit 2), an unfenced one runs; its capabilities are its Shape's, not its
+// name's.
+func TestTokenlessBackend(t *testing.T) {
+	reg := builtin.Registry()
+	base := naive.Descriptors()[0]
+	require.NoError(t, reg.AddBackend(registry.Backend{
+		Name: "tokenless", Meaning: "the naive server, declared without fencing tokens", Token: "its leases carry no ordering",
+		Shape: func(registry.Settings) registry.Shape { return registry.Shape{Backend: tokenless{}} },
+		Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+			b, err := base.Start(ctx, env)
+			if err != nil {
+				return nil, err
+			}
+			return tokenless{b}, nil // hides every capability but Tokenless
+		},
+	}))
+	_, err := spec.Resolve(reg, spec.Spec{Backend: "tokenless", Resource: "fenced", Faults: []string{"pause"}})
+	require.ErrorIs(t, err, spec.ErrSpec)
+	require.ErrorIs(t, err, spec.ErrNoToken)
+	require.ErrorContains(t, err, "no fencing token: cannot be made safe by fencing")
+	_, err = spec.Resolve(reg, spec.Spec{Backend: "tokenless", Resource: "unfenced", Faults: []string{"pause"}})
+	require.NoError(t, err)
+	_, err = spec.Resolve(reg, spec.Spec{Backend: "tokenless", Resource: "unfenced", Faults: []string{"crash"}})
+	require.ErrorContains(t, err, "does not implement harness.Crasher", "capabilities come from the Shape, not the name")
+}
+
+// A spec error is the user's input whichever stage finds it: errors.Is ErrSpec, one line.
+func TestInputErrors(t *testing.T) {
+	err := spec.Input(registry.Input(errors.New("no server answers at 127.0.0.1:1")))
+	require.ErrorIs(t, err, spec.ErrSpec)
+	require.ErrorIs(t, err, registry.ErrInput)
+	other := errors.New("disk full")
+	require.Equal(t, other, spec.Input(other), "an internal error stays internal")
+	e := spec.Error{Err: other}
+	require.ErrorIs(t, e, spec.ErrSpec)
+	require.Equal(t, "disk full", e.Error())
+}

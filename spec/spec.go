@@ -1,0 +1,101 @@
+// Package spec says what a run is and resolves it: a Spec names a backend, a resource
+// and faults with settings; Resolve looks every name up in a registry (harness/registry),
+// fills the defaults from the descriptors, sorts the options to their owners, checks the
+// settings and asks every fault whether it applies — once, in that order — and returns
+// the Resolved value the later stages run from: the descriptors, their settings, the
+// capabilities the run plans with and the faults as nemesis strikes.
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness/registry"
+)
+
+// Spec says what to run. Zero fields take defaults.
+type Spec struct {
+	// Name is recorded in the history; empty for an ad-hoc run.
+	Name string
+	// Backend and Resource are registry names (default: the backend an option given
+	// implies, else the first registered of each).
+	Backend  string
+	Resource string
+	// Fence is the fence rule: "strict" (default) or "monotonic".
+	Fence string
+	// Faults are targeted fault names (the registry's).
+	Faults   []string
+	Clients  int
+	TTL      time.Duration
+	Duration time.Duration
+	// Seed of the workload and of a random schedule (0: DefaultSeed).
+	Seed int64
+	// RandomFaults, if set, replaces targeted faults with a random schedule drawn from
+	// these kinds by the seed, one fault at a time, Interval apart on average, over
+	// Duration (Jepsen-style exploration: verdicts are reported, not expected).
+	RandomFaults []string
+	Interval     time.Duration
+	// Skipped says which RandomFaults did not apply to the backend and were left out
+	// (set by Resolve).
+	Skipped []string
+	// Policy is the clients' policy: "trusting" (default: writes whenever its code
+	// reaches the write) or "careful" (checks by its own clock that its lease is still
+	// valid, with a margin, right before writing).
+	Policy string
+	// Members is the size of the lock-service cluster (default: the backend's).
+	Members int
+	// Options are the backend's and the resource's own options by name (e.g.
+	// "etcd-endpoints", "postgres-dsn"; see registry.Option). An option of another
+	// backend is an error; one of another resource is ignored (a DSN given for a run
+	// that uses no database).
+	Options map[string]string
+	// Keys > 1 runs that many independent locks and register cells; each critical
+	// section picks one (seeded). Backends and resources that serve keys only.
+	Keys int
+}
+
+// Defaults for a Spec.
+const (
+	DefaultClients = 3
+	// DefaultTTL is the TTL of a backend whose descriptor sets none.
+	DefaultTTL      = registry.DefaultTTL
+	DefaultDuration = 2 * time.Second
+	// DefaultSeed is every run's seed when none is given: an ad-hoc run, a matrix
+	// cell and an evaluation run alike.
+	DefaultSeed int64 = 1
+	// MaxKeys bounds Spec.Keys.
+	MaxKeys = 1024
+)
+
+// ErrSpec marks a spec that cannot run (bad name, bad value): a usage error.
+var ErrSpec = errors.New("invalid scenario")
+
+// ErrNoToken marks a run of a backend without fencing tokens against a resource that
+// fences on them: it cannot be made safe by fencing (a usage error, exit 2). It is
+// registry.ErrNoToken, which a backend that learns it while running (exec) returns.
+var ErrNoToken = registry.ErrNoToken
+
+// Policies lists the client policies.
+func Policies() []registry.Named {
+	return []registry.Named{
+		{Name: "trusting", Meaning: "writes whenever its code path reaches the write (default)"},
+		{Name: "careful", Meaning: "checks by its own clock that its lease is still valid, with a margin of TTL/10, right before writing (leases that are harness.Expiring)"},
+	}
+}
+
+// Error is a usage error whose message is only its cause's: it matches ErrSpec and
+// the cause.
+type Error struct{ Err error }
+
+func (e Error) Error() string   { return e.Err.Error() }
+func (e Error) Unwrap() []error { return []error{ErrSpec, e.Err} }
+
+// Input turns a descriptor's input error (registry.ErrInput) into a spec error (exit
+// 2); any other error is returned as it is.
+func Input(err error) error {
+	if err != nil && errors.Is(err, registry.ErrInput) && !errors.Is(err, ErrSpec) {
+		return fmt.Errorf("%w: %w", ErrSpec, err)
+	}
+	return err
+}

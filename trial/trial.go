@@ -1,0 +1,248 @@
+// Package trial runs one resolved spec: it starts the backend and the resource from
+// their descriptors, runs the workload with the spec's faults (harness/runner), writes
+// the history before anything else, checks it (models) and writes the verdicts and
+// pages (reports). Every server it starts is closed before it returns.
+package trial
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/harness/runner"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/spec"
+)
+
+// Options control how a run is executed.
+type Options struct {
+	// Dir is the run's own folder for its evidence (history.json first, then
+	// verdict.json, the report and the porcupine visualizations; the services' logs).
+	// Empty: nothing is written. It is one run's folder, not a results store: the
+	// campaign runner and the fencecheck package make a fresh one in a store
+	// (<store>/<label>/<timestamp>/) for every run.
+	Dir string
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+	// CheckTimeout bounds each property's linearizability check (0: models' default).
+	CheckTimeout time.Duration
+}
+
+// Outcome is an executed run.
+type Outcome struct {
+	Spec     spec.Spec
+	History  *history.History
+	Report   *models.Report
+	Workload time.Duration
+	Check    time.Duration
+	// CloseErr says that stopping the run's servers or removing what it wrote in a store
+	// it does not own (an external etcd's keys and leases) failed after the run.
+	CloseErr error
+}
+
+// Run resolves s in reg, settles its TTL with the service, and executes it (Execute).
+// Errors that are the spec's or the user's input wrap spec.ErrSpec.
+func Run(ctx context.Context, reg *registry.Registry, s spec.Spec, opt Options) (*Outcome, error) {
+	r, err := spec.Resolve(reg, s)
+	if err != nil {
+		return nil, err
+	}
+	r, note, err := r.SettleTTL(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" && opt.Logger != nil {
+		opt.Logger.Info(note)
+	}
+	return Execute(ctx, r, opt)
+}
+
+// Execute builds the backend and resource of a resolved spec, runs the workload, saves
+// the history, checks it, and saves the verdicts.
+func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, err error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := r.Spec
+	runID, err := newRunID()
+	if err != nil {
+		return nil, err
+	}
+	if opt.Dir != "" {
+		if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	e, err := build(ctx, r, opt.Dir, runID, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// An external store keeps what a run wrote unless this succeeds: say so.
+		if cerr := e.Close(); cerr != nil {
+			log.Warn("closing the run's servers and removing its keys failed", "run_id", runID, "err", cerr)
+			if out != nil {
+				out.CloseErr = cerr
+			}
+		}
+	}()
+	res, be := e.resource, e.backend
+
+	faults := r.ClientFaults(be)
+	var maxHold time.Duration
+	for _, f := range faults {
+		maxHold = max(maxHold, f.MaxHold)
+	}
+	run := history.Run{
+		Scenario: s.Name, Backend: s.Backend, Resource: s.Resource, Fence: res.Fence(),
+		Seed: s.Seed, TTLms: s.TTL.Milliseconds(),
+		Extra: map[string]any{"run_id": runID, "clients": s.Clients, "faults": s.Faults, "duration_ms": s.Duration.Milliseconds(), "members": s.Members, "policy": s.Policy},
+	}
+	if s.Keys > 1 {
+		run.Extra["keys"] = s.Keys
+	}
+	if t, ok := be.(harness.Tokenless); ok {
+		run.NoToken = t.NoFencingToken()
+	}
+	if c, ok := registry.Service(be).(harness.Configured); ok {
+		run.Extra["backend_settings"] = c.BackendSettings()
+	}
+	if sched, ok := r.Schedule(); ok {
+		run.Extra["random_faults"] = s.RandomFaults
+		run.Extra["schedule"] = sched.Items
+	}
+	// A long run writes its history to disk as it goes (a segmented history).
+	var spill history.Spill
+	if opt.Dir != "" {
+		spill.Head = filepath.Join(opt.Dir, "history.json")
+	}
+	start := time.Now()
+	h, err := runner.Run(ctx, runner.Config{
+		Run: run, Backend: be, Resource: res, Clients: s.Clients,
+		Duration: s.Duration, Tail: s.TTL, Limit: maxHold + 10*time.Second,
+		Faults: faults,
+		// A held write must outlive the longest hold, so it returns with its real status.
+		OpTimeout:      maxHold + 2*s.TTL + time.Second,
+		AcquireTimeout: 10 * s.TTL,
+		Think:          s.TTL / 10,
+		Careful:        s.Policy == "careful",
+		Margin:         s.TTL / 10,
+		ClientNow:      e.clientNow,
+		Logger:         log,
+		Keys:           s.Keys,
+		ValueTag:       valueTag(be, runID),
+		Spill:          spill,
+	})
+	if h != nil && h.Run.NoToken == "" {
+		// A backend may learn only while it runs that it has no token (exec's clients).
+		if t, ok := be.(harness.TokenlessReporter); ok {
+			if h.Run.NoToken = t.ReportedNoToken(); h.Ops == nil && h.Run.NoToken != "" {
+				if werr := history.SetSegmentsRun(spill.Head, h.Run); werr != nil && err == nil {
+					err = werr
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, runError(err, h, opt.Dir, be)
+	}
+	out = &Outcome{Spec: s, History: h, Workload: time.Since(start)}
+	if h.Ops == nil {
+		if err := checkSpilled(ctx, out, spill.Head, opt, log); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	// Evidence first: the history is on disk before any check can fail or hang.
+	if opt.Dir != "" {
+		if err := history.WriteFile(filepath.Join(opt.Dir, "history.json"), h); err != nil {
+			return nil, err
+		}
+	}
+	start = time.Now()
+	rep, err := models.Check(ctx, h, models.Options{Timeout: opt.CheckTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	out.Report, out.Check = rep, time.Since(start)
+	if opt.Dir != "" {
+		if err := reports.WriteRun(ctx, opt.Dir, h, rep); err != nil {
+			return out, err
+		}
+	}
+	log.Info("scenario done", "name", s.Name, "workload", out.Workload, "check", out.Check)
+	return out, nil
+}
+
+// runError keeps the history recorded before a run failed (a client that broke, an
+// interrupt) and says where it is, in one line. A failure that is the user's (a client of
+// theirs that broke the protocol, registry.Input, or died: harness.Failing) means the run
+// could not be made as asked: a spec error, shown as it is.
+func runError(err error, h *history.History, dir string, be harness.Backend) error {
+	where := ""
+	if h != nil && dir != "" {
+		path := filepath.Join(dir, "history.json")
+		if h.Ops == nil { // written to disk as it went (runner.Config.Spill)
+			where = fmt.Sprintf(" (the history so far: %s)", path)
+		} else if werr := history.WriteFile(path, h); werr == nil {
+			where = fmt.Sprintf(" (the history so far, %d ops: %s)", len(h.Ops), path)
+		}
+	}
+	if errors.Is(err, registry.ErrInput) {
+		return spec.Error{Err: fmt.Errorf("%w%s", err, where)}
+	}
+	if f, ok := be.(harness.Failing); ok && f.Err() != nil && errors.Is(err, f.Err()) {
+		return spec.Error{Err: fmt.Errorf("%w%s", err, where)}
+	}
+	return fmt.Errorf("run: %w%s", err, where)
+}
+
+// checkSpilled checks a history the run wrote to disk as it went, as a stream, and
+// writes its verdict (the pages, which draw every op, are left out); out.History is
+// then the history without its ops.
+func checkSpilled(ctx context.Context, out *Outcome, head string, opt Options, log *slog.Logger) error {
+	start := time.Now()
+	res, err := models.CheckFile(ctx, head, models.Options{Timeout: opt.CheckTimeout})
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	out.History, out.Report, out.Check = res.History, res.Report, time.Since(start)
+	if err := reports.WriteVerdict(opt.Dir, res.Report); err != nil {
+		return err
+	}
+	log.Info("scenario done", "name", out.Spec.Name, "workload", out.Workload, "check", out.Check, "ops", res.Report.Ops)
+	return nil
+}
+
+// newRunID names one run: its keys in a store that outlives it (an external etcd) live
+// under a prefix of its own, and its values carry it (valueTag).
+func newRunID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return "run-" + hex.EncodeToString(b), nil
+}
+
+// valueTag is what a run's written values carry: its run id (without "run-") when the
+// backend's servers are not fencecheck's (harness.External), so that two runs' values
+// in one store never look alike; nothing otherwise, as every store fencecheck starts
+// starts empty.
+func valueTag(be harness.Backend, runID string) string {
+	if _, ok := be.(harness.External); !ok {
+		return ""
+	}
+	return strings.TrimPrefix(runID, "run-")
+}
