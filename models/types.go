@@ -159,6 +159,23 @@ type Evidence struct {
 	// first write's call to the first accepted write's return, between two consecutive
 	// accepted writes' returns, or from the last accepted return to a later write's call.
 	LongestNoAcceptedWriteNanos int64 `json:"longest_no_accepted_write_ns"`
+	// Superseded counts holders whose lock was granted to another client while they
+	// still held it; Noticed those that recorded it as lost (history.Lost), NeverNoticed
+	// those that never did.
+	Superseded   int `json:"superseded"`
+	Noticed      int `json:"noticed"`
+	NeverNoticed int `json:"never_noticed"`
+	// NoticeDelayNanos is the longest delay from another client's grant to the
+	// superseded holder's Lost record; NoticeDelayP50Nanos its median.
+	NoticeDelayNanos    int64 `json:"notice_delay_ns"`
+	NoticeDelayP50Nanos int64 `json:"notice_delay_p50_ns"`
+	// TakeoverNanos is the longest time from a superseded holder's last successful op
+	// to the next grant to another client.
+	TakeoverNanos int64 `json:"takeover_ns"`
+	// Acquire latency percentiles and grants per second.
+	AcquireP50Nanos int64   `json:"acquire_p50_ns"`
+	AcquireP99Nanos int64   `json:"acquire_p99_ns"`
+	GrantsPerSecond float64 `json:"grants_per_second"`
 }
 
 // Report is the outcome of Check.

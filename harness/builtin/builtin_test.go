@@ -63,3 +63,17 @@ func TestPackages(t *testing.T) {
 	}
 	require.Len(t, reg.Backends(), n)
 }
+
+// Every service of the built-in registry names exactly one recommended variant, and a
+// backend's own package says so (compare runs it).
+func TestServicesHaveOneRecommendedVariant(t *testing.T) {
+	reg := builtin.Registry()
+	require.NoError(t, reg.CheckServices())
+	for _, p := range builtin.Packages(reg) {
+		services := map[string]bool{}
+		for _, b := range p.Backends {
+			services[b.ServiceName()] = true
+		}
+		require.LessOrEqual(t, len(services), 1, "%s declares the backends of more than one service", p.Path)
+	}
+}

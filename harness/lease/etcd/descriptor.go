@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -57,8 +58,15 @@ func Descriptor() registry.Backend {
 			}
 			return "embedded etcd, 1 member"
 		},
-		GrantedTTL: grantedTTL,
-		Start:      start,
+		GrantedTTL:  grantedTTL,
+		Recommended: true,
+		Version: func(_ context.Context, s registry.Settings) string {
+			if len(s.List(OptionEndpoints)) > 0 {
+				return ""
+			}
+			return "etcd " + proc.ModuleVersion("go.etcd.io/etcd/server/v3") + " (embedded)"
+		},
+		Start: start,
 	}
 }
 

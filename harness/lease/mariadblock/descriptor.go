@@ -74,7 +74,13 @@ func needs(s registry.Settings) []proc.Need {
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token,
+			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenCounter,
+			Version: func(ctx context.Context, s registry.Settings) string {
+				if s.Option(OptionDSN) != "" {
+					return ""
+				}
+				return proc.Version(ctx, ServerNeed, "--version")
+			},
 			// Connection ids restart at 1 when the server restarts.
 			TokensResetOnCrash: tok == TokenConnID,
 			TTL:                time.Second, // wait_timeout is whole seconds

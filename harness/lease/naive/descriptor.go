@@ -1,10 +1,12 @@
 package naive
 
 import (
+	"cmp"
 	"context"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -14,6 +16,12 @@ func Descriptors() []registry.Backend {
 	variant := func(name string, v Variant, meaning, token string, matrix, resets bool) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, Matrix: matrix, TokensResetOnCrash: resets,
+			// The persisted counter is the one token of the four that neither resets,
+			// steps back with a clock nor wraps.
+			Service: "naive", Recommended: v == Persisted, TokenFromClock: v == WallClock,
+			Version: func(context.Context, registry.Settings) string {
+				return "fencecheck's naive lock server " + cmp.Or(proc.ModuleVersion("github.com/fencecheck/fencecheck"), "(devel)") + " (embedded)"
+			},
 			Shape: func(registry.Settings) registry.Shape {
 				return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
 			},
