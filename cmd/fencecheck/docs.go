@@ -68,13 +68,13 @@ The same rule for every command:
 		fmt.Fprintf(w, "| %s | %s |\n", e[0], cell(e[1]))
 	}
 	fmt.Fprint(w, `
-When one command makes several runs (check of several files, matrix, evaluate, soak), a
+When one command makes several runs (check of several files, matrix, evaluate, compare, soak), a
 proven violation (1) wins over fencecheck's own failure (3), which wins over a run that
 could not be made (2).
 
 ## JSON output
 
-`+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, soak) prints JSON on
+`+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, compare, soak) prints JSON on
 stdout with the overall `+"`outcome`"+` and the `+"`exit`"+` code; progress and messages go to
 stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error\", \"exit\": N, \"error\": \"...\"}`"+`.
 
@@ -84,6 +84,7 @@ stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error
 | check | one document per file per line | safe, unsafe, inconclusive, unknown |
 | matrix | matrix.json's fields and the index page | as-expected, differs, incomplete |
 | evaluate | scorecard.json's fields ([schema](scorecard.schema.json)) and the page | safe, unsafe, incomplete |
+| compare | compare.json's fields ([schema](compare.schema.json)) and the page | complete, unsafe, incomplete |
 | soak | the soak's result | as-expected, differs, incomplete |
 | doctor | one entry per backend and resource, and the apt-get line | ready, missing |
 

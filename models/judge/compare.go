@@ -193,6 +193,12 @@ const (
 func (c *Comparison) Judge() {
 	c.Format = ComparisonFormat
 	c.Complete = true
+	if c.Skipped == nil {
+		c.Skipped = []SkippedEntry{} // an empty list in JSON, not null
+	}
+	if c.Services == nil {
+		c.Services = []ServiceRow{}
+	}
 	for i := range c.Services {
 		s := &c.Services[i]
 		s.judge()
@@ -351,7 +357,7 @@ func Paragraph(s ServiceRow) string {
 			breaks = append(breaks, "each client's own clock decides when a lock expires, so a client whose clock runs ahead takes a lock that is still held (the token still orders the writes: fencing is what keeps the data safe)")
 		}
 		if len(breaks) > 0 {
-			p = append(p, "What breaks it: "+strings.Join(breaks, "; ")+". The faults compared here do not crash servers or move clocks: see `fencecheck evaluate` for those.")
+			p = append(p, "What breaks it: "+strings.Join(breaks, "; ")+". The faults compared here do not crash servers or move clocks: fencecheck evaluate runs those.")
 		} else {
 			durable := "its descriptor declares nothing that resets the token, reads it from a clock or shares it through a pool"
 			if s.Facts.DurableLeases {
