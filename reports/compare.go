@@ -40,11 +40,13 @@ func ReadComparison(path string) (*Comparison, error) {
 type compareView struct {
 	*Comparison
 	Generated string
+	// Standalone: a page outside the results store, whose runs are not beside it.
+	Standalone bool
 }
 
 // RunLink is the link from the compare page to a run's report ("" when it has none).
-func (compareView) RunLink(r judge.CompareRun) string {
-	if r.Dir == "" {
+func (v compareView) RunLink(r judge.CompareRun) string {
+	if r.Dir == "" || v.Standalone {
 		return ""
 	}
 	return "../../" + filepath.ToSlash(r.Dir) + "/" + ReportFile

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/reports"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -240,4 +242,54 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// The saved comparison under docs/compare and the "Which lock?" table README.md carries.
+const (
+	compareDocDir = "docs/compare"
+	compareDocRel = "docs/compare/compare.html"
+)
+
+// genWhichLockCmd writes docs/compare/compare.html from docs/compare/compare.json (a
+// comparison copied there from a results store) and the "Which lock?" section of
+// README.md from it.
+func (a *app) genWhichLockCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "gen-which-lock ROOT",
+		Short:  "write docs/compare/compare.html and README.md's Which lock? table from docs/compare/compare.json",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			page, readme, err := whichLockDocs(args[0])
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(args[0], filepath.FromSlash(compareDocDir), reports.ComparePage), page, 0o644); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(args[0], "README.md"), readme, 0o644)
+		},
+	}
+}
+
+// whichLockDocs returns what docs/compare/compare.html and README.md under root should
+// be, from root's docs/compare/compare.json.
+func whichLockDocs(root string) (page, readme []byte, err error) {
+	c, err := reports.ReadComparison(filepath.Join(root, filepath.FromSlash(compareDocDir), reports.CompareJSON))
+	if err != nil {
+		return nil, nil, err
+	}
+	var b bytes.Buffer
+	if err := reports.WriteComparisonPage(&b, c); err != nil {
+		return nil, nil, err
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		return nil, nil, err
+	}
+	readme, err = reports.Splice(doc, reports.WhichLockBegin, reports.WhichLockEnd, reports.WhichLock(c, compareDocRel))
+	if err != nil {
+		return nil, nil, fmt.Errorf("README.md: %w", err)
+	}
+	return b.Bytes(), readme, nil
 }

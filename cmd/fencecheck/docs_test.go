@@ -25,3 +25,18 @@ func TestCLIDocIsCurrent(t *testing.T) {
 		require.Contains(t, b.String(), w)
 	}
 }
+
+// README.md's "Which lock?" table and docs/compare/compare.html are what the saved
+// comparison (docs/compare/compare.json) says; regenerate them with
+// `go generate ./cmd/fencecheck` after saving a new comparison there.
+func TestWhichLockIsCurrent(t *testing.T) {
+	page, readme, err := whichLockDocs("../..")
+	require.NoError(t, err)
+	have, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(have, readme), "README.md's Which lock? table differs from docs/compare/compare.json: run go generate ./cmd/fencecheck")
+	havePage, err := os.ReadFile("../../docs/compare/compare.html")
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(havePage, page), "docs/compare/compare.html differs from docs/compare/compare.json: run go generate ./cmd/fencecheck")
+	require.Contains(t, string(readme), "| service | backend | fencing token |")
+}

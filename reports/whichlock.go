@@ -1,0 +1,108 @@
+package reports
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/models/judge"
+)
+
+// The "Which lock?" table a README carries between two marker lines, written from a
+// saved comparison (compare.json) by `go generate ./cmd/fencecheck`.
+
+// Markers of the generated "Which lock?" section.
+const (
+	WhichLockBegin = "<!-- generated: which-lock -->"
+	WhichLockEnd   = "<!-- end generated: which-lock -->"
+)
+
+// WhichLock writes the short table of a comparison: per service its recommended token,
+// its verdict without and with fencing under the faults, validity gap, notice delay and
+// takeover, then the run's date, versions and machine, and a link to the full page.
+func WhichLock(c *Comparison, link string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Every service's recommended variant on the same terms: TTL %s, 3 clients, under %s, each without and with a fenced resource ([how to read it](docs/compare.md)).\n\n",
+		Duration(c.TTLNanos), strings.Join(c.Faults, " and "))
+	b.WriteString("| service | backend | fencing token | without fencing | with fencing | validity gap | notice delay | takeover |\n|---|---|---|---|---|---|---|---|\n")
+	for _, s := range c.Services {
+		token := s.Facts.Token
+		if s.Facts.NoToken != "" {
+			token = "none"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s |\n", s.Service, s.Name, mdCell(token), faultWords(s, false), faultWords(s, true),
+			Duration(s.ValidityGapNanos), s.NoticeWords(), Duration(s.TakeoverNanos))
+	}
+	fmt.Fprintf(&b, "\nRun %s on %d CPUs, %s %s, %s; took %s.", c.Started.UTC().Format("2006-01-02 15:04 MST"), c.Machine.CPUs, c.Machine.OS, c.Machine.Arch,
+		c.Machine.GoVersion, time.Duration(c.Seconds*float64(time.Second)).Round(time.Second))
+	var versions []string
+	for _, s := range c.Services {
+		if s.Version != "" {
+			versions = append(versions, s.Service+": "+s.Version)
+		}
+	}
+	if len(versions) > 0 {
+		fmt.Fprintf(&b, " Versions: %s.", mdCell(strings.Join(versions, "; ")))
+	}
+	if len(c.Skipped) > 0 {
+		var names []string
+		for _, s := range c.Skipped {
+			names = append(names, s.Backend)
+		}
+		fmt.Fprintf(&b, " Not compared here: %s.", strings.Join(names, ", "))
+	}
+	fmt.Fprintf(&b, " The tables, a chart and what the figures mean per service: [%s](%s).\n", link, link)
+	return b.String()
+}
+
+// faultWords joins a service's verdicts under each fault: "held" once when every fault
+// says the same, else "pause: held, partition: VIOLATED".
+func faultWords(s judge.ServiceRow, fenced bool) string {
+	var words []string
+	same := true
+	for i, f := range s.Faults {
+		w := f.UnfencedWord
+		if fenced {
+			w = f.FencedWord
+		}
+		words = append(words, w)
+		same = same && (i == 0 || w == words[0])
+	}
+	if len(words) > 0 && same {
+		return words[0]
+	}
+	parts := make([]string, len(words))
+	for i, w := range words {
+		parts[i] = s.Faults[i].Fault + ": " + w
+	}
+	return strings.Join(parts, ", ")
+}
+
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// ErrNoMarkers: a document lacks the marker lines of a generated section.
+var ErrNoMarkers = errors.New("the marker lines are missing")
+
+// Splice replaces what is between the begin and end marker lines of doc with body.
+func Splice(doc []byte, begin, end, body string) ([]byte, error) {
+	i := bytes.Index(doc, []byte(begin+"\n"))
+	j := bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("%w: want the lines %q and %q", ErrNoMarkers, begin, end)
+	}
+	var out bytes.Buffer
+	out.Write(doc[:i+len(begin)+1])
+	out.WriteString(body)
+	out.Write(doc[j:])
+	return out.Bytes(), nil
+}
+
+// WriteComparisonPage renders a comparison's page on its own (outside a results store:
+// no links to runs), stamped with its start time so that the same comparison always
+// gives the same page.
+func WriteComparisonPage(w io.Writer, c *Comparison) error {
+	return renderTo(w, "compare.tmpl", compareView{Comparison: c, Generated: c.Started.UTC().Format("2006-01-02 15:04:05 MST"), Standalone: true})
+}
