@@ -1,5 +1,6 @@
 // Command gendocs writes the pages harness/builtin generates (builtin.Pages) under the
-// repository's root; `go generate ./harness/builtin` runs it.
+// repository's root, and the README's generated blocks (builtin.ReadmeBlocks);
+// `go generate ./harness/builtin` runs it.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/internal/mdblock"
 )
 
 func main() {
@@ -35,5 +37,21 @@ func main() {
 			fmt.Fprintln(os.Stderr, "gendocs:", err)
 			os.Exit(1)
 		}
+	}
+	readme := filepath.Join(*root, builtin.Readme)
+	doc, err := os.ReadFile(readme)
+	if err == nil {
+		for name, content := range builtin.ReadmeBlocks() {
+			if doc, err = mdblock.Set(doc, name, content); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = os.WriteFile(readme, doc, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", builtin.Readme+":", err)
+		os.Exit(1)
 	}
 }
