@@ -6,17 +6,45 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
-// Readme is the hand-written front page whose generated blocks ReadmeBlocks fills.
-const Readme = "README.md"
+// Blocks returns the generated blocks of hand-written pages: by file (from the
+// repository's root), then by block name (internal/mdblock's markers).
+func Blocks() map[string]map[string]string {
+	reg := Registry()
+	return map[string]map[string]string{
+		"README.md":      {"prerequisites": prerequisites(reg)},
+		"docs/faults.md": {"faults": faultTable(reg)},
+	}
+}
 
-// ReadmeBlocks returns the README's generated blocks by name (mdblock's markers).
-func ReadmeBlocks() map[string]string {
-	return map[string]string{"prerequisites": prerequisites(Registry())}
+// faultTable lists every fault: its kind, its meaning and the built-in backends it
+// applies to as fencecheck starts them (an external service takes client faults only).
+func faultTable(reg *registry.Registry) string {
+	var b strings.Builder
+	b.WriteString("| fault | acts on | what it does | applies to (backends fencecheck starts) |\n|---|---|---|---|\n")
+	applies := map[string][]string{}
+	for _, be := range reg.BackendNames() {
+		for _, f := range campaign.ApplicableFaults(reg, be.Name, "fenced", nil) {
+			applies[f] = append(applies[f], "`"+be.Name+"`")
+		}
+	}
+	for _, f := range reg.Faults() {
+		kind := "the holder"
+		if _, ok := f.(registry.ServiceFault); ok {
+			kind = "the service"
+		}
+		to := strings.Join(applies[f.Name()], ", ")
+		if len(applies[f.Name()]) == len(reg.BackendNames()) {
+			to = "every backend"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Name(), kind, cell(f.Meaning()), orNone(to))
+	}
+	return b.String()
 }
 
 // exampleClients are the exec examples a prerequisites row is written for, in order.

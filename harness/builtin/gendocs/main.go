@@ -1,5 +1,5 @@
 // Command gendocs writes the pages harness/builtin generates (builtin.Pages) under the
-// repository's root, and the README's generated blocks (builtin.ReadmeBlocks);
+// repository's root, and the generated blocks of hand-written pages (builtin.Blocks);
 // `go generate ./harness/builtin` runs it.
 package main
 
@@ -38,20 +38,20 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	readme := filepath.Join(*root, builtin.Readme)
-	doc, err := os.ReadFile(readme)
-	if err == nil {
-		for name, content := range builtin.ReadmeBlocks() {
-			if doc, err = mdblock.Set(doc, name, content); err != nil {
-				break
+	for file, blocks := range builtin.Blocks() {
+		full := filepath.Join(*root, filepath.FromSlash(file))
+		doc, err := os.ReadFile(full)
+		for name, content := range blocks {
+			if err == nil {
+				doc, err = mdblock.Set(doc, name, content)
 			}
 		}
-	}
-	if err == nil {
-		err = os.WriteFile(readme, doc, 0o644)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gendocs:", builtin.Readme+":", err)
-		os.Exit(1)
+		if err == nil {
+			err = os.WriteFile(full, doc, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gendocs:", file+":", err)
+			os.Exit(1)
+		}
 	}
 }
