@@ -1,8 +1,6 @@
 package reports
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,11 +12,8 @@ import (
 // The "Which lock?" table a README carries between two marker lines, written from a
 // saved comparison (compare.json) by `go generate ./cmd/fencecheck`.
 
-// Markers of the generated "Which lock?" section.
-const (
-	WhichLockBegin = "<!-- generated: which-lock -->"
-	WhichLockEnd   = "<!-- end generated: which-lock -->"
-)
+// WhichLockBlock is the name of the README's generated block (internal/mdblock).
+const WhichLockBlock = "which-lock"
 
 // WhichLock writes the short table of a comparison: per service its recommended token,
 // its verdict without and with fencing under the faults, validity gap, notice delay and
@@ -82,23 +77,6 @@ func faultWords(s judge.ServiceRow, fenced bool) string {
 }
 
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-// ErrNoMarkers: a document lacks the marker lines of a generated section.
-var ErrNoMarkers = errors.New("the marker lines are missing")
-
-// Splice replaces what is between the begin and end marker lines of doc with body.
-func Splice(doc []byte, begin, end, body string) ([]byte, error) {
-	i := bytes.Index(doc, []byte(begin+"\n"))
-	j := bytes.Index(doc, []byte(end))
-	if i < 0 || j < i {
-		return nil, fmt.Errorf("%w: want the lines %q and %q", ErrNoMarkers, begin, end)
-	}
-	var out bytes.Buffer
-	out.Write(doc[:i+len(begin)+1])
-	out.WriteString(body)
-	out.Write(doc[j:])
-	return out.Bytes(), nil
-}
 
 // WriteComparisonPage renders a comparison's page on its own (outside a results store:
 // no links to runs), stamped with its start time so that the same comparison always

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/internal/mdblock"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -287,7 +288,7 @@ func whichLockDocs(root string) (page, readme []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	readme, err = reports.Splice(doc, reports.WhichLockBegin, reports.WhichLockEnd, reports.WhichLock(c, compareDocRel))
+	readme, err = mdblock.Set(doc, reports.WhichLockBlock, reports.WhichLock(c, compareDocRel))
 	if err != nil {
 		return nil, nil, fmt.Errorf("README.md: %w", err)
 	}

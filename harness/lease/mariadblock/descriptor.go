@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -79,7 +81,13 @@ func Descriptors() []registry.Backend {
 				if s.Option(OptionDSN) != "" {
 					return ""
 				}
-				return proc.Version(ctx, ServerNeed, "--version")
+				// "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu ..."
+				v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " for ")
+				if f := strings.Fields(v); len(f) > 0 {
+					f[0] = filepath.Base(f[0])
+					v = strings.Join(f, " ")
+				}
+				return v
 			},
 			// Connection ids restart at 1 when the server restarts.
 			TokensResetOnCrash: tok == TokenConnID,

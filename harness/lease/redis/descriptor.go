@@ -42,7 +42,8 @@ func Descriptors() []registry.Backend {
 				if len(s.List(OptionAddrs)) > 0 {
 					return ""
 				}
-				return proc.Version(ctx, ServerNeed, "--version")
+				v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " sha=")
+				return v
 			},
 			// Without persistence the counter restarts at 1 after a crash.
 			TokensResetOnCrash: !persist && kind == TokenIncr,

@@ -30,7 +30,8 @@ func Descriptor() registry.Backend {
 			if len(s.List(redis.OptionAddrs)) > 0 {
 				return ""
 			}
-			return proc.Version(ctx, redis.ServerNeed, "--version")
+			v, _, _ := strings.Cut(proc.Version(ctx, redis.ServerNeed, "--version"), " sha=")
+			return v
 		},
 		Check: func(s registry.Settings) error {
 			addrs := s.List(redis.OptionAddrs)
