@@ -1,0 +1,82 @@
+package campaign_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	. "github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/models/judge"
+)
+
+// The plan of a comparison, before anything runs: which rows, which runs, which
+// backends are skipped and why.
+func TestPlanCompare(t *testing.T) {
+	reg := builtin.Registry()
+	ctx := context.Background()
+	rowNames := func(p *ComparePlan) []string {
+		var out []string
+		for _, s := range p.Comparison.Services {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+
+	t.Run("default: one recommended variant per service", func(t *testing.T) {
+		p, err := PlanCompare(ctx, reg, nil, CompareConfig{})
+		require.NoError(t, err)
+		services := map[string]bool{}
+		for _, s := range p.Comparison.Services {
+			require.True(t, s.Recommended, s.Name)
+			require.False(t, services[s.Service], "service %s twice", s.Service)
+			services[s.Service] = true
+		}
+		// The exec backend needs the user's client: skipped with why, not run.
+		require.Contains(t, p.Comparison.Skipped, judge.SkippedEntry{Backend: "exec", Reason: "backend exec needs --client-cmd 'COMMAND' (your lock client; see docs/exec-protocol.md)"})
+		for _, j := range p.Jobs {
+			require.Equal(t, DefaultCompareTTL, j.Spec.TTL, j.Spec.Name)
+		}
+	})
+
+	t.Run("runs of one service: a baseline, each fault without and with fencing", func(t *testing.T) {
+		p, err := PlanCompare(ctx, reg, nil, CompareConfig{Backends: []string{"naive", "redlock"}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"naive", "redlock"}, rowNames(p))
+		count := map[int]int{}
+		for _, j := range p.Jobs {
+			count[j.Row]++
+		}
+		require.Equal(t, 5, count[0], "naive: baseline + 2 faults × 2 resources")
+		require.Equal(t, 3, count[1], "redlock has no token: baseline + 2 faults unfenced")
+		require.NotEmpty(t, p.Comparison.Services[1].Facts.NoToken)
+		// Interleaved: the first two runs are of different services.
+		require.NotEqual(t, p.Jobs[0].Row, p.Jobs[1].Row)
+	})
+
+	t.Run("an external option adds a row", func(t *testing.T) {
+		p, err := PlanCompare(ctx, reg, nil, CompareConfig{Backends: []string{"naive", "etcd"}, Options: map[string]string{"etcd-endpoints": "127.0.0.1:1"}})
+		// The external etcd does not answer: its TTL cannot be settled, so it is skipped.
+		require.NoError(t, err)
+		require.Equal(t, []string{"naive", "etcd"}, rowNames(p))
+		require.Len(t, p.Comparison.Skipped, 1)
+		require.Equal(t, "etcd-external", p.Comparison.Skipped[0].Backend)
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, tc := range []struct {
+			cfg  CompareConfig
+			want string
+		}{
+			{CompareConfig{Backends: []string{"nope"}}, `unknown backend "nope"`},
+			{CompareConfig{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
+			{CompareConfig{Backends: []string{"naive"}, Faults: []string{"leader-isolation"}}, `fault "leader-isolation" does not apply to naive`},
+			{CompareConfig{Backends: []string{"naive"}, Options: map[string]string{"redis-addrs": "127.0.0.1:1"}}, "--redis-addrs is for the redis"},
+			{CompareConfig{Backends: []string{"etcd"}, TTL: 1500e6}, "no backend to compare can run here (etcd: etcd leases are whole seconds"},
+		} {
+			_, err := PlanCompare(ctx, reg, nil, tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		}
+	})
+}
