@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fencecheck/fencecheck/campaign"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Blocks returns the generated blocks of hand-written pages: by file (from the
@@ -27,10 +27,20 @@ func Blocks() map[string]map[string]string {
 func faultTable(reg *registry.Registry) string {
 	var b strings.Builder
 	b.WriteString("| fault | acts on | what it does | applies to (backends fencecheck starts) |\n|---|---|---|---|\n")
+	// Each backend as a matrix cell would run it (campaign.CellSpec, which this package
+	// cannot import: campaign's tests import builtin): service faults on the backend's
+	// own cluster size for them.
 	applies := map[string][]string{}
-	for _, be := range reg.BackendNames() {
-		for _, f := range campaign.ApplicableFaults(reg, be.Name, "fenced", nil) {
-			applies[f] = append(applies[f], "`"+be.Name+"`")
+	for _, name := range reg.BackendNames() {
+		be, _ := reg.Backend(name.Name)
+		for _, f := range reg.Faults() {
+			s := spec.Spec{Backend: be.Name, Resource: "fenced", Faults: []string{f.Name()}}
+			if reg.ActsOnService(f.Name()) && be.NodeFaultMembers > 0 {
+				s.Members = be.NodeFaultMembers
+			}
+			if _, err := spec.Resolve(reg, s); err == nil {
+				applies[f.Name()] = append(applies[f.Name()], "`"+be.Name+"`")
+			}
 		}
 	}
 	for _, f := range reg.Faults() {
