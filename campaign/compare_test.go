@@ -1,4 +1,4 @@
-package campaign_test
+package campaign
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	. "github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/models/judge"
 )
