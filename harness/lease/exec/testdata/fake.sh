@@ -3,7 +3,8 @@
 # lock: for tests of the protocol plumbing only). SLOW=seconds delays every answer;
 # BREAK_AFTER=N makes it misbehave at request N+1: BREAK_WITH=garbage prints a line that
 # is not JSON, BREAK_WITH=exit exits with status 5. NO_TOKEN=why grants with "no_token"
-# instead of a token; SWITCH_AFTER=N switches between the two after N grants.
+# instead of a token; SWITCH_AFTER=N switches between the two after N grants. LOSE=reason
+# reports every grant lost right after granting it ({"event":"lost","reason":...}).
 n=0
 seen=0
 while read -r line; do
@@ -30,6 +31,7 @@ while read -r line; do
     else
       printf '{"id":%s,"ok":true,"token":%s}\n' "$id" "$n"
     fi
+    [ -n "${LOSE:-}" ] && printf '{"event":"lost","reason":"%s"}\n' "$LOSE"
     ;;
   *) printf '{"id":%s,"ok":true}\n' "$id" ;;
   esac
