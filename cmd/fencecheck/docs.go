@@ -280,6 +280,9 @@ func whichLockDocs(root string) (page, readme []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// Judged again from its runs: the words and paragraphs are what the code derives
+	// today from the saved figures and facts.
+	c.Judge()
 	var b bytes.Buffer
 	if err := reports.WriteComparisonPage(&b, c); err != nil {
 		return nil, nil, err

@@ -316,7 +316,11 @@ func Paragraph(s ServiceRow) string {
 	// Which token makes it safe, or why nothing can.
 	switch {
 	case s.Facts.NoToken != "":
-		p = append(p, fmt.Sprintf("%s hands out no fencing token (%s): a resource has nothing to refuse a superseded holder's write by, so no fence can make it safe; only a lock that never lets two clients hold it at once could, and the runs below show it does not.", s.Name, s.Facts.NoToken))
+		why := fmt.Sprintf("%s hands out no fencing token (%s)", s.Name, s.Facts.NoToken)
+		if strings.Contains(s.Facts.NoToken, "cannot be made safe by fencing") {
+			why = fmt.Sprintf("%s: %s", s.Name, s.Facts.NoToken) // the reason says it itself
+		}
+		p = append(p, why+": a resource has nothing to refuse a superseded holder's write by, so only the lock's own mutual exclusion stands between two writers.")
 	case s.Verdict == VerdictSafe:
 		p = append(p, fmt.Sprintf("%s is safe to adopt with a fenced resource: send %s with every write and have the resource refuse a token not newer than the newest it accepted. Under %s the fence refused every stale write (%d in all) and the tokens stayed strictly increasing.", s.Name, s.Facts.Token, list(faults), rejected))
 	case s.Verdict == VerdictUnsafe:
@@ -374,7 +378,15 @@ func Paragraph(s ServiceRow) string {
 			sentence += fmt.Sprintf(", and %d holder(s) never noticed the loss before writing — a client cannot rely on the lock's loss signal", s.NeverNoticed)
 		case "—":
 		default:
-			sentence += fmt.Sprintf(", and learned it had lost the lock up to %s after the other client's grant — the window in which its writes must be refused by the resource", notice)
+			refuse := "the resource must refuse it"
+			if s.Facts.NoToken != "" {
+				refuse = "no resource can tell it from a valid one"
+			}
+			if s.NoticeDelayNanos == 0 {
+				sentence += "; its client signalled the loss before the other client was granted the lock, but a stalled holder acts on no signal: when its late write comes, " + refuse
+			} else {
+				sentence += fmt.Sprintf(", and learned it had lost the lock up to %s after the other client's grant: a write in that window is late, and %s", notice, refuse)
+			}
 		}
 		p = append(p, sentence+".")
 	} else if len(faults) > 0 {

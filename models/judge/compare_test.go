@@ -26,6 +26,8 @@ func TestParagraphFromFacts(t *testing.T) {
 	pauseOK := CompareFault{Fault: "pause", Unfenced: cmpRun(OutcomeUnsafe, 0, 1, models.Held), Fenced: cmpRun(OutcomeSafe, 1, 0, models.Held)}
 	neverNoticed := pauseOK
 	neverNoticed.Unfenced.NeverNoticed, neverNoticed.Unfenced.Noticed = 1, 0
+	noticedFirst := pauseOK
+	noticedFirst.Unfenced.NoticeDelayNanos = 0
 	fencedThrough := CompareFault{Fault: "pause", Unfenced: cmpRun(OutcomeUnsafe, 0, 1, models.Held), Fenced: cmpRun(OutcomeUnsafe, 0, 1, models.Held)}
 	backwards := CompareFault{Fault: "partition", Unfenced: cmpRun(OutcomeUnsafe, 0, 1, models.Violated), Fenced: cmpRun(OutcomeSafe, 1, 0, models.Violated)}
 	noToken := CompareFault{Fault: "pause", Unfenced: cmpRun(OutcomeUnsafe, 0, 1, models.Held), Fenced: CompareRun{Outcome: NotRunWord}}
@@ -58,8 +60,18 @@ func TestParagraphFromFacts(t *testing.T) {
 		},
 		{
 			name: "no token", facts: Facts{Token: "no token", NoToken: "the lock's random value is no fencing token"}, faults: []CompareFault{noToken},
-			verdict: VerdictNoToken, want: []string{"svc hands out no fencing token (the lock's random value is no fencing token)", "no fence can make it safe", "stale writes got through under pause"},
+			verdict: VerdictNoToken, want: []string{"svc hands out no fencing token (the lock's random value is no fencing token)", "only the lock's own mutual exclusion stands between two writers", "stale writes got through under pause", "no resource can tell"},
 			not: []string{"What breaks it", "safe to adopt"},
+		},
+		{
+			name: "no token, in the reason's own words", facts: Facts{Token: "no token", NoToken: "no fencing token: cannot be made safe by fencing (a random value)"}, faults: []CompareFault{noToken},
+			verdict: VerdictNoToken, want: []string{"svc: no fencing token: cannot be made safe by fencing (a random value): a resource has nothing"},
+			not: []string{"hands out no fencing token (no fencing token"},
+		},
+		{
+			name: "noticed before the takeover", facts: Facts{Token: "t"}, faults: []CompareFault{noticedFirst},
+			verdict: VerdictSafe, want: []string{"signalled the loss before the other client was granted the lock"},
+			not: []string{"up to 0 ns"},
 		},
 		{
 			name: "never noticed", facts: Facts{Token: "t"}, faults: []CompareFault{neverNoticed},
