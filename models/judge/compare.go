@@ -134,7 +134,16 @@ func (r CompareRun) NoticeWords() string {
 	case r.Superseded == 0:
 		return "—"
 	}
-	return Duration(r.NoticeDelayNanos)
+	return noticeDuration(r.NoticeDelayNanos)
+}
+
+// noticeDuration is a notice delay in words: 0 means the holder's loss signal came
+// before the other client's grant.
+func noticeDuration(ns int64) string {
+	if ns == 0 {
+		return "0 (before the takeover)"
+	}
+	return Duration(ns)
 }
 
 // CompareFault is one fault of a service: its unfenced and fenced runs.
@@ -276,7 +285,7 @@ func (s ServiceRow) NoticeWords() string {
 	}
 	for _, f := range s.Faults {
 		if f.Unfenced.Superseded > 0 {
-			return Duration(s.NoticeDelayNanos)
+			return noticeDuration(s.NoticeDelayNanos)
 		}
 	}
 	return "—"
