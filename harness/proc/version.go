@@ -74,3 +74,13 @@ func ModuleVersion(path string) string {
 	}
 	return ""
 }
+
+// Embedded names a service linked into fencecheck with its module's version: "name
+// v1.2.3 (embedded)", or "name (embedded)" where the build records no versions (a test
+// binary).
+func Embedded(name, module string) string {
+	if v := ModuleVersion(module); v != "" {
+		return name + " " + v + " (embedded)"
+	}
+	return name + " (embedded)"
+}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"go.etcd.io/bbolt/version"
 )
 
 // Name is the backend's name as users type it.
@@ -64,7 +64,7 @@ func Descriptor() registry.Backend {
 			if len(s.List(OptionEndpoints)) > 0 {
 				return ""
 			}
-			return "etcd " + proc.ModuleVersion("go.etcd.io/etcd/server/v3") + " (embedded)"
+			return "etcd " + version.Version + " (embedded)"
 		},
 		Start: start,
 	}

@@ -84,7 +84,7 @@ func Descriptors() []registry.Backend {
 				case kindPostgres:
 					return proc.Version(ctx, pgadvisory.ServerNeed, "--version")
 				}
-				return "SQLite (modernc.org/sqlite " + proc.ModuleVersion("modernc.org/sqlite") + ", embedded)"
+				return proc.Embedded("SQLite: modernc.org/sqlite", "modernc.org/sqlite")
 			},
 			Options: options(),
 			// The row is in the file or the committed data: a restart keeps the lease.

@@ -1,7 +1,6 @@
 package naive
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -20,7 +19,7 @@ func Descriptors() []registry.Backend {
 			// steps back with a clock nor wraps.
 			Service: "naive", Recommended: v == Persisted, TokenFromClock: v == WallClock,
 			Version: func(context.Context, registry.Settings) string {
-				return "fencecheck's naive lock server " + cmp.Or(proc.ModuleVersion("github.com/fencecheck/fencecheck"), "(devel)") + " (embedded)"
+				return proc.Embedded("fencecheck's naive lock server", "github.com/fencecheck/fencecheck")
 			},
 			Shape: func(registry.Settings) registry.Shape {
 				return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}

@@ -35,7 +35,7 @@ func Descriptor() registry.Backend {
 		Start:       start,
 		Recommended: true,
 		Version: func(context.Context, registry.Settings) string {
-			return "hashicorp/raft " + proc.ModuleVersion("github.com/hashicorp/raft") + " (embedded)"
+			return proc.Embedded("hashicorp/raft", "github.com/hashicorp/raft")
 		},
 	}
 }
