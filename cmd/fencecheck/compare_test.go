@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
@@ -119,4 +122,23 @@ func TestCompareBadInput(t *testing.T) {
 			require.Len(t, strings.Split(strings.TrimSpace(stderr), "\n"), 1, stderr)
 		})
 	}
+}
+
+// A backend whose program is missing is skipped with its one line; with nothing left
+// to compare the command ends with exit 2 and runs nothing.
+func TestCompareMissingProgram(t *testing.T) {
+	t.Setenv(proc.HideEnv, "redis-server")
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "compare", "--backend", "redis,redlock", "--out", out)
+	require.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Len(t, strings.Split(strings.TrimSpace(stderr), "\n"), 1, stderr)
+	require.Contains(t, stderr, "no backend to compare can run here (redis: redis-server not found (hidden by FENCECHECK_HIDE_PROGRAMS): apt-get install redis-server; redlock: redis-server not found")
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing runs")
+
+	p, err := campaign.PlanCompare(context.Background(), newApp(nil, io.Discard, io.Discard).reg, nil, campaign.CompareConfig{Backends: []string{"naive", "redis"}})
+	require.NoError(t, err)
+	require.Len(t, p.Comparison.Services, 1)
+	require.Equal(t, []judge.SkippedEntry{{Backend: "redis", Reason: "redis-server not found (hidden by FENCECHECK_HIDE_PROGRAMS): apt-get install redis-server"}}, p.Comparison.Skipped)
 }
