@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
@@ -153,7 +154,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		}
 		def := r.backend.Defaults(registry.Settings{Options: r.options})
 		row := judge.ServiceRow{
-			Name: r.name, Service: r.backend.ServiceName(), Backend: r.backend.Name, Recommended: r.backend.Recommended,
+			Name: r.name, Service: r.backend.ServiceName(), Backend: r.backend.Name, Recommended: reg.IsRecommended(r.backend.Name),
 			Options: cloneOptions(r.options), Setup: r.backend.SetupOf(set), Version: r.backend.VersionOf(ctx, set),
 			Facts: judge.Facts{
 				Token: r.backend.TokenWords(), NoToken: caps.NoToken,
@@ -348,6 +349,33 @@ func (p *ComparePlan) Judge(results []RunResult, store string, started time.Time
 	return cmp
 }
 
+// RedactComparison masks the secrets a comparison may hold (an existing service's DSN in
+// its options, setup, version or a skipped backend's reason; credential patterns with a
+// nil r): it keeps the backends' options, never the credentials in them.
+func RedactComparison(r *redact.Redactor, c *judge.Comparison) {
+	for i := range c.Services {
+		s := &c.Services[i]
+		for k, v := range s.Options {
+			s.Options[k] = r.String(v)
+		}
+		s.Setup, s.Version = r.String(s.Setup), r.String(s.Version)
+		for _, run := range append([]*judge.CompareRun{&s.Baseline}, faultRuns(s)...) {
+			run.Error = r.String(run.Error)
+		}
+	}
+	for i := range c.Skipped {
+		c.Skipped[i].Reason = r.String(c.Skipped[i].Reason)
+	}
+}
+
+func faultRuns(s *judge.ServiceRow) []*judge.CompareRun {
+	var out []*judge.CompareRun
+	for k := range s.Faults {
+		out = append(out, &s.Faults[k].Unfenced, &s.Faults[k].Fenced)
+	}
+	return out
+}
+
 // Compare plans and runs a comparison over c (its registry and catalogue, into its
 // store) and writes it to c.Store/compare/<timestamp>/ (compare.html, compare.json).
 func Compare(ctx context.Context, cfg CompareConfig, c Campaign) (cmp *judge.Comparison, dir string, interrupted bool, err error) {
@@ -368,6 +396,7 @@ func Compare(ctx context.Context, cfg CompareConfig, c Campaign) (cmp *judge.Com
 	}
 	results, interrupted := c.Run(ctx, p.Specs())
 	cmp = p.Judge(results, c.Store, started)
+	RedactComparison(c.Redact, cmp)
 	if err := reports.WriteComparison(dir, cmp); err != nil {
 		return cmp, dir, interrupted, err
 	}

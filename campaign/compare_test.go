@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,4 +79,17 @@ func TestPlanCompare(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		}
 	})
+}
+
+func TestRedactComparison(t *testing.T) {
+	c := &judge.Comparison{
+		Services: []judge.ServiceRow{{Options: map[string]string{"postgres-lock-dsn": "postgres://app:hunter2@127.0.0.1:5432/db"},
+			Setup: "an existing PostgreSQL at postgres://app:hunter2@127.0.0.1:5432/db", Faults: []judge.CompareFault{{Fenced: judge.CompareRun{Error: "dial postgres://app:hunter2@127.0.0.1:1/db"}}}}},
+		Skipped: []judge.SkippedEntry{{Backend: "x", Reason: "password=hunter2 refused"}},
+	}
+	RedactComparison(nil, c)
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "hunter2")
+	require.Contains(t, string(b), "127.0.0.1:5432")
 }

@@ -152,18 +152,7 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	}.Run(ctx, plan.Specs())
 	prog.Close()
 	cmpn = plan.Judge(results, f.out, started)
-	// The comparison keeps the backends' options and setups (an existing service's
-	// address): never the credentials in them.
-	for i := range cmpn.Services {
-		s := &cmpn.Services[i]
-		for k, v := range s.Options {
-			s.Options[k] = a.red.String(v)
-		}
-		s.Setup, s.Version = a.red.String(s.Setup), a.red.String(s.Version)
-	}
-	for i := range cmpn.Skipped {
-		cmpn.Skipped[i].Reason = a.red.String(cmpn.Skipped[i].Reason)
-	}
+	campaign.RedactComparison(a.red, cmpn)
 	if err := reports.WriteComparison(dir, cmpn); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}

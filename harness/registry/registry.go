@@ -180,7 +180,8 @@ type Backend struct {
 	// own, named Name.
 	Service string
 	// Recommended marks the variant of its service a team should adopt: `compare` runs
-	// it for the service. Exactly one backend of each service says so.
+	// it for the service. Of a service with several variants exactly one says so; the
+	// only backend of a service is its recommended variant whether it says so or not.
 	Recommended bool
 	// Pool, if set, says what shares server sessions among the clients (a connection
 	// pooler): a session lock then belongs to a pooled server connection, not to the
@@ -501,15 +502,26 @@ func unavailability(s Settings, needs func(Settings) []proc.Need, other func(Set
 	return ""
 }
 
-// Recommended returns the recommended variant of every service, in registration order.
+// Recommended returns the recommended variant of every service, in registration order:
+// the one that says so, or a service's only backend.
 func (r *Registry) Recommended() []Backend {
 	var out []Backend
 	for _, b := range r.backends {
-		if b.Recommended {
+		if r.IsRecommended(b.Name) {
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// IsRecommended reports whether the named backend is the recommended variant of its
+// service: it says so, or it is the service's only backend.
+func (r *Registry) IsRecommended(name string) bool {
+	b, ok := r.Backend(name)
+	if !ok {
+		return false
+	}
+	return b.Recommended || len(r.Variants(b.ServiceName())) == 1
 }
 
 // Variants returns the backends of a service, in registration order.
@@ -523,9 +535,9 @@ func (r *Registry) Variants(service string) []Backend {
 	return out
 }
 
-// CheckServices says which service has no recommended variant, or more than one ("" when
-// each has exactly one): a registry's consistency, checked by the built-in registry's
-// tests and a user's own.
+// CheckServices says which service of several variants has no recommended variant, or
+// which service has more than one (nil when each has exactly one): a registry's
+// consistency, checked by the built-in registry's tests and a user's own.
 func (r *Registry) CheckServices() error {
 	var services []string
 	for _, b := range r.backends {
@@ -543,6 +555,9 @@ func (r *Registry) CheckServices() error {
 		switch len(rec) {
 		case 1:
 		case 0:
+			if len(r.Variants(svc)) == 1 {
+				continue // its only backend
+			}
 			return fmt.Errorf("registry: service %q has no recommended variant (set Recommended on one of its backends)", svc)
 		default:
 			return fmt.Errorf("registry: service %q has %d recommended variants (%s); set Recommended on one", svc, len(rec), strings.Join(rec, ", "))

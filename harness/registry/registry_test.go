@@ -151,6 +151,7 @@ func TestCheckServices(t *testing.T) {
 	}{
 		{"one each", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a"}, {Name: "b", Recommended: true}}, ""},
 		{"none", []Backend{{Name: "a"}, {Name: "a-x", Service: "a"}}, `service "a" has no recommended variant`},
+		{"a service of one backend needs no mark", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a"}, {Name: "mine"}}, ""},
 		{"two", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a", Recommended: true}}, `service "a" has 2 recommended variants (a, a-x)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,6 +170,9 @@ func TestCheckServices(t *testing.T) {
 	}
 	reg := New()
 	require.NoError(t, reg.AddBackend(Backend{Name: "a", Start: start, Recommended: true}, Backend{Name: "a-x", Service: "a", Start: start}))
-	require.Len(t, reg.Recommended(), 1)
+	require.NoError(t, reg.AddBackend(Backend{Name: "mine", Start: start}))
+	require.Equal(t, []string{"a", "mine"}, []string{reg.Recommended()[0].Name, reg.Recommended()[1].Name})
 	require.Len(t, reg.Variants("a"), 2)
+	require.True(t, reg.IsRecommended("mine"))
+	require.False(t, reg.IsRecommended("a-x"))
 }
