@@ -210,6 +210,9 @@ func TestShardedEvaluateAndMatrixMerged(t *testing.T) {
 				require.Equal(t, scoreFacts(t, "", w), scoreFacts(t, "", m))
 				require.Equal(t, scoreFacts(t, merged, m), scoreFacts(t, "", m), "the merged scorecard's runs are its runs' verdicts")
 				require.Equal(t, 2, m.Sharding.Merged)
+				schema := loadSchema(t, "../../docs/scorecard.schema.json")
+				require.Empty(t, schema.validate(readJSON(t, latest(merged, reports.ScorecardJSON))))
+				require.Empty(t, schema.validate(readJSON(t, latest(one, reports.ScorecardJSON))), "a shard's scorecard, with its sharding")
 				return
 			}
 			w, err := reports.ReadMatrix(latest(whole, reports.MatrixJSON))
