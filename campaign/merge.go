@@ -401,7 +401,11 @@ func mergeCampaign(out string, shards []shardOf, missing []int, moved map[string
 		if ok && len(owner.plan.Runs) == len(p.Runs) {
 			*pr = owner.plan.Runs[i]
 			if pr.Dir != "" {
-				pr.Dir = moved[owner.store][pr.Dir]
+				to, ok := moved[owner.store][pr.Dir]
+				if !ok && pr.Error == "" {
+					pr.Error = fmt.Sprintf("its folder %s is not in %s", pr.Dir, owner.store)
+				}
+				pr.Dir = to
 			}
 		} else {
 			keep := PlanRun{Label: pr.Label, Seed: pr.Seed, Backend: pr.Backend, Resource: pr.Resource, Faults: pr.Faults, Scenario: pr.Scenario, Fault: pr.Fault, Cell: pr.Cell, Expect: pr.Expect}

@@ -119,3 +119,34 @@ func TestPlanIdentity(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, strings.Contains(string(b), "hunter2"))
 }
+
+// Two shards' runs of one label in the same millisecond (two machines' clocks agree)
+// both land in the merged store; latest points at the newest run with a history.
+func TestCopyRunsRenamesATakenFolder(t *testing.T) {
+	mk := func(ts string, files ...string) string {
+		store := t.TempDir()
+		dir := filepath.Join(store, "naive-fenced-pause", ts)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		for _, f := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(ts+"\n"), 0o644))
+		}
+		return store
+	}
+	a := mk("20261201-101010.100", reports.HistoryFile)
+	b := mk("20261201-101010.100", reports.HistoryFile, reports.FailedFile)
+	c := mk("20261201-090000.000", reports.RunLog) // older, and no history
+	out := t.TempDir()
+	var moved []map[string]string
+	for _, st := range []string{a, b, c} {
+		m, err := copyRuns(st, out)
+		require.NoError(t, err)
+		moved = append(moved, m)
+	}
+	require.Equal(t, "naive-fenced-pause/20261201-101010.100", moved[0]["naive-fenced-pause/20261201-101010.100"])
+	require.Equal(t, "naive-fenced-pause/20261201-101010.100-2", moved[1]["naive-fenced-pause/20261201-101010.100"])
+	require.FileExists(t, filepath.Join(out, "naive-fenced-pause", "20261201-101010.100-2", reports.FailedFile))
+	require.NoError(t, markLatestRuns(out))
+	target, err := os.Readlink(filepath.Join(out, "naive-fenced-pause", reports.LatestLink))
+	require.NoError(t, err)
+	require.Equal(t, "20261201-101010.100-2", target)
+}
