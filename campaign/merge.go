@@ -296,7 +296,8 @@ func copyRuns(store, out string) (map[string]string, error) {
 }
 
 // copyTree copies the folder src to dst (which must not exist): files are hard-linked
-// where possible, else copied; symbolic links are recreated as they are.
+// where possible, else copied. A run writes no symbolic link, so one found in a run's
+// folder is left out rather than followed or recreated (it could point anywhere).
 func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -310,14 +311,8 @@ func copyTree(src, dst string) error {
 		switch {
 		case d.IsDir():
 			return os.Mkdir(to, 0o755)
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, to)
 		case !d.Type().IsRegular():
-			return nil // nothing a run writes
+			return nil // a symbolic link or a device: nothing a run writes
 		}
 		if os.Link(path, to) == nil {
 			return nil

@@ -82,7 +82,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 }
 
 // SoakPlanned is Soak that also returns the soak's plan record (plan.json: every run of
-// the whole plan, and the results of cfg.Shard's), nil when nothing ran.
+// the whole plan and, with cfg.Store set, the results of cfg.Shard's); nil when the
+// configuration is invalid.
 func SoakPlanned(ctx context.Context, cfg SoakConfig) (*SoakResult, *Plan, error) {
 	if cfg.Runs < 1 {
 		return nil, nil, fmt.Errorf("%w: runs must be at least 1, got %d", spec.ErrSpec, cfg.Runs)
