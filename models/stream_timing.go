@@ -17,6 +17,7 @@ import (
 type timingKey struct {
 	open   map[int]*timingHold // by client
 	flight []int64             // returns of holds begun, later than the current call
+	free   []*timingHold       // settled holds, for reuse: a long history has millions
 }
 
 type timingHold struct {
@@ -51,7 +52,13 @@ func (k *timingKey) op(c *streamChecker, s *sop) {
 		}
 		a := s.ret
 		k.flight = slices.DeleteFunc(k.flight, func(r int64) bool { return r <= c.now })
-		h := &timingHold{acqID: s.id, a: a, minS: history.Infinity, progress: a}
+		var h *timingHold
+		if n := len(k.free); n > 0 {
+			h, k.free = k.free[n-1], k.free[:n-1]
+		} else {
+			h = &timingHold{}
+		}
+		*h = timingHold{acqID: s.id, a: a, minS: history.Infinity, progress: a, pending: h.pending[:0]}
 		for _, r := range k.flight {
 			if r > a {
 				h.minS = min(h.minS, r)
@@ -80,6 +87,7 @@ func (k *timingKey) op(c *streamChecker, s *sop) {
 		}
 		delete(k.open, s.client)
 		k.end(c, h, s.call)
+		k.free = append(k.free, h)
 	}
 }
 
