@@ -59,6 +59,8 @@ type CompareJob struct {
 	Fault    string
 	Resource string
 	Spec     spec.Spec
+	// Step is the run's place among its row's runs (0: the run without a fault).
+	Step int
 }
 
 // ComparePlan is a comparison before it runs.
@@ -175,13 +177,17 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		i := len(cmp.Services)
 		cmp.Services = append(cmp.Services, row)
 		base.Duration = 3 * ttl // enough grants for the latency and throughput figures
-		p.Jobs = append(p.Jobs, CompareJob{Row: i, Resource: probe, Spec: base})
+		jobs := []CompareJob{{Row: i, Resource: probe, Spec: base}}
 		for _, f := range faults {
-			p.Jobs = append(p.Jobs, CompareJob{Row: i, Fault: f, Resource: unfenced, Spec: cell(r, unfenced, []string{f})})
+			jobs = append(jobs, CompareJob{Row: i, Fault: f, Resource: unfenced, Spec: cell(r, unfenced, []string{f})})
 			if caps.NoToken == "" {
-				p.Jobs = append(p.Jobs, CompareJob{Row: i, Fault: f, Resource: fenced, Spec: cell(r, fenced, []string{f})})
+				jobs = append(jobs, CompareJob{Row: i, Fault: f, Resource: fenced, Spec: cell(r, fenced, []string{f})})
 			}
 		}
+		for k := range jobs {
+			jobs[k].Step = k
+		}
+		p.Jobs = append(p.Jobs, jobs...)
 	}
 	if len(cmp.Services) == 0 {
 		var why []string
@@ -192,22 +198,8 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 	}
 	// Interleave the services: the runs at a time are of different services, so one
 	// slow service start does not hold the others up.
-	slices.SortStableFunc(p.Jobs, func(a, b CompareJob) int { return rank(p.Jobs, a) - rank(p.Jobs, b) })
+	slices.SortStableFunc(p.Jobs, func(a, b CompareJob) int { return a.Step - b.Step })
 	return p, nil
-}
-
-// rank is a job's place among its row's jobs.
-func rank(jobs []CompareJob, j CompareJob) int {
-	n := 0
-	for _, x := range jobs {
-		if x.Row == j.Row {
-			if x.Fault == j.Fault && x.Resource == j.Resource {
-				return n
-			}
-			n++
-		}
-	}
-	return n
 }
 
 // compareRows lists the rows: the asked-for backends or every recommended variant, on
