@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,19 @@ func TestServicesHaveOneRecommendedVariant(t *testing.T) {
 			services[b.ServiceName()] = true
 		}
 		require.LessOrEqual(t, len(services), 1, "%s declares the backends of more than one service", p.Path)
+	}
+}
+
+// The versions a comparison records are the services' own: an embedded etcd's is the
+// etcd release it links, a Debian server's its program's.
+func TestVersions(t *testing.T) {
+	reg := builtin.Registry()
+	etcd, ok := reg.Backend("etcd")
+	require.True(t, ok)
+	require.Regexp(t, `^etcd 3\.\d+\.\d+ \(embedded\)$`, etcd.VersionOf(context.Background(), registry.Settings{Members: 1}))
+	require.Empty(t, etcd.VersionOf(context.Background(), registry.Settings{Members: 1, Options: map[string]string{"etcd-endpoints": "127.0.0.1:1"}}), "an existing cluster's is not learned")
+	redis, _ := reg.Backend("redis")
+	if v := redis.VersionOf(context.Background(), registry.Settings{Members: 1}); v != "" {
+		require.Regexp(t, `^Redis server v=\d`, v)
 	}
 }

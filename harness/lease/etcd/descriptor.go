@@ -9,7 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"go.etcd.io/bbolt/version"
+	"go.etcd.io/etcd/api/v3/version"
 )
 
 // Name is the backend's name as users type it.
