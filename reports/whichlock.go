@@ -49,7 +49,7 @@ func WhichLock(c *Comparison, link string) string {
 		}
 		fmt.Fprintf(&b, " Not compared here: %s.", strings.Join(names, ", "))
 	}
-	fmt.Fprintf(&b, " The tables, a chart and what the figures mean per service: [%s](%s).\n", link, link)
+	fmt.Fprintf(&b, " The tables and what the figures mean per service: [%s](%s).\n", link, link)
 	return b.String()
 }
 
@@ -83,4 +83,57 @@ func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 // gives the same page.
 func WriteComparisonPage(w io.Writer, c *Comparison) error {
 	return renderTo(w, "compare.tmpl", compareView{Comparison: c, Generated: c.Started.UTC().Format("2006-01-02 15:04:05 MST"), Standalone: true})
+}
+
+// CompareMarkdown writes a comparison as a Markdown page (docs/compare/README.md): what
+// compare.html shows but the chart, for a reader of the repository.
+func CompareMarkdown(c *Comparison) string {
+	var b strings.Builder
+	b.WriteString("<!-- Written by `go generate ./cmd/fencecheck` from compare.json in this folder; a test fails when it differs. Do not edit. -->\n\n")
+	fmt.Fprintf(&b, "# Which lock? %d services on the same terms\n\n", len(c.Services))
+	fmt.Fprintf(&b, "`fencecheck compare` on %s: %d CPUs, %s %s%s, %s; it took %s. Every service at a lease TTL of %s, 3 clients, under %s, each run without fencing and with a fenced register, and once without a fault. How to read it: [docs/compare.md](../compare.md); the same as a page with a chart: [compare.html](compare.html); the data: [compare.json](compare.json).\n\n",
+		c.Started.UTC().Format("2006-01-02 15:04 MST"), c.Machine.CPUs, c.Machine.OS, c.Machine.Arch, kernelWords(c.Machine.Kernel), c.Machine.GoVersion,
+		time.Duration(c.Seconds*float64(time.Second)).Round(time.Second), Duration(c.TTLNanos), strings.Join(c.Faults, " and "))
+	b.WriteString("## Per service and fault\n\nStale writes attempted / rejected / accepted, without fencing | with fencing; the timing figures are the run's without fencing.\n\n")
+	b.WriteString("| service | fault | without fencing | with fencing | stale writes | validity gap | notice delay | takeover | longest without an accepted write |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range c.Services {
+		for _, f := range s.Faults {
+			u, fe := f.Unfenced, f.Fenced
+			stale := fmt.Sprintf("%d / %d / %d", u.StaleAttempted, u.StaleRejected, u.StaleAccepted)
+			noWrite := Duration(u.LongestNoAcceptedWriteNanos)
+			if fe.Decided() {
+				stale += fmt.Sprintf(" \\| %d / %d / %d", fe.StaleAttempted, fe.StaleRejected, fe.StaleAccepted)
+				noWrite += " \\| " + Duration(fe.LongestNoAcceptedWriteNanos)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, f.Fault, f.UnfencedWord, f.FencedWord, stale,
+				Duration(u.ValidityGapNanos), u.NoticeWords(), Duration(u.TakeoverNanos), noWrite)
+		}
+	}
+	b.WriteString("\n## Without faults\n\n| service | verdict | acquire p50 | acquire p99 | grants/s | version |\n|---|---|---|---|---|---|\n")
+	for _, s := range c.Services {
+		bl := s.Baseline
+		if !bl.Decided() {
+			fmt.Fprintf(&b, "| %s | %s | %s | | | %s |\n", s.Name, s.Verdict, bl.Outcome, mdCell(s.Version))
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %s |\n", s.Name, s.Verdict, Duration(bl.AcquireP50Nanos), Duration(bl.AcquireP99Nanos), bl.GrantsPerSecond, mdCell(s.Version))
+	}
+	b.WriteString("\n## What it means, per service\n")
+	for _, s := range c.Services {
+		fmt.Fprintf(&b, "\n### %s — %s\n\n%s\n", s.Name, s.Verdict, s.Paragraph)
+	}
+	if len(c.Skipped) > 0 {
+		b.WriteString("\n## Not compared\n\n")
+		for _, s := range c.Skipped {
+			fmt.Fprintf(&b, "- `%s`: %s\n", s.Backend, s.Reason)
+		}
+	}
+	return b.String()
+}
+
+func kernelWords(k string) string {
+	if k == "" {
+		return ""
+	}
+	return ", Linux " + k
 }

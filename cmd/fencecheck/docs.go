@@ -251,53 +251,61 @@ func capitalize(s string) string {
 
 // The saved comparison under docs/compare and the "Which lock?" table README.md carries.
 const (
-	compareDocDir = "docs/compare"
-	compareDocRel = "docs/compare/compare.html"
+	compareDocDir  = "docs/compare"
+	compareDocRel  = "docs/compare/"
+	compareDocPage = "README.md"
 )
 
-// genWhichLockCmd writes docs/compare/compare.html from docs/compare/compare.json (a
-// comparison copied there from a results store) and the "Which lock?" section of
-// README.md from it.
+// genWhichLockCmd writes docs/compare/compare.html and docs/compare/README.md from
+// docs/compare/compare.json (a comparison copied there from a results store), and the
+// "Which lock?" section of README.md from it.
 func (a *app) genWhichLockCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "gen-which-lock ROOT",
-		Short:  "write docs/compare/compare.html and README.md's Which lock? table from docs/compare/compare.json",
+		Short:  "write docs/compare's pages and README.md's Which lock? table from docs/compare/compare.json",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			page, readme, err := whichLockDocs(args[0])
+			files, err := whichLockDocs(args[0])
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(args[0], filepath.FromSlash(compareDocDir), reports.ComparePage), page, 0o644); err != nil {
-				return err
+			for path, b := range files {
+				if err := os.WriteFile(filepath.Join(args[0], filepath.FromSlash(path)), b, 0o644); err != nil {
+					return err
+				}
 			}
-			return os.WriteFile(filepath.Join(args[0], "README.md"), readme, 0o644)
+			return nil
 		},
 	}
 }
 
-// whichLockDocs returns what docs/compare/compare.html and README.md under root should
-// be, from root's docs/compare/compare.json.
-func whichLockDocs(root string) (page, readme []byte, err error) {
+// whichLockDocs returns what docs/compare/compare.html, docs/compare/README.md and
+// README.md under root should be (by path from root), from root's
+// docs/compare/compare.json.
+func whichLockDocs(root string) (map[string][]byte, error) {
 	c, err := reports.ReadComparison(filepath.Join(root, filepath.FromSlash(compareDocDir), reports.CompareJSON))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Judged again from its runs: the words and paragraphs are what the code derives
 	// today from the saved figures and facts.
 	c.Judge()
 	var b bytes.Buffer
 	if err := reports.WriteComparisonPage(&b, c); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	doc, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	readme, err = mdblock.Set(doc, reports.WhichLockBlock, reports.WhichLock(c, compareDocRel))
+	readme, err := mdblock.Set(doc, reports.WhichLockBlock, reports.WhichLock(c, compareDocRel))
 	if err != nil {
-		return nil, nil, fmt.Errorf("README.md: %w", err)
+		return nil, fmt.Errorf("README.md: %w", err)
 	}
-	return b.Bytes(), readme, nil
+	return map[string][]byte{
+		compareDocDir + "/" + reports.ComparePage: b.Bytes(),
+		compareDocDir + "/" + compareDocPage:      []byte(reports.CompareMarkdown(c)),
+		"README.md":                               readme,
+	}, nil
 }
