@@ -8,11 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
@@ -141,4 +144,39 @@ func TestCompareMissingProgram(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Comparison.Services, 1)
 	require.Equal(t, []judge.SkippedEntry{{Backend: "redis", Reason: "redis-server not found (hidden by FENCECHECK_HIDE_PROGRAMS): apt-get install redis-server"}}, p.Comparison.Skipped)
+}
+
+// --etcd-endpoints adds a row for the existing cluster beside the one fencecheck starts;
+// the row is labelled external and its options are kept.
+func TestCompareExternalRow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd: skipped with -short")
+	}
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		// etcd's goroutines take a moment to drain after its close.
+		deadline := time.Now().Add(15 * time.Second)
+		for goleak.Find(ignore) != nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	cluster := etcdtest.StartCluster(t, 1)
+	eps := strings.Join(cluster.Endpoints(), ",")
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "compare", "--backend", "etcd", "--etcd-endpoints", eps, "--fault", "pause", "--out", out, "--json")
+	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	var doc compareJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	require.Len(t, doc.Services, 2)
+	local, ext := doc.Services[0], doc.Services[1]
+	require.Equal(t, "etcd", local.Name)
+	require.Empty(t, local.Options)
+	require.Equal(t, "etcd-external", ext.Name)
+	require.Equal(t, map[string]string{"etcd-endpoints": eps}, ext.Options)
+	require.NotEmpty(t, ext.Facts.External)
+	require.Contains(t, ext.Setup, "existing etcd cluster at "+eps)
+	for _, s := range doc.Services {
+		require.Equal(t, judge.VerdictSafe, s.Verdict, s.Name)
+		require.Equal(t, "held", s.Faults[0].FencedWord, s.Name)
+	}
 }
