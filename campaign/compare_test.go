@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	redis "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models/judge"
 )
 
@@ -41,6 +43,7 @@ func TestPlanCompare(t *testing.T) {
 	})
 
 	t.Run("runs of one service: a baseline, each fault without and with fencing", func(t *testing.T) {
+		proctest.Skip(t, redis.ServerNeed) // redlock's servers
 		p, err := PlanCompare(ctx, reg, nil, CompareConfig{Backends: []string{"naive", "redlock"}})
 		require.NoError(t, err)
 		require.Equal(t, []string{"naive", "redlock"}, rowNames(p))
