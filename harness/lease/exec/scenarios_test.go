@@ -279,9 +279,10 @@ func TestRunNoToken(t *testing.T) {
 
 // TestRunRecordsLostEvents: a client's {"event":"lost"} lands in the history as a lost
 // record of the grant it was about, with the client's reason, while the worker held it.
-// The fake client reports every grant lost at once; the paused holder's worker surely
-// still holds its grant when the event is read (it is stopped for two TTLs), the others
-// may already have begun their release.
+// The fake client reports every grant lost in the same write as the grant, so the event
+// is in the pipe before a pause can SIGSTOP the client; the paused holder's worker
+// surely still holds its grant when the event is read (it is stopped for two TTLs), the
+// others may already have begun their release.
 func TestRunRecordsLostEvents(t *testing.T) {
 	cmd := "LOSE='fake lost it' sh " + execFile(t, "testdata/fake.sh")
 	o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{Dir: t.TempDir()})
