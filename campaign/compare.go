@@ -49,6 +49,18 @@ type CompareConfig struct {
 	Faults []string
 	// Seed of every run's workload (0: spec.DefaultSeed).
 	Seed int64
+	// Extra are rows of their own beside the compared backends: a backend with options
+	// of its own, such as several lock clients of one backend (each exec client with
+	// its command and its lock service).
+	Extra []CompareRow
+}
+
+// CompareRow is an extra row of a comparison: a backend under a name of its own, with
+// its options.
+type CompareRow struct {
+	Name    string
+	Backend string
+	Options map[string]string
 }
 
 // CompareJob is one run of a comparison.
@@ -236,6 +248,26 @@ func compareRows(reg *registry.Registry, cfg CompareConfig) ([]compareRow, error
 	var rows []compareRow
 	for _, be := range bases {
 		rows = append(rows, compareRow{name: be.Name, backend: be, options: own(be, false)})
+	}
+	for _, x := range cfg.Extra {
+		be, ok := reg.Backend(x.Backend)
+		if !ok {
+			return nil, fmt.Errorf("%w: row %s: unknown backend %q (known: %s)", spec.ErrSpec, x.Name, x.Backend, registry.Names(reg.BackendNames()))
+		}
+		if x.Name == "" || slices.ContainsFunc(rows, func(r compareRow) bool { return r.name == x.Name }) {
+			return nil, fmt.Errorf("%w: an extra row needs a name of its own, not %q", spec.ErrSpec, x.Name)
+		}
+		opts := own(be, false)
+		for k, v := range x.Options {
+			if !registry.HasOption(be.Options, k) {
+				return nil, fmt.Errorf("%w: row %s: backend %s has no option --%s", spec.ErrSpec, x.Name, be.Name, k)
+			}
+			if opts == nil {
+				opts = map[string]string{}
+			}
+			opts[k] = v
+		}
+		rows = append(rows, compareRow{name: x.Name, backend: be, options: opts})
 	}
 	keys := slices.Sorted(maps.Keys(cfg.Options))
 	for _, k := range keys {

@@ -67,11 +67,28 @@ func TestPlanCompare(t *testing.T) {
 		require.Equal(t, "etcd-external", p.Comparison.Skipped[0].Backend)
 	})
 
+	t.Run("extra rows: two clients of one backend", func(t *testing.T) {
+		client := func(name string) CompareRow {
+			return CompareRow{Name: name, Backend: "exec", Options: map[string]string{"client-cmd": "sh client.sh", "lock-service": "naive-persisted"}}
+		}
+		p, err := PlanCompare(ctx, reg, nil, CompareConfig{Backends: []string{"naive"}, Extra: []CompareRow{client("exec-a"), client("exec-b")}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"naive", "exec-a", "exec-b"}, rowNames(p))
+		for _, j := range p.Jobs {
+			if j.Row > 0 {
+				require.Equal(t, "sh client.sh", j.Spec.Options["client-cmd"], j.Spec.Name)
+			}
+		}
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		for _, tc := range []struct {
 			cfg  CompareConfig
 			want string
 		}{
+			{CompareConfig{Backends: []string{"naive"}, Extra: []CompareRow{{Name: "naive", Backend: "naive"}}}, `an extra row needs a name of its own, not "naive"`},
+			{CompareConfig{Backends: []string{"naive"}, Extra: []CompareRow{{Name: "x", Backend: "nope"}}}, `row x: unknown backend "nope"`},
+			{CompareConfig{Backends: []string{"naive"}, Extra: []CompareRow{{Name: "x", Backend: "naive", Options: map[string]string{"client-cmd": "y"}}}}, "row x: backend naive has no option --client-cmd"},
 			{CompareConfig{Backends: []string{"nope"}}, `unknown backend "nope"`},
 			{CompareConfig{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
 			{CompareConfig{Backends: []string{"naive"}, Faults: []string{"leader-isolation"}}, `fault "leader-isolation" does not apply to naive`},

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"io"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ type compareFlags struct {
 	json, verbose bool
 	checkTimeout  time.Duration
 	options       func() map[string]string
+	clients       []string
 }
 
 // compareJSON is `compare --json`: the comparison (as compare.json has it), its outcome
@@ -60,7 +62,10 @@ it; --client-cmd adds your exec client's row.`,
 		Example: `  fencecheck compare
   fencecheck compare --backend etcd,zookeeper,redis --ttl 2s
   fencecheck compare --etcd-endpoints 127.0.0.1:2379 --json
-  fencecheck compare --client-cmd 'python3 my_lock_client.py'`,
+  fencecheck compare --client-cmd 'python3 my_lock_client.py'
+  fencecheck compare --backend zookeeper,redis \
+    --client 'kazoo=zookeeper:/usr/bin/python3 kazoo_lock.py' \
+    --client 'redis-py=redis:/usr/bin/python3 redis_lock.py'`,
 		Args: noArgs("name backends with --backend"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.compare(cmd, f) },
 	}
@@ -76,6 +81,7 @@ it; --client-cmd adds your exec client's row.`,
 	checkTimeoutFlag(fs, &f.checkTimeout, false)
 	jsonFlag(fs, &f.json, "the comparison")
 	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
+	fs.StringArrayVar(&f.clients, "client", nil, "a lock client of yours as a row of its own, [NAME=]SERVICE:CMD (the exec backend's --client-cmd CMD against --lock-service SERVICE); repeatable")
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
@@ -113,7 +119,11 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if f.json {
 		out = a.stderr
 	}
-	cfg := campaign.CompareConfig{Backends: backends, Options: f.options(), TTL: f.ttl, Faults: faults, Seed: f.seed}
+	extra, err := clientRows(f.clients)
+	if err != nil {
+		return fail(err)
+	}
+	cfg := campaign.CompareConfig{Backends: backends, Options: f.options(), TTL: f.ttl, Faults: faults, Seed: f.seed, Extra: extra}
 	plan, err := campaign.PlanCompare(ctx, reg, a.cat, cfg)
 	if err != nil {
 		return fail(err)
@@ -177,6 +187,29 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 		fmt.Fprintln(a.stderr, "fencecheck compare: interrupted; the runs that finished are in the comparison")
 	}
 	return withCode(code)
+}
+
+// clientRows turns each --client [NAME=]SERVICE:CMD into a row of the exec backend
+// (named exec-NAME, or exec-2, exec-3, … by position).
+func clientRows(values []string) ([]campaign.CompareRow, error) {
+	var rows []campaign.CompareRow
+	for i, v := range values {
+		name := fmt.Sprintf("%d", i+2)
+		rest := v
+		if n, r, ok := strings.Cut(v, "="); ok && !strings.ContainsAny(n, " :/") {
+			name, rest = n, r
+		}
+		service, cmd, ok := strings.Cut(rest, ":")
+		service, cmd = strings.TrimSpace(service), strings.TrimSpace(cmd)
+		if !ok || service == "" || cmd == "" || strings.Contains(service, " ") {
+			return nil, badInput("--client %q: want [NAME=]SERVICE:CMD, e.g. kazoo=zookeeper:'python3 kazoo_lock.py'", v)
+		}
+		rows = append(rows, campaign.CompareRow{
+			Name: "exec-" + name, Backend: "exec",
+			Options: map[string]string{execlock.OptionClientCmd: cmd, execlock.OptionLockService: service},
+		})
+	}
+	return rows, nil
 }
 
 // compareExit: 1 when a service with a fencing token was unsafe with fencing (a

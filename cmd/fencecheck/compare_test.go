@@ -116,6 +116,8 @@ func TestCompareBadInput(t *testing.T) {
 		{"option of a backend not compared", []string{"compare", "--backend", "naive", "--etcd-endpoints", "127.0.0.1:1"}, "--etcd-endpoints is for the etcd backend, which is not compared"},
 		{"exec without a client", []string{"compare", "--backend", "exec"}, "backend exec needs --client-cmd"},
 		{"parallel", []string{"compare", "--parallel", "0"}, "--parallel"},
+		{"client without a service", []string{"compare", "--client", "python3 x.py"}, `--client "python3 x.py": want [NAME=]SERVICE:CMD`},
+		{"client with an empty command", []string{"compare", "--client", "kazoo=zookeeper:"}, `--client "kazoo=zookeeper:": want [NAME=]SERVICE:CMD`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, tc.args...)
