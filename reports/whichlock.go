@@ -31,6 +31,7 @@ func WhichLock(c *Comparison, link string) string {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s |\n", s.Service, s.Name, mdCell(token), faultWords(s, false), faultWords(s, true),
 			Duration(s.ValidityGapNanos), s.NoticeWords(), Duration(s.TakeoverNanos))
 	}
+	b.WriteString("\n" + whichLockSummary(c) + "\n")
 	fmt.Fprintf(&b, "\nRun %s on %d CPUs, %s %s, %s; took %s.", c.Started.UTC().Format("2006-01-02 15:04 MST"), c.Machine.CPUs, c.Machine.OS, c.Machine.Arch,
 		c.Machine.GoVersion, time.Duration(c.Seconds*float64(time.Second)).Round(time.Second))
 	var versions []string
@@ -51,6 +52,39 @@ func WhichLock(c *Comparison, link string) string {
 	}
 	fmt.Fprintf(&b, " The tables and what the figures mean per service: [%s](%s).\n", link, link)
 	return b.String()
+}
+
+// whichLockSummary says in words what the table shows: which services the fence made
+// safe, which have no token to fence with, and whether any lock alone kept the data.
+func whichLockSummary(c *Comparison) string {
+	byVerdict := map[string][]string{}
+	unfencedHeld := 0
+	for _, s := range c.Services {
+		byVerdict[s.Verdict] = append(byVerdict[s.Verdict], "`"+s.Name+"`")
+		for _, f := range s.Faults {
+			if f.Unfenced.Outcome == judge.OutcomeSafe {
+				unfencedHeld++
+			}
+		}
+	}
+	var parts []string
+	if n := byVerdict[judge.VerdictSafe]; len(n) > 0 {
+		parts = append(parts, fmt.Sprintf("**%d of the %d rows are safe with fencing** (the fence refused every stale write, and their tokens rose)", len(n), len(c.Services)))
+	}
+	if n := byVerdict[judge.VerdictUnsafe]; len(n) > 0 {
+		parts = append(parts, fmt.Sprintf("UNSAFE even with fencing: %s", strings.Join(n, ", ")))
+	}
+	if n := byVerdict[judge.VerdictNoToken]; len(n) > 0 {
+		parts = append(parts, fmt.Sprintf("no fencing token to fence with: %s", strings.Join(n, ", ")))
+	}
+	if n := byVerdict[judge.VerdictIncomplete]; len(n) > 0 {
+		parts = append(parts, fmt.Sprintf("not decided: %s", strings.Join(n, ", ")))
+	}
+	out := strings.Join(parts, "; ") + "."
+	if unfencedHeld == 0 {
+		out += " Without fencing, every one let a stale write through under every fault: no lock alone keeps the data safe once its holder stalls past the TTL."
+	}
+	return out
 }
 
 // faultWords joins a service's verdicts under each fault: "held" once when every fault
