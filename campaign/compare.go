@@ -335,6 +335,9 @@ func (p *ComparePlan) Judge(results []RunResult, store string, started time.Time
 	cmp.Started = started
 	for i, j := range p.Jobs {
 		res := results[i]
+		if errors.Is(res.Err, ErrNotInShard) {
+			continue // another shard's run: it stays "not run"
+		}
 		row := &cmp.Services[j.Row]
 		var run judge.CompareRun
 		switch {
@@ -374,6 +377,60 @@ func (p *ComparePlan) Judge(results []RunResult, store string, started time.Time
 	return cmp
 }
 
+// Record is the plan as the results store records it (plan.json) for a comparison of
+// shard: its runs, and the comparison as planned (a copy, without results), its secrets
+// masked.
+func (p *ComparePlan) Record(reg *registry.Registry, cat catalogue.Catalogue, shard Shard, red *redact.Redactor) (*Plan, error) {
+	c := planned(p.Comparison)
+	for i := range c.Services {
+		c.Services[i].Options = maskOptions(reg, c.Services[i].Options)
+	}
+	RedactComparison(red, c)
+	type service struct{ Name, Backend string }
+	var services []service
+	for _, s := range c.Services {
+		services = append(services, service{s.Name, s.Backend})
+	}
+	plan, err := newPlan(reg, cat, KindCompare, p.Name, p.Specs(), shard, struct {
+		TTL      int64
+		Faults   []string
+		Services []service
+	}{c.TTLNanos, c.Faults, services})
+	if err != nil {
+		return nil, err
+	}
+	plan.Compare = c
+	for i, j := range p.Jobs {
+		plan.Runs[i].Fault, plan.Runs[i].Row = j.Fault, j.Row
+	}
+	return plan, nil
+}
+
+// planned copies a comparison as planned: its header and services with every run not
+// run yet, so that judging the copy leaves the original as it was.
+func planned(c *judge.Comparison) *judge.Comparison {
+	out := *c
+	out.Faults = slices.Clone(c.Faults)
+	out.Skipped = slices.Clone(c.Skipped)
+	out.Services = slices.Clone(c.Services)
+	out.Sharding = nil
+	for i := range out.Services {
+		s := &out.Services[i]
+		s.Options = cloneOptions(s.Options)
+		s.Baseline = judge.CompareRun{Resource: s.Baseline.Resource, Outcome: judge.NotRunWord}
+		s.Faults = slices.Clone(s.Faults)
+		for k := range s.Faults {
+			f := &s.Faults[k]
+			f.Unfenced = judge.CompareRun{Resource: f.Unfenced.Resource, Outcome: judge.NotRunWord}
+			f.Fenced = judge.CompareRun{Resource: f.Fenced.Resource, Outcome: judge.NotRunWord}
+			f.UnfencedWord, f.FencedWord = "", ""
+		}
+		s.Verdict, s.Safe, s.Paragraph = "", false, ""
+		s.ValidityGapNanos, s.NoticeDelayNanos, s.NeverNoticed, s.TakeoverNanos = 0, 0, 0, 0
+	}
+	return &out
+}
+
 // RedactComparison masks the secrets a comparison may hold (an existing service's DSN in
 // its options, setup, version or a skipped backend's reason; credential patterns with a
 // nil r): it keeps the backends' options, never the credentials in them.
@@ -402,7 +459,8 @@ func faultRuns(s *judge.ServiceRow) []*judge.CompareRun {
 }
 
 // Compare plans and runs a comparison over c (its registry and catalogue, into its
-// store) and writes it to c.Store/compare/<timestamp>/ (compare.html, compare.json).
+// store; with c.Shard only that shard's runs) and writes it to c.Store/compare/<timestamp>/
+// (compare.html, compare.json, plan.json).
 func Compare(ctx context.Context, cfg CompareConfig, c Campaign) (cmp *judge.Comparison, dir string, interrupted bool, err error) {
 	switch {
 	case c.Registry == nil:
@@ -414,6 +472,10 @@ func Compare(ctx context.Context, cfg CompareConfig, c Campaign) (cmp *judge.Com
 	if err != nil {
 		return nil, "", false, err
 	}
+	record, err := p.Record(c.Registry, c.Catalogue, c.Shard, c.Redact)
+	if err != nil {
+		return nil, "", false, err
+	}
 	started := time.Now()
 	dir, err = reports.NewRunDir(c.Store, p.Name, started)
 	if err != nil {
@@ -422,7 +484,14 @@ func Compare(ctx context.Context, cfg CompareConfig, c Campaign) (cmp *judge.Com
 	results, interrupted := c.Run(ctx, p.Specs())
 	cmp = p.Judge(results, c.Store, started)
 	RedactComparison(c.Redact, cmp)
+	record.Record(results, c.Store, started, c.Redact)
+	if !c.Shard.Whole() {
+		cmp.Sharding = &judge.Sharding{Plan: record.ID, Shard: c.Shard.String(), Of: c.Shard.N}
+	}
 	if err := reports.WriteComparison(dir, cmp); err != nil {
+		return cmp, dir, interrupted, err
+	}
+	if err := WritePlan(dir, record); err != nil {
 		return cmp, dir, interrupted, err
 	}
 	if err := reports.MarkLatest(dir); err != nil {

@@ -3,7 +3,10 @@ package campaign
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -112,4 +115,51 @@ func TestRedactComparison(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(b), "hunter2")
 	require.Contains(t, string(b), "127.0.0.1:5432")
+}
+
+// A comparison's plan record: the same identity for every shard, each run with its
+// service row and fault, the comparison as planned without results — and judging the
+// plan afterwards leaves the record as it was.
+func TestCompareRecord(t *testing.T) {
+	reg := builtin.Registry()
+	p, err := PlanCompare(context.Background(), reg, nil, CompareConfig{Backends: []string{"naive", "naive-persisted"}, Faults: []string{"pause"}})
+	require.NoError(t, err)
+	whole, err := p.Record(reg, nil, Shard{}, nil)
+	require.NoError(t, err)
+	two, err := p.Record(reg, nil, Shard{I: 2, N: 2}, nil)
+	require.NoError(t, err)
+	require.Equal(t, KindCompare, whole.Kind)
+	require.Equal(t, whole.ID, two.ID, "the shards of one plan")
+	require.Equal(t, Shard{I: 2, N: 2}, two.Shard)
+	require.Len(t, whole.Runs, len(p.Jobs))
+	for i, j := range p.Jobs {
+		require.Equal(t, j.Row, whole.Runs[i].Row)
+		require.Equal(t, j.Fault, whole.Runs[i].Fault)
+		require.Equal(t, j.Resource, whole.Runs[i].Resource)
+	}
+	other, err := PlanCompare(context.Background(), reg, nil, CompareConfig{Backends: []string{"naive", "naive-persisted"}, Faults: []string{"pause"}, TTL: 3 * DefaultCompareTTL})
+	require.NoError(t, err)
+	o, err := other.Record(reg, nil, Shard{}, nil)
+	require.NoError(t, err)
+	require.NotEqual(t, whole.ID, o.ID, "another TTL is another plan")
+
+	results := make([]RunResult, len(p.Jobs))
+	for i := range results {
+		results[i] = RunResult{Err: ErrNotInShard}
+	}
+	results[0] = RunResult{Label: "x", Err: errors.New("boom")}
+	cmp := p.Judge(results, t.TempDir(), time.Now())
+	require.Equal(t, "error", cmp.Services[p.Jobs[0].Row].Baseline.Outcome)
+	require.Equal(t, judge.NotRunWord, cmp.Services[p.Jobs[1].Row].Baseline.Outcome, "another shard's run stays not run")
+	for _, s := range whole.Compare.Services {
+		require.Equal(t, judge.NotRunWord, s.Baseline.Outcome, "the record holds no result")
+		require.Empty(t, s.Verdict)
+	}
+
+	dir := t.TempDir()
+	require.NoError(t, WritePlan(dir, two))
+	back, err := ReadPlan(filepath.Join(dir, PlanFile))
+	require.NoError(t, err)
+	require.Equal(t, two.ID, back.ID)
+	require.Len(t, back.Compare.Services, 2)
 }

@@ -113,6 +113,9 @@ func CompareChart(c *Comparison) string {
 // the no-fault table, and each service's verdict.
 func PrintComparison(w io.Writer, c *Comparison) {
 	fmt.Fprintf(w, "compare: %d services at TTL %s, faults %s (each without and with fencing)\n", len(c.Services), Duration(c.TTLNanos), strings.Join(c.Faults, ", "))
+	if c.Sharding != nil {
+		fmt.Fprintf(w, "compare: %s\n", c.Sharding.Line())
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\tfault\twithout fencing\twith fencing\tstale att/rej/acc\tvalidity gap\tnotice delay\ttakeover\tlongest no write")
 	for _, s := range c.Services {

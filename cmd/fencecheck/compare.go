@@ -29,6 +29,7 @@ type compareFlags struct {
 	checkTimeout  time.Duration
 	options       func() map[string]string
 	clients       []string
+	shard         campaign.Shard
 }
 
 // compareJSON is `compare --json`: the comparison (as compare.json has it), its outcome
@@ -58,7 +59,8 @@ unfenced and a fenced register, and once without a fault for acquire latency and
 Writes one comparison into the results store (DIR/compare/<timestamp>/compare.html and
 compare.json) and prints it as a table. A backend that cannot run here is listed with why.
 An option naming an existing service (--etcd-endpoints, --redis-addrs, ...) adds a row for
-it; --client-cmd adds your exec client's row.`,
+it; --client-cmd adds your exec client's row. With --shard I/N it makes only that shard's
+runs; 'fencecheck merge' judges the shards' runs into one comparison (docs/sharding.md).`,
 		Example: `  fencecheck compare
   fencecheck compare --backend etcd,zookeeper,redis --ttl 2s
   fencecheck compare --etcd-endpoints 127.0.0.1:2379 --json
@@ -82,10 +84,11 @@ it; --client-cmd adds your exec client's row.`,
 	jsonFlag(fs, &f.json, "the comparison")
 	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
 	fs.StringArrayVar(&f.clients, "client", nil, "a lock client of yours as a row of its own, [NAME=]SERVICE:CMD (the exec backend's --client-cmd CMD against --lock-service SERVICE); repeatable")
+	shardFlag(fs, &f.shard)
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
-		exitSafe:     "every run was made and decided, and every service with a fencing token held with fencing",
+		exitSafe:     "every run was made and decided, and every service with a fencing token held with fencing (a shard: its runs completed and none showed fencing fail)",
 		exitViolated: "a service with a fencing token let a stale write through the fence, or its tokens went backwards",
 		exitUsage:    "bad input, no backend that can run here, or an interrupt",
 		exitInternal: "a run failed or the checker did not decide (fencecheck's own failure)",
@@ -132,6 +135,10 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	for _, s := range cmpn.Skipped {
 		fmt.Fprintf(out, "compare: skipping %s: %s\n", s.Backend, a.red.String(s.Reason))
 	}
+	record, err := plan.Record(reg, a.cat, f.shard, a.red)
+	if err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
+	}
 	started := time.Now()
 	dir, err := reports.NewRunDir(f.out, plan.Name, started)
 	if err != nil {
@@ -139,13 +146,18 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	}
 	fmt.Fprintf(out, "compare: %d services × (1 run without a fault + %d faults × without/with fencing) = %d runs at TTL %s (%d at a time); results in %s\n",
 		len(cmpn.Services), len(cmpn.Faults), len(plan.Jobs), reports.Duration(cmpn.TTLNanos), f.parallel, f.out)
+	torun := len(plan.Jobs)
+	if !f.shard.Whole() {
+		torun = len(f.shard.Select(len(plan.Jobs)))
+		fmt.Fprintf(out, "compare: shard %s of plan %s: %d of the %d runs\n", f.shard, record.ShortID(), torun, len(plan.Jobs))
+	}
 	var logTo io.Writer
 	if f.verbose {
 		logTo = a.stderr
 	}
-	prog := newProgress(a.stderr, a.isTerminal(), len(plan.Jobs))
+	prog := newProgress(a.stderr, a.isTerminal(), torun)
 	results, interrupted := campaign.Campaign{
-		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red,
+		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r campaign.RunResult) {
 			switch {
@@ -163,7 +175,12 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	prog.Close()
 	cmpn = plan.Judge(results, f.out, started)
 	campaign.RedactComparison(a.red, cmpn)
+	cmpn.Sharding = sharding(record)
+	record.Record(results, f.out, started, a.red)
 	if err := reports.WriteComparison(dir, cmpn); err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
+	}
+	if err := campaign.WritePlan(dir, record); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	if err := reports.MarkLatest(dir); err != nil {
@@ -172,7 +189,7 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if err := reports.WriteStoreIndex(f.out); err != nil {
 		return fail(&exitError{code: exitInternal, msg: "store index: " + err.Error()})
 	}
-	code := compareExit(cmpn, results, interrupted)
+	code := compareExit(cmpn, results, interrupted, !f.shard.Whole())
 	page := filepath.Join(dir, reports.ComparePage)
 	if f.json {
 		doc := compareJSON{Outcome: cmpn.Outcome(), Exit: code, Page: page, Comparison: cmpn}
@@ -215,21 +232,23 @@ func clientRows(values []string) ([]campaign.CompareRow, error) {
 // compareExit: 1 when a service with a fencing token was unsafe with fencing (a
 // service without a token is a finding of the comparison, not a failure of it); else 3
 // when a run failed or the checker did not decide, 2 when a run could not be made as
-// asked or the comparison was interrupted; else 0.
-func compareExit(c *reports.Comparison, results []campaign.RunResult, interrupted bool) int {
+// asked or the comparison was interrupted; else 0. A shard (or a partial merge: only
+// part of the runs, so no service's verdict is complete) is 0 when its runs completed
+// and none showed fencing fail.
+func compareExit(c *reports.Comparison, results []campaign.RunResult, interrupted, shard bool) int {
 	if c.Outcome() == "unsafe" {
 		return exitViolated
 	}
 	code := exitSafe
 	for _, r := range results {
-		if r.Err != nil && !errors.Is(r.Err, campaign.ErrInterrupted) && !errors.Is(r.Err, spec.ErrNoToken) {
+		if r.Err != nil && !errors.Is(r.Err, campaign.ErrInterrupted) && !errors.Is(r.Err, campaign.ErrNotInShard) && !errors.Is(r.Err, spec.ErrNoToken) {
 			code = worst(code, codeOf(r.Err))
 		}
 	}
 	if interrupted {
 		code = worst(code, exitUsage)
 	}
-	if code == exitSafe && !c.Complete {
+	if code == exitSafe && !c.Complete && !shard {
 		code = exitInternal // no run failed, yet a verdict is undecided
 	}
 	return code

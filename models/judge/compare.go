@@ -29,6 +29,9 @@ type Comparison struct {
 
 	// Judged by Judge: Complete when every run of every service ran and was decided.
 	Complete bool `json:"complete"`
+
+	// Sharding, when set, says the comparison is one shard of a plan, or merged shards.
+	Sharding *Sharding `json:"sharding,omitempty"`
 }
 
 // Machine is where a comparison ran.
