@@ -286,17 +286,23 @@ func TestStandaloneCrashRestart(t *testing.T) {
 				require.NoError(t, harnesstest.Acquire(t, l).Release(context.Background()))
 			}
 			holder := harnesstest.Acquire(t, l).(*zookeeper.Lease)
+			// A persistent marker shows what the server kept: the holder's own znode is
+			// ephemeral, and whether it is still there after the restart depends on
+			// whether its client's close-session request reached the restarted server
+			// before anyone looked.
+			const marker = "/fencecheck-crash-marker"
+			_, err := rawConn(t, b).Create(marker, nil, 0, zk.WorldACL(zk.PermAll))
+			require.NoError(t, err)
 			pid := b.NodePID(0)
 			require.NoError(t, b.Crash(context.Background(), 0))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			require.NoError(t, b.Restart(ctx, 0, keepData))
 			require.NotEqual(t, pid, b.NodePID(0))
-			conn := rawConn(t, b)
-			ok, _, err := conn.Exists(holder.Path())
+			ok, _, err := rawConn(t, b).Exists(marker)
 			require.NoError(t, err)
 			if keepData {
-				require.True(t, ok, "the holder's znode survived the crash")
+				require.True(t, ok, "the server kept its data across the crash")
 				<-holder.Lost() // disconnected for a TTL
 				require.ErrorIs(t, holder.Release(context.Background()), harness.ErrNoEffect)
 				require.Greater(t, harnesstest.Acquire(t, l).Token(), holder.Token())
