@@ -37,6 +37,12 @@ func parallelFlag(fs *pflag.FlagSet, p *int, what string) {
 	fs.IntVar(p, "parallel", 1, what+" at a time, 1 to 8 (timing-sensitive faults are most faithful at 1)")
 }
 
+// autoParallelFlag is --parallel for a command whose runs go several at a time unless
+// told otherwise: 0 (the default) is campaign.DefaultParallel, what the machine takes.
+func autoParallelFlag(fs *pflag.FlagSet, p *int, what string) {
+	fs.IntVar(p, "parallel", 0, what+" at a time, 1 to 8 (default: 2 per CPU, at most 8; 1 runs each alone)")
+}
+
 // verboseFlag is -v/--verbose.
 func verboseFlag(fs *pflag.FlagSet, p *bool, usage string) {
 	fs.BoolVarP(p, "verbose", "v", false, usage)
