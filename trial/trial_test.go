@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,12 @@ import (
 	"github.com/fencecheck/fencecheck/trial"
 )
 
-func TestMain(m *testing.M) { os.Exit(proctest.VerifyNoLeaks(m)) }
+// TestMain lets four tests per CPU run at once (unless -parallel is given): the runs here
+// are of services in this process (naive, raft) and mostly wait on their faults.
+func TestMain(m *testing.M) {
+	proctest.Parallel(4 * runtime.GOMAXPROCS(0))
+	os.Exit(proctest.VerifyNoLeaks(m))
+}
 
 // A random schedule runs to the end with every fault healed, its faults come from the
 // schedule the seed drew, and the same seed draws the same schedule.
