@@ -149,6 +149,7 @@ func TestRunDBLockInterrupted(t *testing.T) {
 // A run on an existing server (here one the test starts): client-side faults only, and
 // its started value declares what its descriptor does (no node or clock faults).
 func TestRunDBLockExistingServer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		backend, option string
 		start           func(ctx context.Context, dir string) (string, func() error, error)

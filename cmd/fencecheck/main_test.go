@@ -36,6 +36,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // The acceptance path of the core issue: unfenced exits 1 naming the stale write,
 // fenced exits 0 with a rejected stale write, and check on the saved history agrees.
 func TestRunAndRecheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		scenario string
 		code     int
@@ -76,6 +77,7 @@ func TestRunAndRecheck(t *testing.T) {
 }
 
 func TestCheckHandWritten(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := run(t, "check", "--json", "testdata/stale-accepted.json", "testdata/concurrent-legal.json")
 	require.Equal(t, exitViolated, code)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
