@@ -47,6 +47,9 @@ type Campaign struct {
 	// Redact masks secrets in every run's log, its error and its folder's failure note
 	// (nil: credential patterns only, such as a URL's password).
 	Redact *redact.Redactor
+	// Shard, if set, runs only the shard's specs of the plan (Shard.Owns); the others'
+	// results carry ErrNotInShard.
+	Shard Shard
 	// Started and Finished, if set, are called around each run (from the runs'
 	// goroutines, possibly at the same time).
 	Started  func(i int, label string)
@@ -66,9 +69,12 @@ type RunResult struct {
 // ErrInterrupted marks a run that never started because the campaign was interrupted.
 var ErrInterrupted = errors.New("interrupted before it ran")
 
-// Run executes specs, Parallel at a time, and returns each spec's result in order. When
-// ctx ends, the runs under way end with its error, the ones not started get
-// ErrInterrupted, and interrupted is true.
+// ErrNotInShard marks a run of the plan that another shard runs (Campaign.Shard).
+var ErrNotInShard = errors.New("run by another shard")
+
+// Run executes specs (those of c.Shard), Parallel at a time, and returns each spec's
+// result in order. When ctx ends, the runs under way end with its error, the ones not
+// started get ErrInterrupted, and interrupted is true.
 func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResult, interrupted bool) {
 	results = make([]RunResult, len(specs))
 	n := max(c.Parallel, 1)
@@ -97,6 +103,10 @@ func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResu
 		})
 	}
 	for _, i := range order {
+		if !c.Shard.Owns(i) {
+			results[i] = RunResult{Label: c.label(specs[i]), Err: ErrNotInShard}
+			continue
+		}
 		if ctx.Err() == nil {
 			select {
 			case jobs <- i:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
@@ -55,4 +56,59 @@ func cloneOptions(m map[string]string) map[string]string {
 		return nil
 	}
 	return maps.Clone(m)
+}
+
+// MatrixPlanCell is a matrix cell as planned: the cell (its axes, scenario and expected
+// verdicts; an n/a one with why) and, for one that runs, its spec and expectation.
+type MatrixPlanCell struct {
+	Cell   reports.MatrixCell
+	Runs   bool
+	Spec   spec.Spec
+	Expect catalogue.Expect
+}
+
+// RecordMatrix is a matrix's plan as the results store records it (plan.json): m's
+// axes, every cell, and one run per cell that runs, in order (the specs a Campaign runs
+// for it).
+func RecordMatrix(reg *registry.Registry, cat catalogue.Catalogue, m *reports.Matrix, cells []MatrixPlanCell, shard Shard) (*Plan, error) {
+	skel := &reports.Matrix{Parallel: m.Parallel, Backends: slices.Clone(m.Backends), Resources: slices.Clone(m.Resources), Faults: slices.Clone(m.Faults)}
+	var specs []spec.Spec
+	var idx []int
+	for i, c := range cells {
+		skel.Cells = append(skel.Cells, c.Cell)
+		if c.Runs {
+			specs = append(specs, c.Spec)
+			idx = append(idx, i)
+		}
+	}
+	p, err := newPlan(reg, cat, KindMatrix, KindMatrix, specs, shard, struct{ Backends, Resources, Faults []string }{skel.Backends, skel.Resources, skel.Faults})
+	if err != nil {
+		return nil, err
+	}
+	p.Matrix = skel
+	for k, i := range idx {
+		exp := cells[i].Expect
+		p.Runs[k].Cell, p.Runs[k].Expect = i, &exp
+	}
+	return p, nil
+}
+
+// FillCell records a run's result in its matrix cell: its verdicts, outcome and
+// evidence, and how they compare with exp. A run that failed is an "error" cell.
+func FillCell(c *reports.MatrixCell, exp catalogue.Expect, store string, res RunResult) {
+	c.Seconds = res.Took.Seconds()
+	if res.Dir != "" {
+		c.Dir = RelTo(store, res.Dir)
+	}
+	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
+		c.Outcome, c.Error = "error", errText(res.Err)
+		return
+	}
+	rep := res.Outcome.Report
+	c.Verdicts = rep.Verdicts
+	c.Outcome = reports.Outcome(rep)
+	c.StaleAccepted, c.StaleRejected = rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected
+	c.ValidityGap = rep.Evidence.ValidityGapNanos
+	c.Diffs = exp.Diff(rep)
+	c.Match = len(c.Diffs) == 0
 }

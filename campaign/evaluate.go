@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
@@ -211,6 +212,9 @@ func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Tim
 	sc.NoToken = cmp.Or(learnedNoToken(results), sc.NoToken)
 	for i, j := range p.Jobs {
 		res := results[i]
+		if errors.Is(res.Err, ErrNotInShard) {
+			continue // another shard's run
+		}
 		if sc.NoToken != "" && errors.Is(res.Err, spec.ErrNoToken) {
 			continue // a fenced run that ended at its first grant: not a run of the fence
 		}
@@ -239,6 +243,33 @@ func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Tim
 	return sc
 }
 
+// Record is the plan as the results store records it (plan.json) for a campaign of
+// shard; secret option values are masked in it.
+func (p *EvaluatePlan) Record(reg *registry.Registry, cat catalogue.Catalogue, shard Shard, red *redact.Redactor) (*Plan, error) {
+	sc := *p.Scorecard
+	sc.Rows = nil
+	for _, r := range p.Scorecard.Rows {
+		sc.Rows = append(sc.Rows, judge.ScoreRow{Fault: r.Fault, Meaning: r.Meaning})
+	}
+	sc.Options = maskOptions(reg, p.Scorecard.Options)
+	for k, v := range sc.Options {
+		sc.Options[k] = red.String(v)
+	}
+	sc.Setup = red.String(sc.Setup)
+	plan, err := newPlan(reg, cat, KindEvaluate, p.Name, p.Specs(), shard, struct {
+		Backend string
+		TTL     int64
+	}{sc.Backend, sc.TTLNanos})
+	if err != nil {
+		return nil, err
+	}
+	plan.Scorecard = &sc
+	for i, j := range p.Jobs {
+		plan.Runs[i].Fault = j.Fault
+	}
+	return plan, nil
+}
+
 // Evaluate plans and runs an evaluation over c (its registry and catalogue, into its
 // store), and writes the scorecard to c.Store/<plan name>/<timestamp>/ (scorecard.html,
 // scorecard.json). A user's own test can call it on their backend and fail with the
@@ -258,6 +289,10 @@ func Evaluate(ctx context.Context, cfg EvaluateConfig, c Campaign) (sc *judge.Sc
 	if err != nil {
 		return nil, "", false, err
 	}
+	record, err := p.Record(c.Registry, c.Catalogue, c.Shard, c.Redact)
+	if err != nil {
+		return nil, "", false, err
+	}
 	started := time.Now()
 	dir, err = reports.NewRunDir(c.Store, p.Name, started)
 	if err != nil {
@@ -265,7 +300,14 @@ func Evaluate(ctx context.Context, cfg EvaluateConfig, c Campaign) (sc *judge.Sc
 	}
 	results, interrupted := c.Run(ctx, p.Specs())
 	sc = p.Judge(results, c.Store, started)
+	record.Record(results, c.Store, started, c.Redact)
+	if !c.Shard.Whole() {
+		sc.Sharding = &judge.Sharding{Plan: record.ID, Shard: c.Shard.String(), Of: c.Shard.N}
+	}
 	if err := reports.WriteScorecard(dir, sc); err != nil {
+		return sc, dir, interrupted, err
+	}
+	if err := WritePlan(dir, record); err != nil {
 		return sc, dir, interrupted, err
 	}
 	if err := reports.MarkLatest(dir); err != nil {

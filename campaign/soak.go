@@ -54,6 +54,9 @@ type SoakConfig struct {
 	Failed func(scenario string, err error)
 	// Redact masks secrets in every run's log and error (see Campaign.Redact).
 	Redact *redact.Redactor
+	// Shard, if set, runs only the shard's runs of the plan (see Shard); the result
+	// summarises those.
+	Shard Shard
 }
 
 // SoakRun, SoakStats, SoakResult and Percentiles are judge's: the soak's judgement is
@@ -74,33 +77,53 @@ func FirstViolation(rep *models.Report) (int64, bool) { return judge.FirstViolat
 // or when ctx ends: then the result still holds every run that finished. A run that
 // fails is counted in SoakStats.Errors.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
+	res, _, err := SoakPlanned(ctx, cfg)
+	return res, err
+}
+
+// SoakPlanned is Soak that also returns the soak's plan record (plan.json: every run of
+// the whole plan and, with cfg.Store set, the results of cfg.Shard's); nil when the
+// configuration is invalid.
+func SoakPlanned(ctx context.Context, cfg SoakConfig) (*SoakResult, *Plan, error) {
 	if cfg.Runs < 1 {
-		return nil, fmt.Errorf("%w: runs must be at least 1, got %d", spec.ErrSpec, cfg.Runs)
+		return nil, nil, fmt.Errorf("%w: runs must be at least 1, got %d", spec.ErrSpec, cfg.Runs)
 	}
 	reg := cfg.Registry
 	if reg == nil {
-		return nil, fmt.Errorf("%w: soak needs a registry (SoakConfig.Registry)", spec.ErrSpec)
+		return nil, nil, fmt.Errorf("%w: soak needs a registry (SoakConfig.Registry)", spec.ErrSpec)
 	}
 	// Every scenario is checked first: an invalid spec would fail every run.
 	var specs []spec.Spec
 	for _, sc := range cfg.Scenarios {
 		s, err := soakSpec(sc, cfg.Random)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := spec.Resolve(reg, s); err != nil {
-			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
+			return nil, nil, fmt.Errorf("soak %s: %w", sc.Name, err)
 		}
 		for seed := int64(1); seed <= int64(cfg.Runs); seed++ {
 			s.Seed = seed
 			specs = append(specs, s)
 		}
 	}
+	sp := &SoakPlan{Runs: cfg.Runs, Random: cfg.Random}
+	for _, sc := range cfg.Scenarios {
+		sp.Scenarios = append(sp.Scenarios, SoakPlanScenario{Name: sc.Name, Expect: sc.Expect})
+	}
+	plan, err := newPlan(reg, nil, KindSoak, KindSoak, specs, cfg.Shard, sp)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan.Soak = sp
+	for i := range plan.Runs {
+		plan.Runs[i].Scenario = cfg.Scenarios[i/cfg.Runs].Name
+	}
 	store, keepAll := cfg.Store, cfg.Store != ""
 	if !keepAll {
 		dir, err := os.MkdirTemp("", "fencecheck-soak-")
 		if err != nil {
-			return nil, fmt.Errorf("soak: %w", err)
+			return nil, nil, fmt.Errorf("soak: %w", err)
 		}
 		store = dir
 	}
@@ -108,7 +131,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	var mu sync.Mutex // Finished may run on several goroutines at once
 	var cleanupErr error
 	c := Campaign{
-		Registry: reg, Store: store, Parallel: cfg.Parallel, Log: cfg.Log, CheckTimeout: cfg.CheckTimeout, Redact: cfg.Redact,
+		Registry: reg, Store: store, Parallel: cfg.Parallel, Log: cfg.Log, CheckTimeout: cfg.CheckTimeout, Redact: cfg.Redact, Shard: cfg.Shard,
 		Finished: func(i int, res RunResult) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -116,7 +139,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 			if res.Err != nil && cfg.Failed != nil {
 				cfg.Failed(sc.Name, res.Err)
 			}
-			r := soakRun(sc, specs[i].Seed, res, cfg.Random)
+			r := soakRun(sc.Expect, specs[i].Seed, res, cfg.Random)
 			switch {
 			case keepAll && res.Dir != "":
 				r.Evidence = RelTo(store, res.Dir)
@@ -134,14 +157,32 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 			}
 		},
 	}
-	_, interrupted := c.Run(ctx, specs)
+	started := time.Now()
+	results, interrupted := c.Run(ctx, specs)
+	if keepAll {
+		plan.Record(results, store, started, cfg.Redact)
+	}
 	if !keepAll {
 		_ = os.Remove(store) // only when empty: kept evidence stays
 	}
-	res := &SoakResult{Runs: cfg.Runs, Random: cfg.Random}
-	for k, sc := range cfg.Scenarios {
+	res := summariseSoak(sp, runs)
+	if interrupted {
+		return res, plan, fmt.Errorf("soak interrupted: %w", context.Cause(ctx))
+	}
+	if cleanupErr != nil {
+		return res, plan, fmt.Errorf("soak: %w", cleanupErr)
+	}
+	return res, plan, nil
+}
+
+// summariseSoak judges each scenario of a soak over its runs (one per run of the plan,
+// in order; nil for a run that did not run here), leaving out a scenario none of whose
+// runs ran.
+func summariseSoak(sp *SoakPlan, runs []*SoakRun) *SoakResult {
+	res := &SoakResult{Runs: sp.Runs, Random: sp.Random}
+	for k, sc := range sp.Scenarios {
 		var done []SoakRun
-		for _, r := range runs[k*cfg.Runs : (k+1)*cfg.Runs] {
+		for _, r := range runs[k*sp.Runs : (k+1)*sp.Runs] {
 			if r != nil {
 				done = append(done, *r)
 			}
@@ -150,18 +191,12 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 			continue
 		}
 		expect := sc.Expect
-		if cfg.Random {
+		if sp.Random {
 			expect = catalogue.Expect{}
 		}
 		res.Scenarios = append(res.Scenarios, judge.Summarise(sc.Name, expect.Verdicts, done))
 	}
-	if interrupted {
-		return res, fmt.Errorf("soak interrupted: %w", context.Cause(ctx))
-	}
-	if cleanupErr != nil {
-		return res, fmt.Errorf("soak: %w", cleanupErr)
-	}
-	return res, nil
+	return res
 }
 
 // RandomSoakDuration is a random-mode soak run's workload time when the scenario sets
@@ -202,7 +237,7 @@ func removeRun(dir string) error {
 
 // soakRun judges one finished run of a soak. A run interrupted by the end of the soak
 // counts as failed only if it started.
-func soakRun(sc catalogue.Scenario, seed int64, res RunResult, random bool) SoakRun {
+func soakRun(expect catalogue.Expect, seed int64, res RunResult, random bool) SoakRun {
 	r := SoakRun{Seed: seed}
 	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
 		r.Err = errText(res.Err)
@@ -212,7 +247,7 @@ func soakRun(sc catalogue.Scenario, seed int64, res RunResult, random bool) Soak
 	r.Verdicts = o.Report.Verdicts
 	r.WorkloadNanos, r.CheckNanos, r.Ops = o.Workload.Nanoseconds(), o.Check.Nanoseconds(), max(len(o.History.Ops), o.Report.Ops)
 	if !random {
-		r.Diffs = sc.Expect.Diff(o.Report)
+		r.Diffs = expect.Diff(o.Report)
 	}
 	if t, ok := FirstViolation(o.Report); ok {
 		r.FirstViolationNanos = &t

@@ -32,13 +32,13 @@ type Scenario struct {
 // Expect is what a scenario's verdicts and evidence must be.
 type Expect struct {
 	// Verdicts per property; a property left out may come out any way.
-	Verdicts map[models.Property]models.Verdict
+	Verdicts map[models.Property]models.Verdict `json:"verdicts,omitempty"`
 	// MinStaleAccepted: at least this many stale writes got through.
-	MinStaleAccepted int
+	MinStaleAccepted int `json:"min_stale_accepted,omitempty"`
 	// MinStaleRejected: at least this many stale writes were refused by the fence.
-	MinStaleRejected int
+	MinStaleRejected int `json:"min_stale_rejected,omitempty"`
 	// NoStaleAccepted: not one stale write may get through.
-	NoStaleAccepted bool
+	NoStaleAccepted bool `json:"no_stale_accepted,omitempty"`
 }
 
 // Diff lists every way the report differs from the expectation; empty means it matches.

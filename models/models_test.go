@@ -479,7 +479,7 @@ func TestCheckLargeHistoryWithDeadline(t *testing.T) {
 
 // A stale write is named against the newest accepted write it fails against — the one
 // that fenced it out — not the first, which may be its own client's earlier write with
-// the same token (issue 12, item 4). Under both fences the sentence stays true.
+// the same token. Under both fences the sentence stays true.
 func TestStaleWriteNamesTheNewestWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name, fence string

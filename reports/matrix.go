@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // MatrixFormat names matrix.json's format.
@@ -79,6 +80,8 @@ type Matrix struct {
 	Resources []string     `json:"resources"`
 	Faults    []string     `json:"faults"`
 	Cells     []MatrixCell `json:"cells"`
+	// Sharding, when set, says the matrix is one shard of a plan, or merged shards.
+	Sharding *judge.Sharding `json:"sharding,omitempty"`
 }
 
 // Mismatches counts the cells that ran and differ from their expectation.

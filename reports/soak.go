@@ -25,6 +25,8 @@ type SoakDoc struct {
 	// Interrupted: the soak was stopped before every run; the counts are of the runs
 	// that finished.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Sharding, when set, says the soak is one shard of a plan, or merged shards.
+	Sharding *judge.Sharding `json:"sharding,omitempty"`
 	judge.SoakResult
 }
 

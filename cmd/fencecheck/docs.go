@@ -72,6 +72,10 @@ When one command makes several runs (check of several files, matrix, evaluate, s
 proven violation (1) wins over fencecheck's own failure (3), which wins over a run that
 could not be made (2).
 
+A matrix, evaluate or soak too long for one machine runs in shards: `+"`--shard I/N`"+` on each
+of N machines runs every N-th run of the same plan into its own store, and `+"`fencecheck merge`"+`
+combines the stores and recomputes the pages from the runs ([sharding.md](sharding.md)).
+
 ## JSON output
 
 `+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, soak) prints JSON on

@@ -27,6 +27,7 @@ type evaluateFlags struct {
 	out           string
 	json, verbose bool
 	checkTimeout  time.Duration
+	shard         campaign.Shard
 	options       func() map[string]string
 }
 
@@ -68,10 +69,11 @@ backend, and what must our resource do? With a backend option naming an existing
 	checkTimeoutFlag(fs, &f.checkTimeout, false)
 	jsonFlag(fs, &f.json, "the scorecard")
 	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
+	shardFlag(fs, &f.shard)
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
-		exitSafe:     "safe with fencing under every applicable fault",
+		exitSafe:     "safe with fencing under every applicable fault (a shard: its runs completed and none showed fencing fail)",
 		exitViolated: "not safe: fencing failed or tokens went backwards under some fault, or the backend has no fencing token",
 		exitUsage:    "bad input, a backend that cannot run here, or an interrupt",
 		exitInternal: "a run failed or the checker did not decide (fencecheck's own failure)",
@@ -130,6 +132,10 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 			return fail(badInput("%s", why))
 		}
 	}
+	record, err := plan.Record(reg, a.cat, f.shard, a.red)
+	if err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
+	}
 	sc := plan.Scorecard
 	started := time.Now()
 	dir, err := reports.NewRunDir(f.out, plan.Name, started)
@@ -137,6 +143,11 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	fmt.Fprintf(out, "evaluate %s: %d faults × %d resources = %d runs (%d at a time); results in %s\n", backend, len(sc.Rows), len(sc.Resources), len(plan.Jobs), f.parallel, f.out)
+	torun := len(plan.Jobs)
+	if !f.shard.Whole() {
+		torun = len(f.shard.Select(len(plan.Jobs)))
+		fmt.Fprintf(out, "evaluate %s: shard %s of plan %s: %d of the %d runs\n", backend, f.shard, record.ShortID(), torun, len(plan.Jobs))
+	}
 	if sc.NoToken != "" {
 		fmt.Fprintf(out, "evaluate %s: %s: %s; only the unfenced runs are made\n", backend, spec.ErrNoToken, sc.NoToken)
 	}
@@ -144,9 +155,9 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	if f.verbose {
 		logTo = a.stderr
 	}
-	prog := newProgress(a.stderr, a.isTerminal(), len(plan.Jobs))
+	prog := newProgress(a.stderr, a.isTerminal(), torun)
 	results, interrupted := campaign.Campaign{
-		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red,
+		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r campaign.RunResult) {
 			if errors.Is(r.Err, spec.ErrNoToken) { // found out at its first grant (exec)
@@ -172,7 +183,12 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 		sc.Options[k] = a.red.String(v)
 	}
 	sc.Setup = a.red.String(sc.Setup)
+	sc.Sharding = sharding(record)
+	record.Record(results, f.out, started, a.red)
 	if err := reports.WriteScorecard(dir, sc); err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
+	}
+	if err := campaign.WritePlan(dir, record); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	if err := reports.MarkLatest(dir); err != nil {
@@ -181,7 +197,7 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	if err := reports.WriteStoreIndex(f.out); err != nil {
 		return fail(&exitError{code: exitInternal, msg: "store index: " + err.Error()})
 	}
-	code := evaluateExit(sc, results, interrupted)
+	code := evaluateExit(sc, results, interrupted, !f.shard.Whole())
 	page := filepath.Join(dir, reports.ScorecardPage)
 	if f.json {
 		doc := evaluateJSON{Outcome: "incomplete", Exit: code, Page: page, Scorecard: sc}
@@ -206,8 +222,10 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 
 // evaluateExit: 0 safe with fencing everywhere; 1 fencing or tokens failed somewhere (or
 // there is no token to fence with); else 3 when a run failed or the checker did not
-// decide, 2 when a run could not be made as asked or the evaluation was interrupted.
-func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupted bool) int {
+// decide, 2 when a run could not be made as asked or the evaluation was interrupted. A
+// shard (only part of the runs: no verdict on safety) is 0 when its runs completed
+// and none showed fencing fail.
+func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupted, shard bool) int {
 	if sc.Safe && !interrupted {
 		return exitSafe
 	}
@@ -221,14 +239,14 @@ func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupt
 	}
 	code := exitSafe
 	for _, r := range results {
-		if r.Err != nil && !errors.Is(r.Err, campaign.ErrInterrupted) {
+		if r.Err != nil && !errors.Is(r.Err, campaign.ErrInterrupted) && !errors.Is(r.Err, campaign.ErrNotInShard) {
 			code = worst(code, codeOf(r.Err))
 		}
 	}
 	if interrupted {
 		code = worst(code, exitUsage)
 	}
-	if code == exitSafe {
+	if code == exitSafe && !shard {
 		code = exitInternal // not safe, yet no run failed: a verdict undecided
 	}
 	return code

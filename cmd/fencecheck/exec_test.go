@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 )
 
 func execFile(t *testing.T, rel string) string {
@@ -45,6 +48,11 @@ func TestRunExec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			for i, a := range tt.args {
+				if a == "--client-cmd" {
+					proctest.Skip(t, execlock.ExampleNeeds(tt.args[i+1])...)
+				}
+			}
 			out := t.TempDir()
 			code, stdout, stderr := run(t, append([]string{"run", "--out", out}, tt.args...)...)
 			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)

@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
@@ -41,6 +43,27 @@ func parallelFlag(fs *pflag.FlagSet, p *int, what string) {
 // told otherwise: 0 (the default) is campaign.DefaultParallel, what the machine takes.
 func autoParallelFlag(fs *pflag.FlagSet, p *int, what string) {
 	fs.IntVar(p, "parallel", 0, what+" at a time, 1 to 8 (default: 2 per CPU, at most 8; 1 runs each alone)")
+}
+
+// shardFlag is --shard I/N: run only the I-th of N shards of the command's plan
+// (campaign.Shard). A value that is not I/N with 1 ≤ I ≤ N is refused as the flag is
+// parsed (one line, exit 2).
+func shardFlag(fs *pflag.FlagSet, p *campaign.Shard) {
+	fs.Var((*shardValue)(p), "shard", "run only shard I of N of the plan (I/N, e.g. 2/4: every 4th run, from the 2nd); the store records the shard and the plan for 'fencecheck merge' (docs/sharding.md)")
+}
+
+// shardValue is a campaign.Shard as a flag's value.
+type shardValue campaign.Shard
+
+func (v *shardValue) String() string { return campaign.Shard(*v).String() }
+func (v *shardValue) Type() string   { return "I/N" }
+func (v *shardValue) Set(s string) error {
+	sh, err := campaign.ParseShard(s)
+	if err != nil {
+		return err
+	}
+	*v = shardValue(sh)
+	return nil
 }
 
 // verboseFlag is -v/--verbose.
@@ -278,4 +301,20 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// sharding is what a shard's page says of its plan (nil for the whole plan).
+func sharding(p *campaign.Plan) *judge.Sharding {
+	if p == nil || p.Shard.Whole() {
+		return nil
+	}
+	return &judge.Sharding{Plan: p.ID, Shard: p.Shard.String(), Of: p.Shard.N}
+}
+
+// shardNote is " (shard I/N of plan ID)" for a shard's summary line, else "".
+func shardNote(p *campaign.Plan) string {
+	if p == nil || p.Shard.Whole() {
+		return ""
+	}
+	return fmt.Sprintf(" (shard %s of plan %s)", p.Shard, p.ShortID())
 }

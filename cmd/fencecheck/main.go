@@ -115,7 +115,7 @@ records what every client did, and checks the history for stale writes and lost 
 		exitInternal: "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
 	})
 	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(),
-		a.soakCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd())
+		a.soakCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	// cobra's own completion command, in this CLI's words.
 	root.InitDefaultCompletionCmd()

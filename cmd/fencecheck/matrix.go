@@ -57,6 +57,7 @@ type matrixFlags struct {
 	out                                string
 	verbose, json                      bool
 	checkTimeout                       time.Duration
+	shard                              campaign.Shard
 	options                            func() map[string]string
 }
 
@@ -99,6 +100,7 @@ are named on stderr).`,
 	checkTimeoutFlag(fs, &f.checkTimeout, false)
 	jsonFlag(fs, &f.json, "the matrix")
 	verboseFlag(fs, &f.verbose, "log every cell's progress to stderr as well as to its run.log")
+	shardFlag(fs, &f.shard)
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
@@ -148,21 +150,38 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	torun := 0
+	var planned []campaign.MatrixPlanCell
 	for _, c := range plan {
-		if c.Outcome != "n/a" {
+		runs := c.Outcome != "n/a"
+		if runs {
 			torun++
 		}
+		planned = append(planned, campaign.MatrixPlanCell{Cell: c.MatrixCell, Runs: runs, Spec: c.spec, Expect: c.exp})
+	}
+	record, err := campaign.RecordMatrix(a.reg, a.cat, m, planned, f.shard)
+	if err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	fmt.Fprintf(out, "matrix: %d cells to run (%d at a time), %d do not apply; results in %s\n", torun, f.parallel, len(plan)-torun, f.out)
+	if !f.shard.Whole() {
+		all := torun
+		torun = len(f.shard.Select(all))
+		fmt.Fprintf(out, "matrix: shard %s of plan %s: %d of the %d cells\n", f.shard, record.ShortID(), torun, all)
+	}
 	var logTo io.Writer
 	if f.verbose {
 		logTo = a.stderr
 	}
-	camp := campaign.Campaign{Registry: a.reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red}
-	interrupted := a.runCells(ctx, camp, plan, newProgress(a.stderr, a.isTerminal(), torun))
+	camp := campaign.Campaign{Registry: a.reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard}
+	results, interrupted := a.runCells(ctx, camp, plan, newProgress(a.stderr, a.isTerminal(), torun))
 	m.Seconds = time.Since(m.Started).Seconds()
+	record.Record(results, f.out, m.Started, a.red)
+	m.Sharding = sharding(record)
 	code := exitSafe
 	for _, c := range plan {
+		if c.Outcome == "" {
+			continue // another shard's cell
+		}
 		m.Cells = append(m.Cells, c.MatrixCell)
 		code = worst(code, c.code)
 	}
@@ -170,6 +189,9 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 		code = worst(code, exitUsage)
 	}
 	if err := reports.WriteMatrix(dir, m); err != nil {
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
+	}
+	if err := campaign.WritePlan(dir, record); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
 	if err := reports.MarkLatest(dir); err != nil {
@@ -305,9 +327,10 @@ func (a *app) planCell(b, r, f string, s spec.Spec) plannedCell {
 	return c
 }
 
-// runCells runs the plan's applicable cells over the campaign runner, filling in their
-// results. It reports whether ctx ended before every cell ran.
-func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedCell, prog *progress) bool {
+// runCells runs the plan's applicable cells (those of c.Shard) over the campaign
+// runner, filling in their results. It returns the runs' results and whether ctx ended
+// before every cell ran.
+func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedCell, prog *progress) ([]campaign.RunResult, bool) {
 	defer prog.Close()
 	var idx []int
 	var specs []spec.Spec
@@ -333,30 +356,18 @@ func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedC
 			fillCell(&plan[idx[k]], c.Store, res)
 		}
 	}
-	return interrupted
+	return results, interrupted
 }
 
-// fillCell records a run's result in its cell.
+// fillCell records a run's result in its cell (campaign.FillCell) and its exit code.
 func fillCell(c *plannedCell, store string, res campaign.RunResult) {
-	c.Seconds = res.Took.Seconds()
-	if res.Dir != "" {
-		c.Dir = campaign.RelTo(store, res.Dir)
-	}
-	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
-		c.Outcome, c.Error, c.code = "error", errText(res.Err), exitInternal
-		if res.Err != nil {
-			c.code = codeOf(res.Err)
-		}
-		return
-	}
-	rep := res.Outcome.Report
-	c.Verdicts = rep.Verdicts
-	c.Outcome = reports.Outcome(rep)
-	c.StaleAccepted, c.StaleRejected = rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected
-	c.ValidityGap = rep.Evidence.ValidityGapNanos
-	c.Diffs = c.exp.Diff(rep)
-	c.Match = len(c.Diffs) == 0
-	if !c.Match {
+	campaign.FillCell(&c.MatrixCell, c.exp, store, res)
+	switch {
+	case c.Outcome == "error" && res.Err != nil:
+		c.code = codeOf(res.Err)
+	case c.Outcome == "error":
+		c.code = exitInternal
+	case !c.Match:
 		c.code = exitViolated
 	}
 }

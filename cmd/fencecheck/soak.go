@@ -29,6 +29,7 @@ type soakFlags struct {
 	checkTimeout time.Duration
 	parallel     int
 	verbose      bool
+	shard        campaign.Shard
 	options      func() map[string]string
 }
 
@@ -67,6 +68,7 @@ scenarios that cannot run here (each named on stderr with what it needs).`,
 	parallelFlag(fs, &f.parallel, "runs")
 	jsonFlag(fs, &f.json, "the result")
 	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
+	shardFlag(fs, &f.shard)
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
@@ -87,6 +89,9 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 	if err := checkParallel(f.parallel); err != nil {
 		return fail(err)
 	}
+	if !f.shard.Whole() && f.out == "" {
+		return fail(badInput("--shard %s needs a results store (--out DIR) for 'fencecheck merge' to combine", f.shard))
+	}
 	var logTo io.Writer
 	if f.verbose {
 		logTo = a.stderr
@@ -98,9 +103,9 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 	began := time.Now()
 	var mu sync.Mutex
 	failedCode := exitSafe // of the runs that failed
-	res, err := campaign.Soak(ctx, campaign.SoakConfig{
+	res, plan, err := campaign.SoakPlanned(ctx, campaign.SoakConfig{
 		Scenarios: list, Runs: f.runs, Random: f.random, Store: f.out, CheckTimeout: f.checkTimeout, Parallel: f.parallel, Log: logTo,
-		Registry: a.reg, Redact: a.red,
+		Registry: a.reg, Redact: a.red, Shard: f.shard,
 		Failed: func(_ string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -140,7 +145,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		out = a.stderr // stdout is one JSON document
 	}
 	if f.out != "" {
-		page, err := writeSoak(f.out, res, began, interrupted)
+		page, err := writeSoak(f.out, res, plan, began, interrupted)
 		if err != nil {
 			return fail(&exitError{code: exitInternal, msg: err.Error()})
 		}
@@ -169,7 +174,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		}
 	} else {
 		soakTable(out, res)
-		fmt.Fprintf(out, "soak: %d scenario(s) × %d run(s) in %s\n", len(res.Scenarios), res.Runs, time.Since(began).Round(time.Second))
+		fmt.Fprintf(out, "soak: %d scenario(s) × %d run(s)%s in %s\n", len(res.Scenarios), res.Runs, shardNote(plan), time.Since(began).Round(time.Second))
 	}
 	switch {
 	case res.Mismatches() > 0:
@@ -244,15 +249,21 @@ func (a *app) selectScenarios(cmd string, names []string, opts map[string]string
 	return out, nil
 }
 
-// writeSoak writes the soak's page into the results store and refreshes its index.
-func writeSoak(store string, res *campaign.SoakResult, began time.Time, interrupted bool) (string, error) {
+// writeSoak writes the soak's page and its plan record into the results store and
+// refreshes its index.
+func writeSoak(store string, res *campaign.SoakResult, plan *campaign.Plan, began time.Time, interrupted bool) (string, error) {
 	dir, err := reports.NewRunDir(store, "soak", began)
 	if err != nil {
 		return "", err
 	}
-	doc := &reports.SoakDoc{Started: began, Seconds: time.Since(began).Seconds(), Interrupted: interrupted, SoakResult: *res}
+	doc := &reports.SoakDoc{Started: began, Seconds: time.Since(began).Seconds(), Interrupted: interrupted, Sharding: sharding(plan), SoakResult: *res}
 	if err := reports.WriteSoak(dir, doc); err != nil {
 		return "", err
+	}
+	if plan != nil {
+		if err := campaign.WritePlan(dir, plan); err != nil {
+			return "", err
+		}
 	}
 	if err := reports.MarkLatest(dir); err != nil {
 		return "", err

@@ -79,3 +79,36 @@ func Duration(ns int64) string {
 	}
 	return fmt.Sprintf("%d ns", ns)
 }
+
+// Sharding says which part of a plan split over several machines a campaign's page
+// shows (campaign.Shard): one shard of it, or shards merged (fencecheck merge).
+type Sharding struct {
+	// Plan is the plan's identity (a hash of its runs' settings, no secret in it).
+	Plan string `json:"plan"`
+	// Shard is "I/N" for one shard; empty for a merge.
+	Shard string `json:"shard,omitempty"`
+	// Merged counts the shards a merge combined; Missing lists the shards a partial
+	// merge went without (1-based, of Of).
+	Merged  int   `json:"merged_shards,omitempty"`
+	Missing []int `json:"missing_shards,omitempty"`
+	Of      int   `json:"of"`
+}
+
+// Line says it in a few words.
+func (s *Sharding) Line() string {
+	if s == nil {
+		return ""
+	}
+	id := s.Plan
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	if s.Shard != "" {
+		return fmt.Sprintf("shard %s of plan %s: the other shards' runs are not in this page (fencecheck merge combines them)", s.Shard, id)
+	}
+	line := fmt.Sprintf("%d shard(s) of %d of plan %s merged", s.Merged, s.Of, id)
+	if len(s.Missing) > 0 {
+		line += fmt.Sprintf("; PARTIAL: shard(s) %v missing, their runs are not counted", s.Missing)
+	}
+	return line
+}

@@ -104,6 +104,8 @@ type Scorecard struct {
 	NoToken string    `json:"no_token,omitempty"`
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`
+	// Sharding, when set, says the scorecard is one shard of a plan, or merged shards.
+	Sharding *Sharding `json:"sharding,omitempty"`
 	// Rows is "rows" in JSON; older scorecards wrote "Rows", which reads the same
 	// (encoding/json matches keys case-insensitively).
 	Rows []ScoreRow `json:"rows"`

@@ -46,7 +46,7 @@ func TestCheck(t *testing.T) {
 		{"healed by a write", start + "; healed when client 1's write #3 was accepted at 1.31 s; " + accepted, nil, ""},
 		{"exclusive", start + "; " + hold + "; " + accepted + "; the other clients were held until client 0's write #5 returned at 2.72 s", nil, ""},
 		{"held for the cap", start + "; " + hold + "; " + accepted + "; the other clients were held for 2.00 s, the cap, waiting for client 0's next write", nil, ""},
-		{"issue 11 text", start + "; no other client's write was accepted within 1.112752037s", nil, "not one this check understands"},
+		{"an older wording", start + "; no other client's write was accepted within 1.112752037s", nil, "not one this check understands"},
 		{"none while two were", start + "; " + hold + "; no other client's write was accepted during it", nil, "but 2 writes by other clients were accepted"},
 		{"wrong count", start + "; " + hold + "; 1 write by another client was accepted during it: client 1's write #2 at 1.21 s", nil, "but 2 writes"},
 		{"not the first", start + "; " + hold + "; 2 writes by other clients were accepted during it, the first client 1's write #3 at 1.31 s", nil, "the first was op 2"},

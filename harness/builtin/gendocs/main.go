@@ -1,5 +1,6 @@
 // Command gendocs writes the pages harness/builtin generates (builtin.Pages) under the
-// repository's root; `go generate ./harness/builtin` runs it.
+// repository's root, and the generated blocks of hand-written pages (builtin.Blocks);
+// `go generate ./harness/builtin` runs it.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/internal/mdblock"
 )
 
 func main() {
@@ -33,6 +35,22 @@ func main() {
 		}
 		if err := os.WriteFile(full, pages[p], 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "gendocs:", err)
+			os.Exit(1)
+		}
+	}
+	for file, blocks := range builtin.Blocks() {
+		full := filepath.Join(*root, filepath.FromSlash(file))
+		doc, err := os.ReadFile(full)
+		for name, content := range blocks {
+			if err == nil {
+				doc, err = mdblock.Set(doc, name, content)
+			}
+		}
+		if err == nil {
+			err = os.WriteFile(full, doc, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gendocs:", file+":", err)
 			os.Exit(1)
 		}
 	}

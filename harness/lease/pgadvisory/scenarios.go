@@ -19,6 +19,11 @@ func Scenarios() []catalogue.Scenario {
 	// but two holders read the same value and both write in token order: updates are
 	// lost (measured on every seed; left open, a lucky schedule could keep them).
 	bouncerUnfenced := catalogue.Unsafe()
+	// With no fault, what is certain is that the lock excludes nobody: two clients hold it
+	// at once (mutex). Whether a stale write also lands before a newer token's depends on
+	// how the clients' statements interleave through the one pooled connection, which
+	// the schedule decides: usually, not always (a loaded run saw 595 ops without one).
+	bouncerNoFault := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Any, catalogue.Any, catalogue.Held, catalogue.Violated)}
 	bouncerFenced := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Any, catalogue.Held, catalogue.Violated), NoStaleAccepted: true}
 	return []catalogue.Scenario{
 		{
@@ -48,8 +53,8 @@ func Scenarios() []catalogue.Scenario {
 		},
 		{
 			Spec:   spec.Spec{Name: "postgres-advisory-pgbouncer-unfenced", Backend: "postgres-advisory-pgbouncer", Resource: "unfenced"},
-			About:  "no fault: behind PgBouncer's transaction pooling every client's pg_try_advisory_lock runs on the one pooled session and the re-entrant lock says true to all; stale writes get through",
-			Expect: bouncerUnfenced,
+			About:  "no fault: behind PgBouncer's transaction pooling every client's pg_try_advisory_lock runs on the one pooled session and the re-entrant lock says true to all: two clients hold it at once (and, as the statements interleave, stale writes usually get through)",
+			Expect: bouncerNoFault,
 		},
 		{
 			Spec:   spec.Spec{Name: "postgres-advisory-pgbouncer-fenced", Backend: "postgres-advisory-pgbouncer", Resource: "fenced"},

@@ -24,10 +24,12 @@ var ServerNeed = proc.Need{Program: "redis-server", Package: DebianPackage}
 type ServerConfig struct {
 	// Dir holds the server's data (its AOF when Persist is set). Required.
 	Dir string
-	// Persist turns on the append-only file (appendonly yes, appendfsync everysec):
-	// every write reaches the file before the reply, so a SIGKILL loses nothing the
-	// kernel already has. Without it the server runs with --save '' --appendonly no
-	// and a restart forgets every key.
+	// Persist turns on the append-only file with appendfsync always: every write is
+	// written and fsynced before its reply, so a SIGKILL loses no acknowledged INCR.
+	// (With everysec Redis may postpone the write itself for up to 2 s while a
+	// background fsync is slow, and still reply: a crash then loses acknowledged
+	// grants, and the counter goes back.) Without it the server runs with --save ''
+	// --appendonly no and a restart forgets every key.
 	Persist bool
 	// Port is the port to listen on; 0 picks a free one.
 	Port int
@@ -72,7 +74,7 @@ func ServerArgs(port int, dir string, persist bool) []string {
 		"--daemonize", "no", "--save", "", "--logfile", "",
 	}
 	if persist {
-		return append(args, "--appendonly", "yes", "--appendfsync", "everysec")
+		return append(args, "--appendonly", "yes", "--appendfsync", "always")
 	}
 	return append(args, "--appendonly", "no")
 }

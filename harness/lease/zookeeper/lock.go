@@ -76,6 +76,10 @@ type session struct {
 	discTimer   *time.Timer
 	closeOnce   sync.Once
 	done        chan struct{} // closed when the client's goroutines have ended
+	// inflight counts requests still running in call's goroutines (a caller may have
+	// returned early): go-zookeeper writes a request's response while a Close makes the
+	// request return, so close waits for them first (see close).
+	inflight atomic.Int32
 }
 
 // zkLogger receives go-zookeeper's log lines: the negotiated session timeout is only
@@ -164,6 +168,15 @@ func (s *session) dial(network, addr string, timeout time.Duration) (net.Conn, e
 // request reaches it) and waits for the client's goroutines. Safe to call twice.
 func (s *session) close() {
 	s.closeOnce.Do(func() {
+		// A request still in flight ends with its answer, or with the library's own
+		// error when the connection drops (its read deadline is 2/3 of the session
+		// timeout). Closing first would let the request return while the library's
+		// receiver still writes its response: a data race inside go-zookeeper
+		// (Conn.request's own comment), so wait for them, up to a session timeout.
+		deadline := time.Now().Add(max(s.ttl, time.Second))
+		for s.inflight.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		// Close sends a close-session request and waits up to 1 s for its answer.
 		s.conn.Close()
 		s.mu.Lock()
@@ -244,7 +257,9 @@ func callUntil[T any](ctx context.Context, stop <-chan struct{}, s *session, f f
 		err error
 	}
 	ch := make(chan result, 1)
+	s.inflight.Add(1)
 	go func() {
+		defer s.inflight.Add(-1)
 		v, err := f()
 		ch <- result{v, err}
 	}()

@@ -27,7 +27,7 @@ func dsn(t *testing.T) string {
 	t.Helper()
 	d := os.Getenv(postgres.EnvDSN)
 	if d == "" {
-		t.Skipf("no PostgreSQL server configured: set %s (e.g. postgres://fencecheck:fencecheck@127.0.0.1:5432/fencecheck) to run this test; .ci/run does", postgres.EnvDSN)
+		t.Skipf("no PostgreSQL server configured: set %s (e.g. postgres://user:password@127.0.0.1:5432/db) to run this test; .ci/run does", postgres.EnvDSN)
 	}
 	return d
 }
