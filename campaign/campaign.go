@@ -128,9 +128,10 @@ func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResu
 // holder and heal on events, so the verdicts do not depend on how many run beside it.
 func DefaultParallel() int { return min(2*runtime.GOMAXPROCS(0), 8) }
 
-// order is the order the runs are handed out in: the plan's, or with n at a time the
-// heaviest first (stable), so that the longest runs do not start last and leave the
-// campaign waiting on them alone.
+// order is the order the runs are handed out in: the plan's, or with n at a time those
+// with the most service faults first (stable: a plan of client-side faults, like
+// compare's interleaving of services, keeps its order), so that the longest runs do not
+// start last and leave the campaign waiting on them alone.
 func (c Campaign) order(specs []spec.Spec, n int) []int {
 	out := make([]int, len(specs))
 	for i := range out {
@@ -145,9 +146,6 @@ func (c Campaign) order(specs []spec.Spec, n int) []int {
 			if c.Registry.ActsOnService(f) {
 				weight[i]++
 			}
-		}
-		if s.Members > 1 {
-			weight[i]++
 		}
 	}
 	slices.SortStableFunc(out, func(a, b int) int { return weight[b] - weight[a] })

@@ -123,7 +123,7 @@ func TestCampaignOrder(t *testing.T) {
 	}
 	c := Campaign{Registry: builtin.Registry()}
 	require.Equal(t, []int{0, 1, 2, 3}, c.order(specs, 1))
-	require.Equal(t, []int{3, 1, 0, 2}, c.order(specs, 2))
+	require.Equal(t, []int{1, 3, 0, 2}, c.order(specs, 2))
 	require.GreaterOrEqual(t, DefaultParallel(), 2)
 	require.LessOrEqual(t, DefaultParallel(), 8)
 }

@@ -47,6 +47,7 @@ type Merged struct {
 	Soak      *reports.SoakDoc
 	Matrix    *reports.Matrix
 	Scorecard *judge.Scorecard
+	Compare   *judge.Comparison
 	// Failed lists the runs that failed, with whether each could not be made as asked
 	// (spec.ErrSpec); NotRun counts the runs of the plan that did not run (a missing
 	// shard's, or interrupted).
@@ -61,7 +62,7 @@ type shardOf struct {
 }
 
 // Merge checks that the stores are the shards of the same plans — one plan per
-// campaign folder (soak, matrix, evaluate-<backend>), each shard once, none missing
+// campaign folder (soak, matrix, evaluate-<backend>, compare), each shard once, none missing
 // unless cfg.Partial — then copies their runs into cfg.Out and writes each campaign's
 // page, plan record and the store's index there. Errors of the stores as given wrap
 // ErrMerge; nothing is written then.
@@ -168,7 +169,7 @@ func storePlans(store string) ([]*Plan, error) {
 		}
 	}
 	if len(plans) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no plan of a matrix, evaluate or soak (%s)", ErrMerge, store, PlanFile)
+		return nil, fmt.Errorf("%w: %s holds no plan of a matrix, evaluate, compare or soak (%s)", ErrMerge, store, PlanFile)
 	}
 	return plans, nil
 }
@@ -252,7 +253,7 @@ func checkShards(name string, shards []shardOf, partial bool) ([]int, error) {
 // isCampaignFolder reports whether a timestamped folder is a campaign's page rather
 // than a run.
 func isCampaignFolder(dir string) bool {
-	for _, f := range []string{PlanFile, reports.SoakJSON, reports.MatrixJSON, reports.ScorecardJSON} {
+	for _, f := range []string{PlanFile, reports.SoakJSON, reports.MatrixJSON, reports.ScorecardJSON, reports.CompareJSON} {
 		if fileExists(filepath.Join(dir, f)) {
 			return true
 		}
@@ -428,6 +429,8 @@ func mergeCampaign(out string, shards []shardOf, missing []int, moved map[string
 		m.Matrix, m.Page, err = writeMergedMatrix(dir, out, &p, results, sharding)
 	case KindEvaluate:
 		m.Scorecard, m.Page, err = writeMergedScorecard(dir, out, &p, results, sharding)
+	case KindCompare:
+		m.Compare, m.Page, err = writeMergedComparison(dir, out, &p, results, sharding)
 	}
 	if err != nil {
 		return m, err
@@ -460,12 +463,12 @@ func loadRun(root string, pr PlanRun) RunResult {
 		}
 	}
 	if failure != "" || dir == "" {
-		err := errors.New(cmp.Or(failure, "no folder recorded for the run"))
-		switch {
-		case pr.NoToken:
-			err = fmt.Errorf("%w: %w", spec.ErrNoToken, err)
-		case pr.SpecError:
-			err = fmt.Errorf("%w: %w", spec.ErrSpec, err)
+		err := recordedError{msg: cmp.Or(failure, "no folder recorded for the run")}
+		if pr.NoToken {
+			err.is = append(err.is, spec.ErrNoToken)
+		}
+		if pr.SpecError {
+			err.is = append(err.is, spec.ErrSpec)
 		}
 		res.Err = err
 		return res
@@ -491,9 +494,22 @@ func loadRun(root string, pr PlanRun) RunResult {
 		res.Err = fmt.Errorf("run %s: history: %w", pr.Dir, cmp.Or(err, errors.New("unreadable")))
 		return res
 	}
-	res.Outcome = &trial.Outcome{History: h, Report: rep, Workload: time.Duration(pr.WorkloadNanos), Check: time.Duration(pr.CheckNanos)}
+	// The spec as far as the plan and the history tell it (a comparison reads the TTL).
+	s := spec.Spec{Backend: pr.Backend, Resource: pr.Resource, Faults: pr.Faults, Seed: pr.Seed, TTL: time.Duration(h.Run.TTLms) * time.Millisecond}
+	res.Outcome = &trial.Outcome{Spec: s, History: h, Report: rep, Workload: time.Duration(pr.WorkloadNanos), Check: time.Duration(pr.CheckNanos)}
 	return res
 }
+
+// recordedError is a run's failure as its folder or the plan recorded it: the message
+// as the run gave it (already naming its cause), matched with errors.Is against the
+// causes the plan noted.
+type recordedError struct {
+	msg string
+	is  []error
+}
+
+func (e recordedError) Error() string        { return e.msg }
+func (e recordedError) Is(target error) bool { return slices.Contains(e.is, target) }
 
 func writeMergedSoak(dir string, p *Plan, results []RunResult, sharding *judge.Sharding) (*reports.SoakDoc, string, error) {
 	sp := p.Soak
@@ -564,4 +580,18 @@ func writeMergedScorecard(dir, store string, p *Plan, results []RunResult, shard
 		return nil, "", err
 	}
 	return out, filepath.Join(dir, reports.ScorecardPage), nil
+}
+
+func writeMergedComparison(dir, store string, p *Plan, results []RunResult, sharding *judge.Sharding) (*judge.Comparison, string, error) {
+	cp := &ComparePlan{Name: p.Name, Comparison: planned(p.Compare)}
+	for _, pr := range p.Runs {
+		cp.Jobs = append(cp.Jobs, CompareJob{Row: pr.Row, Fault: pr.Fault, Resource: pr.Resource})
+	}
+	out := cp.Judge(results, store, p.Started)
+	RedactComparison(nil, out)
+	out.Seconds, out.Sharding = p.Seconds, sharding
+	if err := reports.WriteComparison(dir, out); err != nil {
+		return nil, "", err
+	}
+	return out, filepath.Join(dir, reports.ComparePage), nil
 }

@@ -22,7 +22,8 @@ import (
 // A campaign's plan as its folder in the results store records it (plan.json beside
 // soak.json, matrix.json or scorecard.json): what every run of the whole plan is, which
 // shard this store ran, and for each of its runs the folder and the measurements its
-// files do not hold (workload and check time). Merge reads it to tell which stores are
+// files do not hold (workload and check time). A comparison's folder (compare.json) has
+// one too. Merge reads it to tell which stores are
 // shards of one plan and to recompute the campaign's page from the runs' own files.
 
 // PlanFile is the plan record in a campaign's folder.
@@ -36,13 +37,14 @@ const (
 	KindSoak     = "soak"
 	KindMatrix   = "matrix"
 	KindEvaluate = "evaluate"
+	KindCompare  = "compare"
 )
 
 // Plan is plan.json.
 type Plan struct {
 	Format string `json:"format"`
-	// Kind is soak, matrix or evaluate; Name is the campaign's folder in the store
-	// (soak, matrix, evaluate-<backend>).
+	// Kind is soak, matrix, evaluate or compare; Name is the campaign's folder in the
+	// store (soak, matrix, evaluate-<backend>, compare).
 	Kind string `json:"kind"`
 	Name string `json:"name"`
 	// ID is the plan's identity: a SHA-256 of its kind, name and every run's settings
@@ -64,6 +66,9 @@ type Plan struct {
 	// Scorecard is the evaluation's scorecard as planned: its header and one row per
 	// fault, without runs.
 	Scorecard *judge.Scorecard `json:"scorecard,omitempty"`
+	// Compare is the comparison as planned: its services (facts, setup, version, the
+	// faults' rows), the skipped backends, the faults, TTL and machine, without runs.
+	Compare *judge.Comparison `json:"compare,omitempty"`
 
 	// Of a merged store: the shards merged, and those missing from a partial merge.
 	Merged  []MergedShard `json:"merged,omitempty"`
@@ -92,9 +97,12 @@ type PlanRun struct {
 	Faults   []string `json:"faults,omitempty"`
 	// Scenario is a soak run's scenario; Fault an evaluation run's row; Cell the index
 	// of a matrix run's cell in Plan.Matrix.Cells; Expect a matrix cell's expectation.
+	// A comparison's run has its Fault ("" for the run without a fault) and Row, the
+	// index of its service in Plan.Compare.Services.
 	Scenario string            `json:"scenario,omitempty"`
 	Fault    string            `json:"fault,omitempty"`
 	Cell     int               `json:"cell,omitempty"`
+	Row      int               `json:"row,omitempty"`
 	Expect   *catalogue.Expect `json:"expect,omitempty"`
 
 	// The result, for a run of the store's shard that started:
@@ -223,18 +231,22 @@ func ReadPlan(path string) (*Plan, error) {
 		return nil, fmt.Errorf("%s: field \"format\": got %q, want %q", path, p.Format, PlanFormat)
 	}
 	switch {
-	case p.Kind != KindSoak && p.Kind != KindMatrix && p.Kind != KindEvaluate:
-		return nil, fmt.Errorf("%s: field \"kind\": %q is not soak, matrix or evaluate", path, p.Kind)
+	case p.Kind != KindSoak && p.Kind != KindMatrix && p.Kind != KindEvaluate && p.Kind != KindCompare:
+		return nil, fmt.Errorf("%s: field \"kind\": %q is not soak, matrix, evaluate or compare", path, p.Kind)
 	case p.ID == "":
 		return nil, fmt.Errorf("%s: field \"id\" is empty", path)
 	case p.Shard.N < 1 || p.Shard.I < 1 || p.Shard.I > p.Shard.N:
 		return nil, fmt.Errorf("%s: field \"shard\": %d/%d is not a shard", path, p.Shard.I, p.Shard.N)
-	case p.Kind == KindSoak && p.Soak == nil, p.Kind == KindMatrix && p.Matrix == nil, p.Kind == KindEvaluate && p.Scorecard == nil:
+	case p.Kind == KindSoak && p.Soak == nil, p.Kind == KindMatrix && p.Matrix == nil, p.Kind == KindEvaluate && p.Scorecard == nil,
+		p.Kind == KindCompare && p.Compare == nil:
 		return nil, fmt.Errorf("%s: a %s plan without its %s field", path, p.Kind, p.Kind)
 	}
 	for i, r := range p.Runs {
 		if p.Kind == KindMatrix && (r.Cell < 0 || r.Cell >= len(p.Matrix.Cells)) {
 			return nil, fmt.Errorf("%s: runs[%d]: cell %d is not a cell of the matrix", path, i, r.Cell)
+		}
+		if p.Kind == KindCompare && (r.Row < 0 || r.Row >= len(p.Compare.Services)) {
+			return nil, fmt.Errorf("%s: runs[%d]: row %d is not a service of the comparison", path, i, r.Row)
 		}
 		if r.Dir != "" && (filepath.IsAbs(r.Dir) || !filepath.IsLocal(filepath.FromSlash(r.Dir))) {
 			return nil, fmt.Errorf("%s: runs[%d]: dir %q is not inside the store", path, i, r.Dir)

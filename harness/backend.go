@@ -54,6 +54,13 @@ type Lease interface {
 	Release(ctx context.Context) error
 }
 
+// LossReasoner is implemented by leases that can say why their Lost channel closed (a
+// renewal refused, the session expired, the client process said so). The worker writes
+// the reason into the history's lost record; "" when the lease does not know.
+type LossReasoner interface {
+	LossReason() string
+}
+
 // Expiring is implemented by leases that know when they end by the client's own clock
 // (the TTL from the last confirmed grant or renewal). A careful client needs it.
 type Expiring interface {

@@ -99,7 +99,8 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		return
 	}
 	acq.Done(history.OK, lease.Token(), "", "")
-	defer w.release(ctx, key, lease)
+	unwatch := w.watchLoss(acq.ID(), lease)
+	defer w.release(ctx, key, lease, unwatch)
 
 	w.Gate.Pause(ctx, PauseAfterAcquire)
 	rd := w.Rec.BeginKey(key, w.ID, history.Read, 0, "", nil)
@@ -187,7 +188,46 @@ func (w *Worker) write(ctx context.Context, key string, lease Lease, value strin
 	return kr.WriteKey(ctx, key, lease, value)
 }
 
-func (w *Worker) release(ctx context.Context, key string, lease Lease) {
+// watchLoss records a lost record the moment lease's Lost channel closes while the
+// client holds it. The returned stop ends the watch and waits for it, so a loss is
+// recorded before the release's call or not at all (once the client gives the lock back
+// itself, the channel closing says nothing about what it knew).
+func (w *Worker) watchLoss(acquireID int, lease Lease) (stop func()) {
+	lost := lease.Lost()
+	if lost == nil {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	record := func() {
+		reason := ""
+		if r, ok := lease.(LossReasoner); ok {
+			reason = r.LossReason()
+		}
+		w.Rec.Lost(w.ID, acquireID, lease.Token(), reason)
+	}
+	go func() {
+		defer close(done)
+		select {
+		case <-lost:
+			record()
+		case <-quit:
+			// Both may be ready at once: a loss that came before the release still
+			// happened while the lock was held.
+			select {
+			case <-lost:
+				record()
+			default:
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
+func (w *Worker) release(ctx context.Context, key string, lease Lease, unwatch func()) {
+	unwatch()
 	rel := w.Rec.BeginKey(key, w.ID, history.Release, lease.Token(), "", nil)
 	rctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
 	err := lease.Release(rctx)

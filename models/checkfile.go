@@ -142,6 +142,7 @@ func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResu
 		}
 		if known && len(hdr.Lost) > 0 {
 			c.lost = newLostIndex(hdr.Lost)
+			c.lostAt = earliestLost(hdr.Lost)
 		}
 		err = feed(ctx, sc, c, seenAll == nil)
 		final := sc.Header()

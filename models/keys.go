@@ -105,6 +105,8 @@ func directParts(h *history.History, parts []keyPart) *DirectResult {
 			f.Key = parts[0].key
 			d.Findings[p] = f
 		}
+		t := timingOf(h, parts)
+		t.fill(&d.Evidence)
 		return d
 	}
 	results := make([]*DirectResult, len(parts))
@@ -153,6 +155,9 @@ func directParts(h *history.History, parts []keyPart) *DirectResult {
 	}
 	// Availability is the system's: the longest stretch with no accepted write on any key.
 	d.Evidence.LongestNoAcceptedWriteNanos = longestNoAcceptedWrite(h)
+	// Lock timing: supersessions on each key's lock, latencies and rate over them all.
+	t := timingOf(h, parts)
+	t.fill(&d.Evidence)
 	slices.SortFunc(d.StaleWrites, func(a, b StaleWrite) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Write, b.Write)) })
 	calls := make(map[int]int64, len(h.Ops))
 	for _, o := range h.Ops {

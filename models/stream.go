@@ -202,6 +202,7 @@ type keyState struct {
 	upd      updState
 	tok      tokState
 	mux      muxState
+	tim      timingKey
 	wit      witnessState
 	findings map[Property]*streamFinding
 }
@@ -275,6 +276,8 @@ type streamChecker struct {
 	decodedAny     bool
 	effects        *effectIndex
 	lost           *lostIndex
+	tim            lockTiming
+	lostAt         map[int]int64 // each acquire's earliest lost record (earliestLost)
 	err            error
 }
 
@@ -436,6 +439,8 @@ func (c *streamChecker) add(o *history.Op) error {
 	case history.Release:
 		ks.mux.release(c, ks, &s)
 	}
+	c.tim.op(s.kind, s.status, s.call, s.ret)
+	ks.tim.op(c, &s)
 	if c.lost != nil {
 		c.lost.op(&s)
 	}
@@ -568,6 +573,7 @@ func (c *streamChecker) finish() {
 		ks.reg.finish(c, ks)
 		ks.upd.finish(c, ks)
 		ks.mux.finish(c, ks)
+		ks.tim.finish(c)
 	}
 }
 
@@ -615,6 +621,7 @@ func (c *streamChecker) result() *DirectResult {
 	default:
 		ev.LongestNoAcceptedWriteNanos = max(c.longestNoAcc, c.firstAccepted-c.firstWriteCall, c.lastWriteCall-c.prevAccepted, 0)
 	}
+	c.tim.fill(&ev)
 	d.Evidence = ev
 	slices.SortFunc(d.StaleWrites, func(a, b StaleWrite) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Write, b.Write)) })
 	if len(d.StaleWrites) > maxListed {

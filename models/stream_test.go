@@ -74,7 +74,7 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 		require.NoError(t, err, "FENCECHECK_AGREE_N")
 		n = v
 	}
-	var fallbacks, violated atomic.Int64
+	var fallbacks, violated, superseded, noticed atomic.Int64
 	var failMu sync.Mutex
 	var failures []string
 	fail := func(format string, args ...any) {
@@ -105,6 +105,7 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 		if h.FenceRule() == history.FenceStrict && r.IntN(3) == 0 {
 			h.Run.Fence = history.FenceOwner
 		}
+		addLost(h, r)
 		if h.Validate() != nil {
 			return
 		}
@@ -119,6 +120,12 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 			return
 		}
 		rep := res.Report
+		if d.Evidence.Superseded > 0 {
+			superseded.Add(1)
+		}
+		if d.Evidence.NoticeDelayNanos > 0 {
+			noticed.Add(1)
+		}
 		for _, p := range Properties {
 			got := rep.Verdicts[p] == Violated
 			if got != d.Violated(p) {
@@ -172,6 +179,22 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
-	t.Logf("%d histories, %d checked in memory instead, %d violations certified", n, fallbacks.Load(), violated.Load())
+	t.Logf("%d histories, %d checked in memory instead, %d violations certified, %d with a superseded holder, %d with a notice delay", n, fallbacks.Load(), violated.Load(), superseded.Load(), noticed.Load())
 	require.Less(t, fallbacks.Load(), int64(n/20), "the stream takes almost every history")
+	require.Greater(t, superseded.Load(), int64(n/20), "the lock timing is compared on histories that have some")
+	require.Greater(t, noticed.Load(), int64(n/40), "the lock timing is compared on histories that have some")
+}
+
+// addLost gives about half of h's grants a lost record (a few two), at any time from
+// the acquire's call to the end of the history, for the lock-timing evidence.
+func addLost(h *history.History, r *rand.Rand) {
+	end := h.LastTime()
+	for _, o := range h.Ops {
+		if o.Kind != history.Acquire || o.Status != history.OK || r.IntN(2) == 0 {
+			continue
+		}
+		for range 1 + r.IntN(4)/3 {
+			h.Lost = append(h.Lost, history.Lost{Client: o.Client, AcquireID: o.ID, Token: o.Token, At: o.Call + r.Int64N(end-o.Call+1)})
+		}
+	}
 }

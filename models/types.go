@@ -159,6 +159,41 @@ type Evidence struct {
 	// first write's call to the first accepted write's return, between two consecutive
 	// accepted writes' returns, or from the last accepted return to a later write's call.
 	LongestNoAcceptedWriteNanos int64 `json:"longest_no_accepted_write_ns"`
+
+	// Lock timing (docs/checker.md, "Lock timing"); no verdict depends on it. A hold is an
+	// ok acquire and the release that ends it, as the mutex analysis pairs them; it lasts
+	// from the acquire's return to the release's call (whatever the release's status: by
+	// then the client no longer believes it holds the lock), or to the end of the history.
+	//
+	// Superseded counts grants whose holder was superseded: another client was granted
+	// the lock while this holder had not released it (another hold of the same key began —
+	// its acquire returned — after this grant's return and before this release's call).
+	// Noticed counts those whose holder recorded a Lost for that grant (a lost record
+	// naming its acquire); NeverNoticed = Superseded - Noticed.
+	Superseded   int `json:"superseded"`
+	Noticed      int `json:"noticed"`
+	NeverNoticed int `json:"never_noticed"`
+	// NoticeDelayNanos is the longest delay, over noticed supersessions, from the moment
+	// another client was granted the lock (the next grant's return) to the holder's Lost
+	// record (its earliest for that grant); 0 when the Lost came first (the holder knew
+	// before anyone else was granted). NoticeDelayP50Nanos is the median (nearest rank) of
+	// the same delays.
+	NoticeDelayNanos    int64 `json:"notice_delay_ns"`
+	NoticeDelayP50Nanos int64 `json:"notice_delay_p50_ns"`
+	// TakeoverNanos is the longest time from a holder's last successful op (its last
+	// accepted write's return, or its grant's return if it wrote nothing) before it was
+	// superseded, to the next grant to another client's return: how long the lock sat with
+	// a holder that had stopped making progress before someone else could take over. The
+	// holder's writes are its ok writes on the key between its acquire and its release
+	// in call order that returned no later than the next grant.
+	TakeoverNanos int64 `json:"takeover_ns"`
+	// AcquireP50Nanos / AcquireP99Nanos: latency (call to return) of ok acquires (nearest
+	// rank; exact up to 65,536 acquires, beyond within 1% from a log-linear histogram);
+	// GrantsPerSecond: ok acquires over the history's span (its ops' first call to their
+	// last return), 0 when the span is empty.
+	AcquireP50Nanos int64   `json:"acquire_p50_ns"`
+	AcquireP99Nanos int64   `json:"acquire_p99_ns"`
+	GrantsPerSecond float64 `json:"grants_per_second"`
 }
 
 // Report is the outcome of Check.

@@ -3,6 +3,7 @@ package reports_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,6 +126,13 @@ func TestReportInBrowser(t *testing.T) {
 	b := browsertest.Start(t)
 	ctx := context.Background()
 	h, rep := checked(t, reporttest.Options{Ops: 400, Scenario: "synthetic-unfenced", NodeFault: true})
+	for _, o := range h.Ops { // a lost record on the timeline too
+		if o.Kind == history.Acquire && o.Status == history.OK {
+			h.Lost = append(h.Lost, history.Lost{Client: o.Client, AcquireID: o.ID, Token: o.Token, At: *o.Return + 1, Reason: "renewal refused"})
+			break
+		}
+	}
+	require.NoError(t, h.Validate())
 	dir := t.TempDir()
 	require.NoError(t, reports.WriteRun(ctx, dir, h, rep))
 	p := openPage(t, b, filepath.Join(dir, reports.ReportFile))
@@ -294,3 +302,43 @@ func TestTimelineViewStaysInsideTheRun(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// The lock timing reads the same in the terminal summary and on the run page: "never"
+// when a superseded holder never noticed.
+func TestLockTimingShown(t *testing.T) {
+	tests := []struct {
+		ev   models.Evidence
+		want string
+	}{
+		{models.Evidence{}, "none (no holder was superseded)"},
+		{models.Evidence{Superseded: 2, Noticed: 2, NoticeDelayNanos: 120e6, NoticeDelayP50Nanos: 3e6}, "120 ms (median 3 ms, over 2 superseded holders)"},
+		{models.Evidence{Superseded: 2, Noticed: 1, NeverNoticed: 1, NoticeDelayNanos: 1.5e9, NoticeDelayP50Nanos: 1.5e9}, "never (1 of 2 superseded holders never noticed; the others within 1.50 s, median 1.50 s)"},
+		{models.Evidence{Superseded: 1, NeverNoticed: 1}, "never (1 of 1 superseded holder never noticed)"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, reports.NoticeDelay(tt.ev))
+	}
+	require.Equal(t, "none", reports.Takeover(models.Evidence{}))
+	require.Equal(t, "12.3", reports.GrantRate(12.34))
+
+	h, rep := checked(t, reporttest.Options{Ops: 200})
+	rep.Evidence.Superseded, rep.Evidence.NeverNoticed = 1, 1
+	rep.Evidence.TakeoverNanos = 2.2e9
+	rep.Evidence.AcquireP50Nanos, rep.Evidence.AcquireP99Nanos, rep.Evidence.GrantsPerSecond = 2e6, 40e6, 7.5
+	var sum bytes.Buffer
+	reports.Summary(&sum, h, rep)
+	require.Contains(t, sum.String(), "lock timing: notice delay never (1 of 1 superseded holder never noticed); takeover 2.20 s; acquire p50 2 ms, p99 40 ms; 7.50 grants/s\n")
+	var a history.Op
+	for _, o := range h.Ops {
+		if o.Kind == history.Acquire && o.Status == history.OK {
+			a = o
+		}
+	}
+	h.Lost = []history.Lost{{Client: a.Client, AcquireID: a.ID, Token: a.Token, At: *a.Return + 5, Reason: "renewal refused"}}
+	var page bytes.Buffer
+	require.NoError(t, reports.RenderReport(&page, h, rep))
+	require.Contains(t, page.String(), fmt.Sprintf(`"lost":[{"lane":%d,"at":%d,"acq":%d,"token":%d,"reason":"renewal refused"}]`, a.Client, *a.Return+5, a.ID, a.Token), "the timeline draws the lost record")
+	for _, want := range []string{"<th>notice delay</th><td>never (1 of 1 superseded holder never noticed)</td>", "<th>takeover</th><td>2.20 s</td>", "<th>acquire p50 / p99</th><td>2 ms / 40 ms</td>", "<th>grants/s</th><td>7.50</td>"} {
+		require.Contains(t, page.String(), want)
+	}
+}

@@ -24,6 +24,7 @@ import (
 //	DIR/matrix/<timestamp>/{index.html, matrix.json}         and DIR/matrix/latest
 //	DIR/evaluate-<backend>/<timestamp>/{scorecard.html, scorecard.json}  and its latest
 //	DIR/soak/<timestamp>/{index.html, soak.json}              and DIR/soak/latest
+//	DIR/compare/<timestamp>/{compare.html, compare.json}     and DIR/compare/latest
 //	DIR/index.html                                            the store's index (fencecheck report DIR)
 
 // TimestampLayout names a run's folder: sortable, and unique to the millisecond.
@@ -41,6 +42,8 @@ const (
 	MatrixJSON    = "matrix.json"
 	ScorecardPage = "scorecard.html"
 	ScorecardJSON = "scorecard.json"
+	ComparePage   = "compare.html"
+	CompareJSON   = "compare.json"
 	StoreIndex    = "index.html"
 	// FailedFile, in a run's folder, says why the run failed.
 	FailedFile = "failed.txt"
@@ -108,7 +111,7 @@ func EndRun(dir, failure string) error {
 // StoreEntry is one scenario, matrix or scorecard in the store's index.
 type StoreEntry struct {
 	Name string
-	// Kind is "run", "matrix", "scorecard" or "soak".
+	// Kind is "run", "matrix", "scorecard", "compare" or "soak".
 	Kind string
 	// Page is the path of its newest page, relative to the store's root.
 	Page string
@@ -139,7 +142,7 @@ func ScanStore(root string) ([]StoreEntry, error) {
 			out = append(out, e)
 		}
 	}
-	kindOrder := map[string]int{"scorecard": 0, "matrix": 1, "soak": 2, "run": 3}
+	kindOrder := map[string]int{"compare": 0, "scorecard": 1, "matrix": 2, "soak": 3, "run": 4}
 	slices.SortFunc(out, func(a, b StoreEntry) int {
 		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Name, b.Name))
 	})
@@ -184,6 +187,12 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 					e.Outcome = "safe"
 				}
 				e.Summary = sc.Verdict
+			}
+			return e, true
+		case exists(filepath.Join(dir, CompareJSON)):
+			e.Kind, e.Page = "compare", rel(ComparePage)
+			if c, err := ReadComparison(filepath.Join(dir, CompareJSON)); err == nil {
+				e.Outcome, e.Summary = c.Outcome(), c.SummaryLine()
 			}
 			return e, true
 		case exists(filepath.Join(dir, MatrixJSON)):

@@ -61,9 +61,47 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 		ev.StaleAttempted, ev.StaleRejected, ev.StaleAccepted, Seconds(ev.ValidityGapNanos))
 	fmt.Fprintf(w, "availability: %d writes (%d accepted, %d refused, %d unknown); %d grants, %d acquires failed; longest stretch without an accepted write %s\n",
 		ev.Writes, ev.WritesAccepted, ev.WritesRefused, ev.WritesUnknown, ev.Grants, ev.AcquireFailed, Seconds(ev.LongestNoAcceptedWriteNanos))
+	fmt.Fprintf(w, "lock timing: notice delay %s; takeover %s; acquire p50 %s, p99 %s; %s grants/s\n",
+		NoticeDelay(ev), Takeover(ev), Duration(ev.AcquireP50Nanos), Duration(ev.AcquireP99Nanos), GrantRate(ev.GrantsPerSecond))
 	if tr := rep.Trouble(); tr != "" {
 		fmt.Fprintf(w, "INTERNAL ERROR (please report this history): %s; the direct analysis's verdict is shown\n", tr)
 	}
+}
+
+// NoticeDelay says how long superseded holders took to notice they had lost the lock,
+// after another client was granted it: "never" when one of them never did.
+func NoticeDelay(ev models.Evidence) string {
+	switch {
+	case ev.Superseded == 0:
+		return "none (no holder was superseded)"
+	case ev.NeverNoticed > 0:
+		s := fmt.Sprintf("never (%d of %s never noticed", ev.NeverNoticed, plural(ev.Superseded, "superseded holder", "superseded holders"))
+		if ev.Noticed > 0 {
+			s += fmt.Sprintf("; the others within %s, median %s", Duration(ev.NoticeDelayNanos), Duration(ev.NoticeDelayP50Nanos))
+		}
+		return s + ")"
+	}
+	return fmt.Sprintf("%s (median %s, over %s)", Duration(ev.NoticeDelayNanos), Duration(ev.NoticeDelayP50Nanos), plural(ev.Superseded, "superseded holder", "superseded holders"))
+}
+
+// Takeover is the longest time the lock sat with a holder that had stopped making
+// progress before another client was granted it.
+func Takeover(ev models.Evidence) string {
+	if ev.Superseded == 0 {
+		return "none"
+	}
+	return Duration(ev.TakeoverNanos)
+}
+
+// GrantRate formats grants per second with three significant figures or so.
+func GrantRate(perSecond float64) string {
+	switch {
+	case perSecond >= 100:
+		return fmt.Sprintf("%.0f", perSecond)
+	case perSecond >= 10:
+		return fmt.Sprintf("%.1f", perSecond)
+	}
+	return fmt.Sprintf("%.2f", perSecond)
 }
 
 // opinionText is the certificate and porcupine's second opinion, in brackets.

@@ -60,6 +60,15 @@ type tlPair struct {
 	Text string `json:"text"`
 }
 
+// tlLost is a lost record: when a client's lock client told it the lease was gone.
+type tlLost struct {
+	Lane   int    `json:"lane"`
+	At     int64  `json:"at"`
+	Acq    int    `json:"acq"`
+	Token  int64  `json:"token"`
+	Reason string `json:"reason,omitempty"`
+}
+
 type timelineData struct {
 	// Start (0, the run's start) and End (its last event) bound the timeline: the
 	// script never shows a view outside them.
@@ -69,6 +78,8 @@ type timelineData struct {
 	Ops    [][]any    `json:"ops"` // [id, lane, kind, call, return (-1 unknown), status, token, value, read_id, error]
 	Faults []tlFault  `json:"faults"`
 	Belief []tlBelief `json:"beliefs"`
+	// Lost are the history's lost records, each on its client's lane.
+	Lost []tlLost `json:"lost"`
 	// Gaps are the intervals in which at least two clients believed they held the lock.
 	Gaps  [][2]int64 `json:"gaps"`
 	Pairs []tlPair   `json:"pairs"`
@@ -241,6 +252,12 @@ func buildTimeline(h *history.History, rep *models.Report) timelineData {
 			tb.Rel = b.rel.ID
 		}
 		d.Belief = append(d.Belief, tb)
+	}
+	d.Lost = []tlLost{}
+	for _, l := range h.Lost {
+		if l.Client < len(d.Lanes) && d.Lanes[l.Client].Kind == "client" {
+			d.Lost = append(d.Lost, tlLost{Lane: l.Client, At: l.At, Acq: l.AcquireID, Token: l.Token, Reason: l.Reason})
+		}
 	}
 	d.Gaps = overlaps(bs)
 	if d.Gaps == nil {

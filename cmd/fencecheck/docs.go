@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/internal/mdblock"
+	"github.com/fencecheck/fencecheck/reports"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -68,7 +71,7 @@ The same rule for every command:
 		fmt.Fprintf(w, "| %s | %s |\n", e[0], cell(e[1]))
 	}
 	fmt.Fprint(w, `
-When one command makes several runs (check of several files, matrix, evaluate, soak), a
+When one command makes several runs (check of several files, matrix, evaluate, compare, soak), a
 proven violation (1) wins over fencecheck's own failure (3), which wins over a run that
 could not be made (2).
 
@@ -78,7 +81,7 @@ combines the stores and recomputes the pages from the runs ([sharding.md](shardi
 
 ## JSON output
 
-`+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, soak) prints JSON on
+`+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, compare, soak) prints JSON on
 stdout with the overall `+"`outcome`"+` and the `+"`exit`"+` code; progress and messages go to
 stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error\", \"exit\": N, \"error\": \"...\"}`"+`.
 
@@ -88,6 +91,7 @@ stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error
 | check | one document per file per line | safe, unsafe, inconclusive, unknown |
 | matrix | matrix.json's fields and the index page | as-expected, differs, incomplete |
 | evaluate | scorecard.json's fields ([schema](scorecard.schema.json)) and the page | safe, unsafe, incomplete |
+| compare | compare.json's fields ([schema](compare.schema.json)) and the page | complete, unsafe, incomplete |
 | soak | the soak's result | as-expected, differs, incomplete |
 | doctor | one entry per backend and resource, and the apt-get line | ready, missing |
 
@@ -243,4 +247,65 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// The saved comparison under docs/compare and the "Which lock?" table README.md carries.
+const (
+	compareDocDir  = "docs/compare"
+	compareDocRel  = "docs/compare/"
+	compareDocPage = "README.md"
+)
+
+// genWhichLockCmd writes docs/compare/compare.html and docs/compare/README.md from
+// docs/compare/compare.json (a comparison copied there from a results store), and the
+// "Which lock?" section of README.md from it.
+func (a *app) genWhichLockCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "gen-which-lock ROOT",
+		Short:  "write docs/compare's pages and README.md's Which lock? table from docs/compare/compare.json",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			files, err := whichLockDocs(args[0])
+			if err != nil {
+				return err
+			}
+			for path, b := range files {
+				if err := os.WriteFile(filepath.Join(args[0], filepath.FromSlash(path)), b, 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// whichLockDocs returns what docs/compare/compare.html, docs/compare/README.md and
+// README.md under root should be (by path from root), from root's
+// docs/compare/compare.json.
+func whichLockDocs(root string) (map[string][]byte, error) {
+	c, err := reports.ReadComparison(filepath.Join(root, filepath.FromSlash(compareDocDir), reports.CompareJSON))
+	if err != nil {
+		return nil, err
+	}
+	// Judged again from its runs: the words and paragraphs are what the code derives
+	// today from the saved figures and facts.
+	c.Judge()
+	var b bytes.Buffer
+	if err := reports.WriteComparisonPage(&b, c); err != nil {
+		return nil, err
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		return nil, err
+	}
+	readme, err := mdblock.Set(doc, reports.WhichLockBlock, reports.WhichLock(c, compareDocRel))
+	if err != nil {
+		return nil, fmt.Errorf("README.md: %w", err)
+	}
+	return map[string][]byte{
+		compareDocDir + "/" + reports.ComparePage: b.Bytes(),
+		compareDocDir + "/" + compareDocPage:      []byte(reports.CompareMarkdown(c)),
+		"README.md":                               readme,
+	}, nil
 }

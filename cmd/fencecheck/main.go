@@ -10,6 +10,7 @@
 package main
 
 //go:generate go run . gen-docs ../../docs/cli.md
+//go:generate go run . gen-which-lock ../..
 
 import (
 	"context"
@@ -114,8 +115,8 @@ records what every client did, and checks the history for stale writes and lost 
 		exitUsage:    "the run could not be made as asked: bad input or usage, a missing program or service, an unreachable endpoint, an interrupt",
 		exitInternal: "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
 	})
-	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(),
-		a.soakCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd())
+	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(), a.compareCmd(),
+		a.soakCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd(), a.genWhichLockCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	// cobra's own completion command, in this CLI's words.
 	root.InitDefaultCompletionCmd()

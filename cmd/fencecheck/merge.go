@@ -21,12 +21,12 @@ func (a *app) mergeCmd() *cobra.Command {
 	f := &mergeFlags{}
 	c := &cobra.Command{
 		Use:   "merge [--store OUT] STORE...",
-		Short: "combine the results stores of a sharded matrix, evaluate or soak into one",
-		Long: `Combines the results stores of the shards of a matrix, evaluate or soak (each run with
---shard I/N on its own machine, docs/sharding.md) into one store: the run folders are
-copied (hard-linked where the file system allows), and the store's index, every
-scorecard, matrix and soak page are recomputed from the runs' own verdict.json and
-history.json, never from the shards' pages. Each store's plan record (plan.json in the
+		Short: "combine the results stores of a sharded matrix, evaluate, compare or soak into one",
+		Long: `Combines the results stores of the shards of a matrix, evaluate, compare or soak (each
+run with --shard I/N on its own machine, docs/sharding.md) into one store: the run folders
+are copied (hard-linked where the file system allows), and the store's index, every
+scorecard, matrix, comparison and soak page are recomputed from the runs' own verdict.json
+and history.json, never from the shards' pages. Each store's plan record (plan.json in the
 campaign's folder) says which plan and shard it holds: stores of different plans, the
 same shard twice or a missing shard are refused (--partial merges the shards there are,
 and the pages say which are missing).`,
@@ -44,8 +44,8 @@ and the pages say which are missing).`,
 	fs.StringVar(&f.store, "store", defaultOut, "the merged results store (created if missing)")
 	fs.BoolVar(&f.partial, "partial", false, "merge the shards there are when some are missing; the pages say which")
 	setExitCodes(c, exitCodes{
-		exitSafe:     "merged, and every run as expected (a scorecard: safe with fencing)",
-		exitViolated: "merged, and some run differs from its expectation (a scorecard: not safe)",
+		exitSafe:     "merged, and every run as expected (a scorecard: safe with fencing; a comparison: every run decided, every service with a token held with fencing)",
+		exitViolated: "merged, and some run differs from its expectation (a scorecard: not safe; a comparison: a service with a token let a stale write through the fence)",
 		exitUsage:    "bad usage, or stores that cannot be merged: of different plans, a shard twice, a shard missing without --partial (nothing is written)",
 		exitInternal: "a merged run had failed, or the merged store could not be written",
 	})
@@ -91,6 +91,9 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 		case m.Scorecard != nil:
 			reports.PrintScorecard(a.stdout, m.Scorecard)
 			c = evaluateExit(m.Scorecard, m.Failed, false, len(p.Missing) > 0)
+		case m.Compare != nil:
+			reports.PrintComparison(a.stdout, m.Compare)
+			c = compareExit(m.Compare, m.Failed, false, len(p.Missing) > 0)
 		}
 		fmt.Fprintf(a.stdout, "page: %s\n", m.Page)
 		code = worst(code, c)

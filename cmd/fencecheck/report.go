@@ -20,10 +20,10 @@ func (a *app) reportCmd() *cobra.Command {
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "report [flags] DIR_OR_HISTORY...",
-		Short: "(re)build HTML reports, matrix, scorecard and soak pages offline",
+		Short: "(re)build HTML reports, matrix, scorecard, compare and soak pages offline",
 		Long: `(Re)builds reports offline from saved histories: for a history file, its verdict.json,
 porcupine-<property>.html and report.html beside it (or in --out); for a folder, that for
-every history.json under it, every matrix, scorecard and soak page, and the store's
+every history.json under it, every matrix, scorecard, compare and soak page, and the store's
 index.html.`,
 		Example: `  fencecheck report fencecheck-results
   fencecheck report --out /tmp/r fencecheck-results/naive-unfenced-pause/latest/history.json`,
@@ -59,6 +59,8 @@ func (a *app) report(ctx context.Context, out string, timeout time.Duration, arg
 		matDirs  []string
 		scs      []*reports.Scorecard
 		scDirs   []string
+		cmps     []*reports.Comparison
+		cmpDirs  []string
 		soaks    []*reports.SoakDoc
 		soakDirs []string
 		indexes  []string // store roots
@@ -113,6 +115,13 @@ func (a *app) report(ctx context.Context, out string, timeout time.Duration, arg
 				}
 				scs, scDirs = append(scs, sc), append(scDirs, filepath.Dir(path))
 				found++
+			case reports.CompareJSON:
+				c, err := reports.ReadComparison(path)
+				if err != nil {
+					return err
+				}
+				cmps, cmpDirs = append(cmps, c), append(cmpDirs, filepath.Dir(path))
+				found++
 			case reports.SoakJSON:
 				d, err := reports.ReadSoak(path)
 				if err != nil {
@@ -161,6 +170,13 @@ func (a *app) report(ctx context.Context, out string, timeout time.Duration, arg
 		}
 		fmt.Fprintln(stdout, filepath.Join(scDirs[i], reports.ScorecardPage))
 	}
+	for i, c := range cmps {
+		c.Judge() // the words and paragraphs follow this version of fencecheck
+		if err := reports.WriteComparison(cmpDirs[i], c); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
+		}
+		fmt.Fprintln(stdout, filepath.Join(cmpDirs[i], reports.ComparePage))
+	}
 	for i, d := range soaks {
 		if err := reports.WriteSoak(soakDirs[i], d); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
@@ -174,10 +190,10 @@ func (a *app) report(ctx context.Context, out string, timeout time.Duration, arg
 		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(root, reports.StoreIndex))
 	}
 	if len(soaks) > 0 {
-		fmt.Fprintf(stdout, "rebuilt %d run report(s), %d matrix/scorecard page(s) and %d soak page(s)\n", len(jobs), len(mats)+len(scs), len(soaks))
+		fmt.Fprintf(stdout, "rebuilt %d run report(s), %d matrix/scorecard page(s) and %d soak page(s)\n", len(jobs), len(mats)+len(scs)+len(cmps), len(soaks))
 		return nil
 	}
-	fmt.Fprintf(stdout, "rebuilt %d run report(s) and %d matrix/scorecard page(s)\n", len(jobs), len(mats)+len(scs))
+	fmt.Fprintf(stdout, "rebuilt %d run report(s) and %d matrix/scorecard page(s)\n", len(jobs), len(mats)+len(scs)+len(cmps))
 	return nil
 }
 

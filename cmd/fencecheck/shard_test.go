@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
@@ -280,4 +284,136 @@ func boolWord(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// A comparison split in two and merged: the merged comparison is rebuilt from its runs'
+// own files — every figure of a run is models.Check's on that run's history.json in the
+// merged store — and its verdicts are those of the comparison run whole (what is
+// deterministic in them: the faults heal on events, so the words, outcomes and stale
+// writes do not vary between runs; timings do, and are checked against each run's own
+// history instead).
+func TestShardedCompareMerged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 18 runs of three lock services")
+	}
+	root := t.TempDir()
+	whole, one, two, merged := filepath.Join(root, "whole"), filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "merged")
+	// Three services: the round robin gives each shard runs of every service.
+	args := []string{"compare", "--backend", "naive,naive-persisted,raft", "--fault", "pause", "--ttl", "1s"}
+	for _, c := range []struct {
+		out   string
+		shard []string
+	}{{whole, nil}, {one, []string{"--shard", "1/2"}}, {two, []string{"--shard", "2/2"}}} {
+		code, stdout, stderr := run(t, append(append(slices.Clone(args), "--out", c.out), c.shard...)...)
+		require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		if c.shard != nil {
+			require.Contains(t, stdout, "compare: shard "+c.shard[1]+" of plan ")
+		}
+	}
+	latest := func(store, file string) string {
+		return filepath.Join(store, campaign.CompareName, reports.LatestLink, file)
+	}
+	plan := func(store string) *campaign.Plan {
+		p, err := campaign.ReadPlan(latest(store, campaign.PlanFile))
+		require.NoError(t, err)
+		return p
+	}
+	require.Equal(t, campaign.KindCompare, plan(whole).Kind)
+	require.Equal(t, plan(whole).ID, plan(one).ID, "the same plan on every machine")
+	require.Equal(t, plan(whole).ID, plan(two).ID)
+	schema := loadSchema(t, "../../docs/compare.schema.json")
+	shardDoc, err := reports.ReadComparison(latest(one, reports.CompareJSON))
+	require.NoError(t, err)
+	require.Equal(t, "1/2", shardDoc.Sharding.Shard)
+	require.False(t, shardDoc.Complete, "a shard holds half the runs")
+	require.Empty(t, schema.validate(readJSON(t, latest(one, reports.CompareJSON))), "a shard's compare.json, with its sharding")
+	page, err := os.ReadFile(latest(one, reports.ComparePage))
+	require.NoError(t, err)
+	require.Contains(t, string(page), `id="sharding"`)
+	require.Contains(t, string(page), "shard 1/2 of plan "+plan(one).ShortID())
+
+	code, stdout, stderr := run(t, "merge", "--store", merged, two, one)
+	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "merge: compare plan "+plan(whole).ShortID()+": 2 of 2 shard(s)")
+	w, err := reports.ReadComparison(latest(whole, reports.CompareJSON))
+	require.NoError(t, err)
+	m, err := reports.ReadComparison(latest(merged, reports.CompareJSON))
+	require.NoError(t, err)
+	require.True(t, m.Complete)
+	require.Equal(t, 2, m.Sharding.Merged)
+	require.Empty(t, schema.validate(readJSON(t, latest(merged, reports.CompareJSON))))
+	require.Equal(t, compareFacts(w), compareFacts(m))
+	for _, s := range w.Services {
+		require.Equal(t, judge.VerdictSafe, s.Verdict, s.Name)
+	}
+
+	// Every figure of the merged comparison is what the checker gives on its runs'
+	// histories in the merged store.
+	for _, s := range m.Services {
+		var gap, notice, takeover int64
+		for k, r := range []judge.CompareRun{s.Baseline, s.Faults[0].Unfenced, s.Faults[0].Fenced} {
+			require.NotEmpty(t, r.Dir, "%s %s", s.Name, r.Scenario)
+			h, err := history.ReadFile(filepath.Join(merged, r.Dir, reports.HistoryFile))
+			require.NoError(t, err)
+			rep, err := models.Check(context.Background(), h, models.Options{PorcupineBudget: models.NoPorcupine})
+			require.NoError(t, err)
+			ev := rep.Evidence
+			require.Equal(t, time.Second.Nanoseconds(), r.TTLNanos, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, judge.Outcome(rep), r.Outcome, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, rep.Verdicts, r.Verdicts, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, []int{ev.StaleAttempted, ev.StaleRejected, ev.StaleAccepted}, []int{r.StaleAttempted, r.StaleRejected, r.StaleAccepted}, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, ev.ValidityGapNanos, r.ValidityGapNanos, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, ev.NoticeDelayNanos, r.NoticeDelayNanos, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, ev.NeverNoticed, r.NeverNoticed, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, ev.TakeoverNanos, r.TakeoverNanos, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, ev.LongestNoAcceptedWriteNanos, r.LongestNoAcceptedWriteNanos, "%s %s", s.Name, r.Scenario)
+			require.Equal(t, ev.AcquireP50Nanos, r.AcquireP50Nanos, "%s %s", s.Name, r.Scenario)
+			if k == 1 { // the unfenced run: the lock alone
+				gap, notice, takeover = ev.ValidityGapNanos, ev.NoticeDelayNanos, ev.TakeoverNanos
+			}
+		}
+		require.Positive(t, gap, s.Name)
+		require.Equal(t, []int64{gap, notice, takeover}, []int64{s.ValidityGapNanos, s.NoticeDelayNanos, s.TakeoverNanos}, "%s: the service's figures are its unfenced run's", s.Name)
+	}
+
+	// Refusals: one line, exit 2, nothing written.
+	evalShard := filepath.Join(root, "evaluate")
+	code, stdout, stderr = run(t, "evaluate", "--backend", "naive", "--fault", "pause", "--shard", "1/2", "--out", evalShard)
+	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	for _, tc := range []struct {
+		name   string
+		stores []string
+		want   []string
+	}{
+		{"a compare shard with an evaluate shard", []string{one, evalShard}, []string{"shard 2/2 of the", "missing", "--partial"}},
+		{"shards of different splits", []string{one, whole}, []string{one, whole, "different splits"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "m")
+			code, _, stderr := run(t, append([]string{"merge", "--store", out}, tc.stores...)...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, stderr)
+			for _, w := range tc.want {
+				require.Contains(t, stderr, w)
+			}
+			require.NoDirExists(t, out)
+		})
+	}
+}
+
+// compareFacts lists a comparison's deterministic facts: per service its verdict, and
+// per run its outcome, verdicts and stale writes.
+func compareFacts(c *reports.Comparison) []string {
+	var out []string
+	for _, s := range c.Services {
+		out = append(out, strings.Join([]string{s.Name, s.Backend, s.Verdict, boolWord(s.Safe)}, " "))
+		out = append(out, factLine("baseline "+s.Baseline.Resource+" "+s.Baseline.Scenario+" "+s.Baseline.Outcome, s.Baseline.Verdicts, s.Baseline.StaleAccepted, s.Baseline.StaleRejected))
+		for _, f := range s.Faults {
+			out = append(out, f.Fault+" "+f.UnfencedWord+" | "+f.FencedWord)
+			for _, r := range []judge.CompareRun{f.Unfenced, f.Fenced} {
+				out = append(out, factLine(r.Resource+" "+r.Scenario+" "+r.Outcome, r.Verdicts, r.StaleAccepted, r.StaleRejected)+" attempted "+strconv.Itoa(r.StaleAttempted))
+			}
+		}
+	}
+	return out
 }

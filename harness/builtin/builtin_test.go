@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,4 +77,32 @@ func TestPackages(t *testing.T) {
 		}
 	}
 	require.Len(t, reg.Backends(), n)
+}
+
+// Every service of the built-in registry names exactly one recommended variant, and a
+// backend's own package says so (compare runs it).
+func TestServicesHaveOneRecommendedVariant(t *testing.T) {
+	reg := builtin.Registry()
+	require.NoError(t, reg.CheckServices())
+	for _, p := range builtin.Packages(reg) {
+		services := map[string]bool{}
+		for _, b := range p.Backends {
+			services[b.ServiceName()] = true
+		}
+		require.LessOrEqual(t, len(services), 1, "%s declares the backends of more than one service", p.Path)
+	}
+}
+
+// The versions a comparison records are the services' own: an embedded etcd's is the
+// etcd release it links, a Debian server's its program's.
+func TestVersions(t *testing.T) {
+	reg := builtin.Registry()
+	etcd, ok := reg.Backend("etcd")
+	require.True(t, ok)
+	require.Regexp(t, `^etcd 3\.\d+\.\d+ \(embedded\)$`, etcd.VersionOf(context.Background(), registry.Settings{Members: 1}))
+	require.Empty(t, etcd.VersionOf(context.Background(), registry.Settings{Members: 1, Options: map[string]string{"etcd-endpoints": "127.0.0.1:1"}}), "an existing cluster's is not learned")
+	redis, _ := reg.Backend("redis")
+	if v := redis.VersionOf(context.Background(), registry.Settings{Members: 1}); v != "" {
+		require.Regexp(t, `^Redis server v=\d`, v)
+	}
 }

@@ -28,8 +28,8 @@ func Pages() (map[string][]byte, error) {
 	var sections []catalogue.Section
 	var table strings.Builder
 	table.WriteString(generatedBy("the descriptors each backend package declares (harness/lease/*)"))
-	table.WriteString("# Backends\n\nEvery lock backend fencecheck ships, by package. A backend is one folder: its descriptor,\nits scenarios (with the verdicts they must give) and its page are there; `harness/builtin`\nlists each package in one line.\n\n")
-	table.WriteString("| backend | what it is | token | needs | page |\n|---|---|---|---|---|\n")
+	table.WriteString("# Backends\n\nEvery lock backend fencecheck ships, by package. A backend is one folder: its descriptor,\nits scenarios (with the verdicts they must give) and its page are there; `harness/builtin`\nlists each package in one line. The variants of one service name it, and one of them is\nthe service's recommended variant (★), which `fencecheck compare` runs.\n\n")
+	table.WriteString("| backend | service | what it is | token | needs | page |\n|---|---|---|---|---|---|\n")
 	for _, p := range Packages(reg) {
 		title := path.Base(p.Path)
 		page := ""
@@ -38,7 +38,7 @@ func Pages() (map[string][]byte, error) {
 			page = title + ".md"
 			pages[path.Join(BackendsDir, page)] = []byte(backendPage(reg, p))
 			for _, b := range p.Backends {
-				fmt.Fprintf(&table, "| `%s` | %s | %s | %s | [%s](%s) |\n", b.Name, cell(b.Meaning), cell(b.Token), needsCell(b), title, page)
+				fmt.Fprintf(&table, "| `%s` | %s | %s | %s | %s | [%s](%s) |\n", b.Name, serviceCell(b), cell(b.Meaning), cell(b.Token), needsCell(b), title, page)
 			}
 		}
 		docPage := ""
@@ -67,7 +67,7 @@ func backendPage(reg *registry.Registry, p Package) string {
 	b.WriteString(generatedBy(p.Path + "/doc.md and the package's descriptors and scenarios"))
 	b.WriteString(strings.TrimRight(p.Doc, "\n") + "\n\n")
 	b.WriteString("## Registry entries\n\nAs the descriptors declare them (`Descriptor()` / `Descriptors()` in [`" + p.Path + "`](/" + p.Path + ")).\n\n")
-	b.WriteString("| backend | token | default TTL | members | options | needs |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| backend | service | token | default TTL | members | options | needs |\n|---|---|---|---|---|---|---|\n")
 	for _, d := range p.Backends {
 		ttl := registry.DefaultTTL
 		if d.TTL > 0 {
@@ -81,13 +81,21 @@ func backendPage(reg *registry.Registry, p Package) string {
 		for _, o := range d.Options {
 			opts = append(opts, "`--"+o.Name+"`")
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %v | %s | %s | %s |\n", d.Name, cell(d.Token), ttl, members, orNone(strings.Join(opts, ", ")), needsCell(d))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %v | %s | %s | %s |\n", d.Name, serviceCell(d), cell(d.Token), ttl, members, orNone(strings.Join(opts, ", ")), needsCell(d))
 	}
 	if len(p.Scenarios) > 0 {
 		b.WriteString("\n## Catalogue scenarios\n\nDeclared in [`" + p.Path + "/scenarios.go`](/" + p.Path + "/scenarios.go) with the verdicts each must give; `go test ./scenarios/...` runs them. All scenarios: [expected-verdicts.md](../expected-verdicts.md).\n\n")
 		b.WriteString(catalogue.Table(p.Scenarios))
 	}
 	return b.String()
+}
+
+// serviceCell names the backend's service, with a star on its recommended variant.
+func serviceCell(d registry.Backend) string {
+	if d.Recommended {
+		return d.ServiceName() + " ★ recommended"
+	}
+	return d.ServiceName()
 }
 
 // needsCell names what a backend needs on the machine: Debian packages, or the script

@@ -44,10 +44,12 @@ func NewExpiry(until func() time.Time) Expiry { return Expiry{until: until} }
 // ValidUntil implements harness.Expiring.
 func (e Expiry) ValidUntil() time.Time { return e.until() }
 
-// Loss is a lease's Lost channel, closed once, by whichever part notices first.
+// Loss is a lease's Lost channel, closed once, by whichever part notices first, with
+// the reason that part gave.
 type Loss struct {
-	once sync.Once
-	ch   chan struct{}
+	once   sync.Once
+	ch     chan struct{}
+	reason string // set before ch closes, never after
 }
 
 // NewLoss returns an open Loss.
@@ -56,8 +58,28 @@ func NewLoss() *Loss { return &Loss{ch: make(chan struct{})} }
 // Done is closed once the lease is lost.
 func (l *Loss) Done() <-chan struct{} { return l.ch }
 
-// Mark closes Done; safe to call again and concurrently.
-func (l *Loss) Mark() { l.once.Do(func() { close(l.ch) }) }
+// Mark closes Done without a reason; safe to call again and concurrently.
+func (l *Loss) Mark() { l.MarkWhy("") }
+
+// MarkWhy closes Done, the lease lost for reason (the first call's reason is kept);
+// safe to call again and concurrently.
+func (l *Loss) MarkWhy(reason string) {
+	l.once.Do(func() {
+		l.reason = reason
+		close(l.ch)
+	})
+}
+
+// LossReason implements harness.LossReasoner: the reason the lease was lost, "" while it
+// is not (or when the part that noticed gave none).
+func (l *Loss) LossReason() string {
+	select {
+	case <-l.ch:
+		return l.reason // written before the close, so the read is ordered after it
+	default:
+		return ""
+	}
+}
 
 // Released makes a lease's Release take effect once (its zero value is ready).
 type Released struct {

@@ -19,9 +19,15 @@ func TestParts(t *testing.T) {
 		t.Fatal("lost before Mark")
 	default:
 	}
-	loss.Mark()
-	loss.Mark() // a second Mark is fine
+	if r := loss.LossReason(); r != "" {
+		t.Fatalf("reason %q before the loss", r)
+	}
+	loss.MarkWhy("refused")
+	loss.Mark() // a second Mark is fine, and keeps the first reason
 	<-g.Lost()
+	if r := loss.LossReason(); r != "refused" {
+		t.Fatalf("reason %q, want the first mark's", r)
+	}
 
 	at := time.Unix(1, 0)
 	if e := NewExpiry(func() time.Time { return at }); !e.ValidUntil().Equal(at) {

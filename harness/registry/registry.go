@@ -174,6 +174,31 @@ type Backend struct {
 	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
+	// Service names the lock service this backend is a variant of (several backends
+	// run one service with another token, persistence or client: redis, redis-volatile
+	// and redis-notoken are the service "redis"); "": the backend is a service of its
+	// own, named Name.
+	Service string
+	// Recommended marks the variant of its service a team should adopt: `compare` runs
+	// it for the service. Of a service with several variants exactly one says so; the
+	// only backend of a service is its recommended variant whether it says so or not.
+	Recommended bool
+	// Pool, if set, says what shares server sessions among the clients (a connection
+	// pooler): a session lock then belongs to a pooled server connection, not to the
+	// client that took it. A fact of the setup no interface can show.
+	Pool string
+	// TokenFromClock: the tokens are readings of a clock rather than a counter, so a
+	// clock that steps back, or two grants within one tick, give a token that is not
+	// newer. A fact no interface can show before the service starts.
+	TokenFromClock bool
+	// ClientClockExpiry: each client's own clock decides when the lock it takes expires
+	// (the grant compares the taker's clock with the holder's), so a client whose clock
+	// runs ahead takes a lock that is still held.
+	ClientClockExpiry bool
+	// Version, if set, says which version of the service these settings run ("etcd
+	// 3.6.5 (embedded)", "Redis server v=7.0.15"), learned from the program or the
+	// linked module; "" when it cannot be learned (an existing server).
+	Version func(ctx context.Context, s Settings) string
 	// Shared: Start returns one value that every run shares, a backend its caller
 	// started and will close (fencecheck.Config.Started): no run closes it, and a
 	// campaign runs one run at a time.
@@ -187,6 +212,22 @@ func (b Backend) TokenWords() string {
 		return b.Token
 	}
 	return b.Name + "'s lease token"
+}
+
+// ServiceName is the lock service the backend is a variant of: Service, or Name.
+func (b Backend) ServiceName() string {
+	if b.Service != "" {
+		return b.Service
+	}
+	return b.Name
+}
+
+// VersionOf is what the descriptor's Version says with settings ("" without one).
+func (b Backend) VersionOf(ctx context.Context, s Settings) string {
+	if b.Version == nil {
+		return ""
+	}
+	return b.Version(ctx, s.WithOptions(b.Options))
 }
 
 // ResourceEnv is what a resource's Start gets.
@@ -459,6 +500,70 @@ func unavailability(s Settings, needs func(Settings) []proc.Need, other func(Set
 		return other(s)
 	}
 	return ""
+}
+
+// Recommended returns the recommended variant of every service, in registration order:
+// the one that says so, or a service's only backend.
+func (r *Registry) Recommended() []Backend {
+	var out []Backend
+	for _, b := range r.backends {
+		if r.IsRecommended(b.Name) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// IsRecommended reports whether the named backend is the recommended variant of its
+// service: it says so, or it is the service's only backend.
+func (r *Registry) IsRecommended(name string) bool {
+	b, ok := r.Backend(name)
+	if !ok {
+		return false
+	}
+	return b.Recommended || len(r.Variants(b.ServiceName())) == 1
+}
+
+// Variants returns the backends of a service, in registration order.
+func (r *Registry) Variants(service string) []Backend {
+	var out []Backend
+	for _, b := range r.backends {
+		if b.ServiceName() == service {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// CheckServices says which service of several variants has no recommended variant, or
+// which service has more than one (nil when each has exactly one): a registry's
+// consistency, checked by the built-in registry's tests and a user's own.
+func (r *Registry) CheckServices() error {
+	var services []string
+	for _, b := range r.backends {
+		if !slices.Contains(services, b.ServiceName()) {
+			services = append(services, b.ServiceName())
+		}
+	}
+	for _, svc := range services {
+		var rec []string
+		for _, b := range r.Variants(svc) {
+			if b.Recommended {
+				rec = append(rec, b.Name)
+			}
+		}
+		switch len(rec) {
+		case 1:
+		case 0:
+			if len(r.Variants(svc)) == 1 {
+				continue // its only backend
+			}
+			return fmt.Errorf("registry: service %q has no recommended variant (set Recommended on one of its backends)", svc)
+		default:
+			return fmt.Errorf("registry: service %q has %d recommended variants (%s); set Recommended on one", svc, len(rec), strings.Join(rec, ", "))
+		}
+	}
+	return nil
 }
 
 // Named is a name a user types, with one line of meaning.

@@ -141,3 +141,38 @@ func TestCheckSettingsSingleServer(t *testing.T) {
 	require.True(t, Backend{Options: []Option{{Name: "eps", External: true}}}.IsExternal(Settings{Options: map[string]string{"eps": "x"}}))
 	require.False(t, Backend{Options: []Option{{Name: "eps"}}}.IsExternal(Settings{Options: map[string]string{"eps": "x"}}))
 }
+
+func TestCheckServices(t *testing.T) {
+	start := func(context.Context, Env) (harness.Backend, error) { return nil, nil }
+	for _, tc := range []struct {
+		name     string
+		backends []Backend
+		want     string
+	}{
+		{"one each", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a"}, {Name: "b", Recommended: true}}, ""},
+		{"none", []Backend{{Name: "a"}, {Name: "a-x", Service: "a"}}, `service "a" has no recommended variant`},
+		{"a service of one backend needs no mark", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a"}, {Name: "mine"}}, ""},
+		{"two", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a", Recommended: true}}, `service "a" has 2 recommended variants (a, a-x)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := New()
+			for _, b := range tc.backends {
+				b.Start = start
+				require.NoError(t, reg.AddBackend(b))
+			}
+			err := reg.CheckServices()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	reg := New()
+	require.NoError(t, reg.AddBackend(Backend{Name: "a", Start: start, Recommended: true}, Backend{Name: "a-x", Service: "a", Start: start}))
+	require.NoError(t, reg.AddBackend(Backend{Name: "mine", Start: start}))
+	require.Equal(t, []string{"a", "mine"}, []string{reg.Recommended()[0].Name, reg.Recommended()[1].Name})
+	require.Len(t, reg.Variants("a"), 2)
+	require.True(t, reg.IsRecommended("mine"))
+	require.False(t, reg.IsRecommended("a-x"))
+}

@@ -35,14 +35,9 @@ func Outcome(rep *models.Report) string {
 }
 
 // Percentile is the nearest-rank percentile p (0..100) of sorted samples (0 when
-// none): the one percentile function of fencecheck.
-func Percentile(sorted []int64, p float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p/100*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
+// none): the one percentile function of fencecheck, models.Percentile, which the lock
+// timing of the direct analysis uses too.
+func Percentile(sorted []int64, p float64) int64 { return models.Percentile(sorted, p) }
 
 // Percentiles summarises a set of durations (nearest rank).
 type Percentiles struct {

@@ -26,6 +26,16 @@ type ScoreRun struct {
 	AcquireFailed               int                                `json:"acquire_failed"`
 	ValidityGapNanos            int64                              `json:"validity_gap_ns"`
 	LongestNoAcceptedWriteNanos int64                              `json:"longest_no_accepted_write_ns"`
+	// The run's lock timing, as models.Evidence has it (same names and meanings).
+	Superseded          int     `json:"superseded"`
+	Noticed             int     `json:"noticed"`
+	NeverNoticed        int     `json:"never_noticed"`
+	NoticeDelayNanos    int64   `json:"notice_delay_ns"`
+	NoticeDelayP50Nanos int64   `json:"notice_delay_p50_ns"`
+	TakeoverNanos       int64   `json:"takeover_ns"`
+	AcquireP50Nanos     int64   `json:"acquire_p50_ns"`
+	AcquireP99Nanos     int64   `json:"acquire_p99_ns"`
+	GrantsPerSecond     float64 `json:"grants_per_second"`
 	// GapSamples are the validity gaps of every lease takeover in the run (GapSamples).
 	GapSamples []int64 `json:"gap_samples_ns"`
 	// Dir is the run's folder relative to the store's root.
@@ -42,6 +52,9 @@ func NewScoreRun(resource, scenario string, rep *models.Report, gaps []int64) Sc
 		StaleAccepted: ev.StaleAccepted, StaleRejected: ev.StaleRejected,
 		WritesAccepted: ev.WritesAccepted, WritesRefused: ev.WritesRefused, AcquireFailed: ev.AcquireFailed,
 		ValidityGapNanos: ev.ValidityGapNanos, LongestNoAcceptedWriteNanos: ev.LongestNoAcceptedWriteNanos,
+		Superseded: ev.Superseded, Noticed: ev.Noticed, NeverNoticed: ev.NeverNoticed,
+		NoticeDelayNanos: ev.NoticeDelayNanos, NoticeDelayP50Nanos: ev.NoticeDelayP50Nanos, TakeoverNanos: ev.TakeoverNanos,
+		AcquireP50Nanos: ev.AcquireP50Nanos, AcquireP99Nanos: ev.AcquireP99Nanos, GrantsPerSecond: ev.GrantsPerSecond,
 		GapSamples: gaps,
 	}
 }

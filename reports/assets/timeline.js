@@ -11,7 +11,7 @@
     ok: '#4f7fd1', okRead: '#8fb0e8', okLock: '#3d6fb0', fail: '#a8adb3', unknown: '#9c5fc0',
     rejected: '#ef9a1a', stale: '#d32020', belief: '#d7ecd9', beliefLine: '#9cc9a1',
     fault: 'rgba(229,115,115,0.16)', faultOwn: 'rgba(229,115,115,0.42)', faultLabel: '#a12a2a',
-    gap: '#d32020', grid: '#eceef1', axis: '#666', laneAlt: '#f7f8fa', select: '#1f5fbf'
+    gap: '#d32020', lost: '#7a1f1f', grid: '#eceef1', axis: '#666', laneAlt: '#f7f8fa', select: '#1f5fbf'
   };
   var GUTTER = 86, AXIS = 22, GAPROW = 9, LANE = 46;
 
@@ -297,6 +297,15 @@
       }
       l.unknown.forEach(function (o) { if (o.call <= view.b) drawOp(g, o, s); });
     }
+    // lost records: the moment a client's lock client said its lease was gone
+    (D.lost || []).forEach(function (lr) {
+      if (lr.at < view.a || lr.at > view.b) return;
+      var x = Math.round(xOf(lr.at, s)) + 0.5, ly = laneY(lr.lane);
+      g.strokeStyle = C.lost; g.lineWidth = 2;
+      g.beginPath(); g.moveTo(x, ly + 2); g.lineTo(x, ly + LANE - 2); g.stroke();
+      g.fillStyle = C.lost; g.textAlign = 'left';
+      g.fillText('lost', x + 3, ly + LANE - 6);
+    });
     // what went wrong, on top: stale writes always; the selected pair with its arrow
     staleOps.forEach(function (o) { if (o.call <= view.b && endOf(o) >= view.a) { outline(g, o, s, '#000', 2); } });
     D.pairs.forEach(function (p, idx) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"go.etcd.io/etcd/api/v3/version"
 )
 
 // Name is the backend's name as users type it.
@@ -57,8 +58,15 @@ func Descriptor() registry.Backend {
 			}
 			return "embedded etcd, 1 member"
 		},
-		GrantedTTL: grantedTTL,
-		Start:      start,
+		GrantedTTL:  grantedTTL,
+		Recommended: true,
+		Version: func(_ context.Context, s registry.Settings) string {
+			if len(s.List(OptionEndpoints)) > 0 {
+				return ""
+			}
+			return "etcd " + version.Version + " (embedded)"
+		},
+		Start: start,
 	}
 }
 

@@ -61,9 +61,12 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 			return svc, err == nil
 		},
 		Needs: d.needs,
-		Shape: d.shape,
-		Setup: d.setup,
-		Start: d.start,
+		// A service of its own: the user's client is what is compared.
+		Recommended: true,
+		Version:     d.version,
+		Shape:       d.shape,
+		Setup:       d.setup,
+		Start:       d.start,
 	}
 }
 
@@ -104,6 +107,22 @@ func (d descriptor) needs(s registry.Settings) []proc.Need {
 		return out
 	}
 	return append(out, svc.NeedsOf(serviceSettings(s))...)
+}
+
+// version is the lock service's, when fencecheck starts it, with the client's command.
+func (d descriptor) version(ctx context.Context, s registry.Settings) string {
+	client := "client: " + s.Option(OptionClientCmd)
+	if len(s.List(OptionLockEndpoints)) > 0 {
+		return client
+	}
+	svc, err := d.service(s)
+	if err != nil {
+		return client
+	}
+	if v := svc.VersionOf(ctx, serviceSettings(s)); v != "" {
+		return v + "; " + client
+	}
+	return client
 }
 
 // serviceSettings are the run's settings as the lock service sees them: none of its own

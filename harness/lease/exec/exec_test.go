@@ -141,6 +141,7 @@ func TestBadClients(t *testing.T) {
 		{"never answers", script("silent.sh"), true, []string{`it did not answer {"id":1,"op":"acquire"} within 1s (the last line it sent: nothing)`}},
 		{"token and no_token", script("both_tokens.sh"), true, []string{`"no_token\":\"none really\"}": a grant has either "token" or "no_token", not both`}},
 		{"empty no_token", script("empty_no_token.sh"), true, []string{`"no_token" must be a string saying why the lock has no fencing token, got ""`}},
+		{"lost reason not a string", script("bad_reason.sh"), true, []string{`it sent "{\"event\":\"lost\",\"reason\":5}": a lost event's "reason" must be a string`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

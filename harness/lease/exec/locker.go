@@ -221,9 +221,19 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 		case ev != "lost":
 			return bad(`unknown event %q (the only event is "lost")`, ev)
 		}
+		why := "the client sent {\"event\":\"lost\"}"
+		if raw, ok := m["reason"]; ok {
+			var r string
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return bad(`a lost event's "reason" must be a string`)
+			}
+			if r != "" {
+				why = "the client: " + r
+			}
+		}
 		l.mu.Lock()
 		if l.lease != nil && l.cur == inc {
-			l.lease.markLost()
+			l.lease.markLost(why)
 		}
 		l.mu.Unlock()
 		return nil
@@ -380,7 +390,7 @@ func (l *Locker) die(err error) {
 	pend := l.pending
 	l.pending = map[int64]*request{}
 	if l.lease != nil {
-		l.lease.markLost()
+		l.lease.markLost("the client broke the protocol or exited") // err ends the run and says which
 	}
 	l.mu.Unlock()
 	for _, r := range pend {
@@ -510,7 +520,7 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	le := a.lease
 	l.mu.Lock()
 	if l.dead != nil || r.inc != l.cur {
-		le.markLost() // the process that granted it is gone
+		le.markLost("the client process that granted it is gone")
 	}
 	l.mu.Unlock()
 	if l.b.cfg.Expiry {
@@ -633,7 +643,7 @@ func (l *Locker) CrashProcess(ctx context.Context) (oldPID, newPID int, err erro
 	pend := l.pending
 	l.pending = map[int64]*request{}
 	if l.lease != nil {
-		l.lease.markLost()
+		l.lease.markLost("the client process was killed (SIGKILL)")
 	}
 	l.mu.Unlock()
 	oldPID = old.proc.PID()
@@ -682,7 +692,7 @@ func (l *Locker) Close() error {
 			r.timer.Stop()
 		}
 		if l.lease != nil {
-			l.lease.markLost() // it ended with the process
+			l.lease.markLost("the client was closed") // it ended with the process
 		}
 		l.mu.Unlock()
 		l.wg.Wait()
@@ -717,7 +727,11 @@ type grant struct {
 	validUntil time.Time // Config.Expiry: the grant's end by the client's clock
 }
 
-func (le *grant) markLost() { le.loss.Mark() }
+func (le *grant) markLost(why string) { le.loss.MarkWhy(why) }
+
+// LossReason implements harness.LossReasoner: why the lease was lost — the client's
+// lost event (with its "reason", if it gave one), its process killed or gone.
+func (le *grant) LossReason() string { return le.loss.LossReason() }
 
 // setValidUntil notes a renewal the client reported.
 func (le *grant) setValidUntil(t time.Time) {

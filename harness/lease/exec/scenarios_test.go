@@ -3,8 +3,10 @@ package execlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -272,5 +274,60 @@ func TestRunNoToken(t *testing.T) {
 	require.Len(t, sc.Rows, 1)
 	require.Equal(t, judge.NoTokenWord, sc.Rows[0].Fenced)
 	require.Equal(t, "stale writes got through", sc.Rows[0].Unfenced)
+	requireNoProcesses(t)
+}
+
+// TestRunRecordsLostEvents: a client's {"event":"lost"} lands in the history as a lost
+// record of the grant it was about, with the client's reason, while the worker held it.
+// The fake client reports every grant lost in the same write as the grant, so the event
+// is in the pipe before a pause can SIGSTOP the client; the paused holder's worker
+// surely still holds its grant when the event is read (it is stopped for two TTLs), the
+// others may already have begun their release.
+func TestRunRecordsLostEvents(t *testing.T) {
+	cmd := "LOSE='fake lost it' sh " + execFile(t, "testdata/fake.sh")
+	o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	h := o.History
+	requireSignalled(t, h)
+	byAcquire := map[int]history.Lost{}
+	for _, l := range h.Lost {
+		_, dup := byAcquire[l.AcquireID]
+		require.False(t, dup, "one lost record per grant: %+v", l)
+		byAcquire[l.AcquireID] = l
+	}
+	var pause history.Fault
+	for _, f := range h.Faults {
+		if f.Kind == "pause" {
+			pause = f
+		}
+	}
+	struck := -1 // the paused client's grant when the pause began
+	for i, a := range h.Ops {
+		if a.Kind != history.Acquire || a.Status != history.OK {
+			continue
+		}
+		if fmt.Sprintf("client-%d", a.Client) == pause.Target && *a.Return <= pause.Start {
+			struck = a.ID
+		}
+		l, ok := byAcquire[a.ID]
+		if !ok {
+			continue
+		}
+		delete(byAcquire, a.ID)
+		require.Equal(t, a.Client, l.Client)
+		require.Equal(t, a.Token, l.Token)
+		require.Equal(t, "the client: fake lost it", l.Reason)
+		require.GreaterOrEqual(t, l.At, *a.Return, "lost before it was granted")
+		for _, r := range h.Ops[i+1:] {
+			if r.Client == a.Client && r.Kind == history.Release {
+				require.Less(t, l.At, r.Call, "grant #%d: lost recorded after its release began", a.ID)
+				break
+			}
+		}
+	}
+	require.Empty(t, byAcquire, "lost records of no grant")
+	require.Positive(t, struck, "no grant of the paused client before the pause: %+v", pause)
+	require.True(t, slices.ContainsFunc(h.Lost, func(l history.Lost) bool { return l.AcquireID == struck }),
+		"the paused holder's grant #%d has no lost record: %+v", struck, h.Lost)
 	requireNoProcesses(t)
 }

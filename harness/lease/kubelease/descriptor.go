@@ -36,6 +36,15 @@ func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, TTL: DefaultTTL,
+			// leaseTransitions is the API's own count of holders; the resourceVersion is
+			// opaque by the API's contract, whatever it is on etcd.
+			Service: Name, Recommended: tok == TokenTransitions,
+			Version: func(_ context.Context, s registry.Settings) string {
+				if s.Option(OptionKubeconfig) != "" {
+					return ""
+				}
+				return "kube-apiserver " + APIServerVersion
+			},
 			Options: []registry.Option{{
 				Name: OptionAPIServer, Env: EnvAPIServer,
 				Usage: "the kube-apiserver binary for the kube-lease backends (default: the build " + BuildScript + " caches in " + CachePath() + ")",

@@ -74,7 +74,18 @@ func Descriptors() []registry.Backend {
 	d := func(name string, clock Clock, meaning string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning,
-			Token:   "the row's fence column (bumped by the granting UPDATE)",
+			Token: "the row's fence column (bumped by the granting UPDATE)",
+			// One clock, the database's, decides every expiry.
+			Service: Name, Recommended: clock == DatabaseTime, ClientClockExpiry: clock == ClientTime,
+			Version: func(ctx context.Context, s registry.Settings) string {
+				switch kindOf(s) {
+				case kindExternal:
+					return ""
+				case kindPostgres:
+					return proc.Version(ctx, pgadvisory.ServerNeed, "--version")
+				}
+				return proc.Embedded("SQLite: modernc.org/sqlite", "modernc.org/sqlite")
+			},
 			Options: options(),
 			// The row is in the file or the committed data: a restart keeps the lease.
 			DurableLeases: true,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -74,7 +76,19 @@ func needs(s registry.Settings) []proc.Need {
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token,
+			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenCounter,
+			Version: func(ctx context.Context, s registry.Settings) string {
+				if s.Option(OptionDSN) != "" {
+					return ""
+				}
+				// "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu ..."
+				v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " for ")
+				if f := strings.Fields(v); len(f) > 0 {
+					f[0] = filepath.Base(f[0])
+					v = strings.Join(f, " ")
+				}
+				return v
+			},
 			// Connection ids restart at 1 when the server restarts.
 			TokensResetOnCrash: tok == TokenConnID,
 			TTL:                time.Second, // wait_timeout is whole seconds

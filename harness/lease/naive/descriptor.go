@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -14,6 +15,12 @@ func Descriptors() []registry.Backend {
 	variant := func(name string, v Variant, meaning, token string, matrix, resets bool) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, Matrix: matrix, TokensResetOnCrash: resets,
+			// The persisted counter is the one token of the four that neither resets,
+			// steps back with a clock nor wraps.
+			Service: "naive", Recommended: v == Persisted, TokenFromClock: v == WallClock,
+			Version: func(context.Context, registry.Settings) string {
+				return proc.Embedded("fencecheck's naive lock server", "github.com/fencecheck/fencecheck")
+			},
 			Shape: func(registry.Settings) registry.Shape {
 				return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
 			},

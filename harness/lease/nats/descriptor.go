@@ -42,6 +42,13 @@ func Descriptor() registry.Backend {
 			}
 			return sh
 		},
+		Recommended: true,
+		Version: func(ctx context.Context, s registry.Settings) string {
+			if s.Option(OptionURL) != "" {
+				return ""
+			}
+			return proc.Version(ctx, ServerNeed, "--version")
+		},
 		Setup: func(s registry.Settings) string {
 			if u := s.Option(OptionURL); u != "" {
 				return "existing nats-server at " + u

@@ -34,7 +34,8 @@ const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token,
+			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenSequence,
+			Version: version,
 			// A crash loses the commit records the WAL writer had not flushed, and the
 			// restarted server hands their transaction ids out again.
 			TokensResetOnCrash: tok == TokenXact,
@@ -73,7 +74,8 @@ const BouncerName = Name + "-pgbouncer"
 
 func bouncerDescriptor() registry.Backend {
 	return registry.Backend{
-		Name: BouncerName,
+		Name: BouncerName, Service: Name, Version: version,
+		Pool: fmt.Sprintf("PgBouncer in pool_mode = transaction with %d server connection", BouncerPoolSize),
 		Meaning: fmt.Sprintf("postgres-advisory with the clients behind a PgBouncer fencecheck starts in pool_mode = transaction (%d server connection): "+
 			"the session lock is taken on a pooled server connection every client shares; token = nextval", BouncerPoolSize),
 		Token: "nextval of a sequence in the granting statement",
@@ -135,4 +137,12 @@ func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (h
 		return tokenless{b}, nil
 	}
 	return b, nil
+}
+
+// version is the private server's (postgres --version); "" for an existing one.
+func version(ctx context.Context, s registry.Settings) string {
+	if s.Option(OptionDSN) != "" {
+		return ""
+	}
+	return proc.Version(ctx, ServerNeed, "--version")
 }

@@ -305,6 +305,14 @@ func (ls *Lease) Err() error {
 	return ls.lostErr
 }
 
+// LossReason implements harness.LossReasoner: Err's text, "" while the lease is held.
+func (ls *Lease) LossReason() string {
+	if err := ls.Err(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 func (ls *Lease) validity() time.Time {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()

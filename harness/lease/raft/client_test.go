@@ -162,9 +162,11 @@ func TestClientRenewRefusedLosesLease(t *testing.T) {
 		t.Fatalf("lost while renewals succeed: %v", ls.Err())
 	default:
 	}
+	require.Empty(t, ls.LossReason(), "no reason while held")
 	refuse.Store(true)
 	<-ls.Lost()
 	require.ErrorIs(t, ls.Err(), ErrLeaseRefused)
+	require.Equal(t, ls.Err().Error(), ls.LossReason(), "the history's lost record says why")
 	err = ls.Release(ctxTimeout(t, patience))
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -31,7 +32,11 @@ func Descriptor() registry.Backend {
 		Setup: func(s registry.Settings) string {
 			return fmt.Sprintf("hashicorp/raft lock service, %d nodes", s.Members)
 		},
-		Start: start,
+		Start:       start,
+		Recommended: true,
+		Version: func(context.Context, registry.Settings) string {
+			return proc.Embedded("hashicorp/raft", "github.com/hashicorp/raft")
+		},
 	}
 }
 

@@ -35,7 +35,16 @@ func AddrsOption() registry.Option {
 func Descriptors() []registry.Backend {
 	variant := func(name, meaning, token, setup string, persist bool, kind TokenKind) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token,
+			Name: name, Meaning: meaning, Token: token, Service: Name,
+			// The AOF keeps the counter across a crash; the others lose it or have none.
+			Recommended: persist && kind == TokenIncr,
+			Version: func(ctx context.Context, s registry.Settings) string {
+				if len(s.List(OptionAddrs)) > 0 {
+					return ""
+				}
+				v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " sha=")
+				return v
+			},
 			// Without persistence the counter restarts at 1 after a crash.
 			TokensResetOnCrash: !persist && kind == TokenIncr,
 			Options:            []registry.Option{AddrsOption()},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
 
@@ -24,6 +25,14 @@ func Descriptor() registry.Backend {
 		MultiMember: true,
 		Options:     []registry.Option{redis.AddrsOption()},
 		Needs:       redis.Needs,
+		Recommended: true,
+		Version: func(ctx context.Context, s registry.Settings) string {
+			if len(s.List(redis.OptionAddrs)) > 0 {
+				return ""
+			}
+			v, _, _ := strings.Cut(proc.Version(ctx, redis.ServerNeed, "--version"), " sha=")
+			return v
+		},
 		Check: func(s registry.Settings) error {
 			addrs := s.List(redis.OptionAddrs)
 			switch {

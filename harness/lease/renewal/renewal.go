@@ -7,6 +7,7 @@ package renewal
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type Keeper struct {
 	validUntil time.Time
 
 	lost     chan struct{}
+	reason   string // why lost closed: written before it closes, never after
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
@@ -100,6 +102,7 @@ func (k *Keeper) Stopping() bool {
 // lostNow ends a keeper that never ran (a lease granted to a locker that was closed
 // meanwhile): it is lost and stopped.
 func (k *Keeper) lostNow() {
+	k.reason = "granted to a lock client that was closed meanwhile"
 	close(k.lost)
 	close(k.done)
 }
@@ -127,6 +130,7 @@ func (k *Keeper) run(every time.Duration, renew Func) {
 	for {
 		select {
 		case <-k.stop:
+			k.reason = "renewals stopped (released or closed)"
 			return
 		case <-t.C:
 		}
@@ -137,9 +141,12 @@ func (k *Keeper) run(every time.Duration, renew Func) {
 			k.validUntil = until
 			k.mu.Unlock()
 		case res == Refused:
+			k.reason = "a renewal was refused"
 			return
 		case !k.opt.now().Before(k.ValidUntil()):
-			return // no renewal confirmed for a TTL: the key has expired by now
+			// No renewal confirmed for a TTL: the key has expired by now.
+			k.reason = fmt.Sprintf("no renewal confirmed for a TTL (%v)", k.ttl)
+			return
 		}
 	}
 }
@@ -172,6 +179,20 @@ func (k *Keeper) attempt(every time.Duration, renew Func) (Result, time.Time) {
 // Lost is closed when a renewal was refused, no renewal was confirmed before the
 // lease's validity ended, or the Keeper was stopped.
 func (k *Keeper) Lost() <-chan struct{} { return k.lost }
+
+// LossReason is why Lost closed ("" while it is open): a renewal refused, none confirmed
+// for a TTL, or the renewals stopped.
+func (k *Keeper) LossReason() string {
+	select {
+	case <-k.lost:
+		return k.reason
+	default:
+		return ""
+	}
+}
+
+// LossReason implements harness.LossReasoner with the Keeper's reason.
+func (l Lease) LossReason() string { return l.Keeper.LossReason() }
 
 // ValidUntil is the lease's end by the client's clock, from the last confirmed grant or
 // renewal.

@@ -33,13 +33,14 @@ func closedWithin(t *testing.T, ch <-chan struct{}, d time.Duration) bool {
 func TestKeeper(t *testing.T) {
 	const ttl = 60 * time.Millisecond
 	for _, tc := range []struct {
-		name string
-		res  Result
-		lost bool // within a few TTLs
+		name   string
+		res    Result
+		lost   bool   // within a few TTLs
+		reason string // its LossReason, once lost
 	}{
-		{"renewed", Renewed, false},
-		{"refused", Refused, true},
-		{"unknown until the validity ends", Unknown, true},
+		{"renewed", Renewed, false, "renewals stopped (released or closed)"},
+		{"refused", Refused, true, "a renewal was refused"},
+		{"unknown until the validity ends", Unknown, true, "no renewal confirmed for a TTL (60ms)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int64
@@ -52,10 +53,14 @@ func TestKeeper(t *testing.T) {
 				wait = 10 * time.Second // a generous ceiling: it returns as soon as Lost closes
 			}
 			require.Equal(t, tc.lost, closedWithin(t, k.Lost(), wait))
+			if !tc.lost {
+				require.Empty(t, k.LossReason(), "no reason while it is held")
+			}
 			require.Positive(t, calls.Load())
 			k.Stop()
 			k.Stop()
 			require.True(t, closedWithin(t, k.Lost(), 0), "Stop closes Lost")
+			require.Equal(t, tc.reason, k.LossReason())
 		})
 	}
 }

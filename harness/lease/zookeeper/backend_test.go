@@ -149,6 +149,9 @@ func TestLostWhenTheClientGoesSilent(t *testing.T) {
 		t.Fatal("Lost did not close after the session expired")
 	}
 	t.Logf("holder noticed %v after the stall", time.Since(stalled).Round(time.Millisecond))
+	why := holder.(harness.LossReasoner).LossReason()
+	require.NotEmpty(t, why, "the history's lost record says why")
+	t.Logf("why: %s", why)
 	link.Pass()
 	err = holder.Release(context.Background())
 	require.ErrorIs(t, err, harness.ErrNoEffect, "releasing a lost lease has no effect")

@@ -35,6 +35,17 @@ func Descriptors() []registry.Backend {
 	variant := func(name string, token TokenSource, meaning, tokenWords string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: tokenWords,
+			// The czxid is the ensemble's zxid, which goes on across lock parents.
+			Service: Name, Recommended: token == TokenCzxid,
+			Version: func(_ context.Context, s registry.Settings) string {
+				if len(s.List(OptionServers)) > 0 {
+					return ""
+				}
+				if v := proc.FileVersion(proc.Need{File: defaultJar, Package: DebianPackage}); v != "" {
+					return "ZooKeeper " + v
+				}
+				return ""
+			},
 			Members:          1,
 			NodeFaultMembers: 3,
 			MultiMember:      true,

@@ -508,6 +508,9 @@ type Lease struct {
 
 var _ harness.Lease = (*Lease)(nil)
 
+// LossReason implements harness.LossReasoner: why the session or the lock was lost.
+func (le *Lease) LossReason() string { return le.s.why() }
+
 // Path is the lock znode; Czxid and Sequence its two candidate tokens.
 func (le *Lease) Path() string    { return le.path }
 func (le *Lease) Czxid() int64    { return le.czxid }

@@ -59,7 +59,7 @@ def lose(node, why):
             return
         lost = True
         print("lost the lock: %s" % why, file=sys.stderr)
-        emit({"event": "lost"})
+        emit({"event": "lost", "reason": why})
 
 
 def on_state(state):

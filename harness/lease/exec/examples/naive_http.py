@@ -67,7 +67,8 @@ class Holder:
                 self.valid_until = time.monotonic() + TTL_MS / 1000.0
             elif ok is False or time.monotonic() >= self.valid_until:
                 if not self.stop.is_set():
-                    emit({"event": "lost"})
+                    why = "renewal refused" if ok is False else "no renewal confirmed for a TTL"
+                    emit({"event": "lost", "reason": why})
                 return
 
 

@@ -37,7 +37,7 @@ while read -r line; do
           while sleep "$every"; do
             ok=$(field ok "$(post /renew "{\"owner\":\"$owner\",\"token\":$token,\"ttl_ms\":$ttl}")")
             if [ "$ok" = false ]; then
-              echo '{"event":"lost"}'
+              echo '{"event":"lost","reason":"renewal refused"}'
               exit 0
             fi
           done

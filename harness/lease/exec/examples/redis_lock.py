@@ -94,7 +94,7 @@ def renew(stop):
             if time.monotonic() < valid_until:
                 continue
         if not stop.is_set():
-            emit({"event": "lost"})
+            emit({"event": "lost", "reason": "the key is gone or another owner's, or no renewal confirmed for a TTL"})
         return
 
 

@@ -3,7 +3,8 @@
 # lock: for tests of the protocol plumbing only). SLOW=seconds delays every answer;
 # BREAK_AFTER=N makes it misbehave at request N+1: BREAK_WITH=garbage prints a line that
 # is not JSON, BREAK_WITH=exit exits with status 5. NO_TOKEN=why grants with "no_token"
-# instead of a token; SWITCH_AFTER=N switches between the two after N grants.
+# instead of a token; SWITCH_AFTER=N switches between the two after N grants. LOSE=reason
+# reports every grant with a token lost as it grants it ({"event":"lost","reason":...}).
 n=0
 seen=0
 while read -r line; do
@@ -27,6 +28,9 @@ while read -r line; do
     fi
     if [ -n "$tokenless" ]; then
       printf '{"id":%s,"ok":true,"no_token":"%s"}\n' "$id" "${NO_TOKEN:-a fake lock}"
+    elif [ -n "${LOSE:-}" ]; then
+      # One write: the event is in the pipe with the grant, before any SIGSTOP can land.
+      printf '{"id":%s,"ok":true,"token":%s}\n{"event":"lost","reason":"%s"}\n' "$id" "$n" "$LOSE"
     else
       printf '{"id":%s,"ok":true,"token":%s}\n' "$id" "$n"
     fi
