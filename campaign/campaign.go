@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,8 +35,10 @@ type Campaign struct {
 	// Store is the results store: each run goes to Store/<label>/<timestamp>/ with its
 	// run.log, and Store/<label>/latest points at it.
 	Store string
-	// Parallel is how many runs go at a time (default 1: timing-sensitive faults are
-	// most faithful alone; always 1 for a Shared backend's runs).
+	// Parallel is how many runs go at a time (default 1; DefaultParallel is what the
+	// machine takes; always 1 for a Shared backend's runs). With more than one, the runs
+	// whose faults act on the service (the longest: they wait for it to recover) are
+	// handed out first.
 	Parallel int
 	// Log, if set, also receives every run's log.
 	Log io.Writer
@@ -77,6 +81,7 @@ func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResu
 	if c.shared(specs) {
 		n = 1
 	}
+	order := c.order(specs, n)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(n, max(len(specs), 1)) {
@@ -97,7 +102,7 @@ func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResu
 			}
 		})
 	}
-	for i := range specs {
+	for _, i := range order {
 		if !c.Shard.Owns(i) {
 			results[i] = RunResult{Label: c.label(specs[i]), Err: ErrNotInShard}
 			continue
@@ -115,6 +120,36 @@ func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResu
 	close(jobs)
 	wg.Wait()
 	return results, interrupted || ctx.Err() != nil
+}
+
+// DefaultParallel is how many runs a campaign on this machine can take at a time: two per
+// CPU Go may use, at most 8. A run mostly waits on its faults and its lease TTLs (an
+// evaluation of etcd uses about a tenth of a core per run), and its faults strike the
+// holder and heal on events, so the verdicts do not depend on how many run beside it.
+func DefaultParallel() int { return min(2*runtime.GOMAXPROCS(0), 8) }
+
+// order is the order the runs are handed out in: the plan's, or with n at a time those
+// with the most service faults first (stable: a plan of client-side faults, like
+// compare's interleaving of services, keeps its order), so that the longest runs do not
+// start last and leave the campaign waiting on them alone.
+func (c Campaign) order(specs []spec.Spec, n int) []int {
+	out := make([]int, len(specs))
+	for i := range out {
+		out[i] = i
+	}
+	if n <= 1 || c.Registry == nil {
+		return out
+	}
+	weight := make([]int, len(specs))
+	for i, s := range specs {
+		for _, f := range s.Faults {
+			if c.Registry.ActsOnService(f) {
+				weight[i]++
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b int) int { return weight[b] - weight[a] })
+	return out
 }
 
 // shared reports whether a spec's backend is Shared: its runs share one started value,

@@ -111,3 +111,19 @@ func TestEvaluateTokenlessPlan(t *testing.T) {
 	_, err = PlanEvaluate(nil, nil, cfg)
 	require.ErrorIs(t, err, spec.ErrSpec, "no registry is refused, not replaced")
 }
+
+// With several runs at a time, the runs whose faults act on the service (the longest)
+// are handed out first, the rest in the plan's order; one at a time, the plan's order.
+func TestCampaignOrder(t *testing.T) {
+	specs := []spec.Spec{
+		{Backend: "naive", Resource: "fenced", Faults: []string{"pause"}},
+		{Backend: "naive", Resource: "fenced", Faults: []string{"crash"}},
+		{Backend: "naive", Resource: "unfenced", Faults: []string{"pause-before-read"}},
+		{Backend: "raft", Resource: "fenced", Members: 3, Faults: []string{"leader-isolation"}},
+	}
+	c := Campaign{Registry: builtin.Registry()}
+	require.Equal(t, []int{0, 1, 2, 3}, c.order(specs, 1))
+	require.Equal(t, []int{1, 3, 0, 2}, c.order(specs, 2))
+	require.GreaterOrEqual(t, DefaultParallel(), 2)
+	require.LessOrEqual(t, DefaultParallel(), 8)
+}

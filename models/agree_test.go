@@ -25,11 +25,12 @@ import (
 // 100,000 small generated histories (simulated runs, legal and buggy, with the strict,
 // monotonic and owner fences, unknown and rejected writes and tied tokens; arbitrary ones; and mutated
 // simulated ones), Direct must call a property violated exactly when porcupine does, and
-// porcupine must confirm the witness of every violation. FENCECHECK_AGREE_N sets the
-// number of histories (docs/checker.md has a run of 1,000,000).
+// porcupine must confirm the witness of every violation: 10,000 with -short or under the
+// race detector (raceDetector). FENCECHECK_AGREE_N sets the number of histories
+// (docs/checker.md has a run of 1,000,000).
 func TestDirectAgreesWithPorcupine(t *testing.T) {
 	n := 100_000
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		n = 10_000
 	}
 	if s := os.Getenv("FENCECHECK_AGREE_N"); s != "" {

@@ -63,10 +63,10 @@ func streamCheck(t testing.TB, h *history.History, step int) (*FileResult, error
 // (which TestDirectAgreesWithPorcupine holds to porcupine) on the same generated
 // histories, and on multi-key ones: every verdict, the evidence and the stale writes equal, and every
 // violation certified on the witness the stream kept: 20,000 histories (2,000 with
-// -short); FENCECHECK_AGREE_N sets the number.
+// -short or under the race detector); FENCECHECK_AGREE_N sets the number.
 func TestStreamAgreesWithDirect(t *testing.T) {
 	n := 20_000
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		n = 2_000
 	}
 	if s := os.Getenv("FENCECHECK_AGREE_N"); s != "" {

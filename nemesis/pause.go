@@ -46,6 +46,14 @@ type ClientFault struct {
 	// MaxHold ends the fault even if no other client's write was accepted meanwhile
 	// (then the run proves nothing, and the verdicts say inconclusive).
 	MaxHold time.Duration
+	// Writes is how many writes of other clients since the strike it takes to end the
+	// fault after MinHold: the first accepted, the later ones accepted or refused by the
+	// resource (0 or 1: one accepted write). A fault on a service that then hands the same
+	// token out again (a token clock that stands still) sets 2: after the next holder's
+	// accepted write every write is refused, and one refusal is what shows the fence
+	// catching the reissued token; waiting for another accepted write would last until
+	// MaxHold.
+	Writes int
 	// Client, when Targeted, is the only client the fault may strike (a random
 	// schedule's pick); otherwise the first client to reach Point is struck.
 	Client   int
@@ -133,6 +141,9 @@ type strike struct {
 	// firstOther and nextOp are the writes that closed otherWrite and nextWrite, so the
 	// fault's detail can name the write that ended it.
 	firstOther, nextOp history.Op
+	// writes is how many writes of other clients end it (ClientFault.Writes, at least
+	// 1); counted how many have returned since it struck.
+	writes, counted int
 	// heal is closed to end the fault early (the run is ending).
 	heal chan struct{}
 	// ownWrite is closed when the struck client's first write after the heal returns
@@ -222,20 +233,25 @@ func (n *Nemesis) observe(op history.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for s := range n.strikes {
+		other := s.client != op.Client && op.Call > s.start
 		switch {
-		case s.client != op.Client && op.Status == history.OK && op.Call > s.start:
-			if s.exclusive && s.minPassed && s.others == nil && !n.healed {
+		case other && (op.Status == history.OK || op.Status == history.Rejected && s.writes > 1 && s.counted > 0):
+			s.counted++
+			ends := s.minPassed && s.counted >= s.writes
+			if s.exclusive && ends && s.others == nil && !n.healed {
 				// Synchronously, before the writer can send anything else.
 				s.others = n.otherLinksLocked(s.client)
 				for _, l := range s.others {
 					l.Stall()
 				}
 			}
-			s.once.Do(func() {
-				s.firstOther = op
-				close(s.otherWrite)
-			})
-			if s.minPassed {
+			if op.Status == history.OK {
+				s.once.Do(func() {
+					s.firstOther = op
+					close(s.otherWrite)
+				})
+			}
+			if ends {
 				s.nextOnce.Do(func() {
 					s.nextOp = op
 					close(s.nextWrite)
@@ -274,7 +290,7 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	fi := n.rec.FaultStart(f.Kind, fmt.Sprintf("client-%d", client), startDetail(f, client, p))
 	// The strike starts when the fault is recorded to, so every write that can end it
 	// was called inside the recorded interval.
-	s := &strike{client: client, start: n.rec.Fault(fi).Start, otherWrite: make(chan struct{}), nextWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive}
+	s := &strike{client: client, start: n.rec.Fault(fi).Start, otherWrite: make(chan struct{}), nextWrite: make(chan struct{}), heal: make(chan struct{}), ownWrite: make(chan struct{}), exclusive: f.Exclusive, writes: max(f.Writes, 1)}
 	n.active[s] = struct{}{}
 	n.strikes[s] = struct{}{}
 	links := append([]Link(nil), n.links[client]...)
@@ -501,7 +517,7 @@ func (n *Nemesis) wait(ctx context.Context, f ClientFault, s *strike) string {
 		// A fixed hold (a random schedule's): it ends on its timer whatever was written.
 		return fmt.Sprintf("healed after its %s hold", history.Seconds(int64(f.MinHold)))
 	}
-	if !s.exclusive {
+	if !s.exclusive && s.writes == 1 {
 		select {
 		case <-s.otherWrite:
 			return fmt.Sprintf("healed at the end of its %s minimum hold", history.Seconds(int64(f.MinHold)))
@@ -512,12 +528,16 @@ func (n *Nemesis) wait(ctx context.Context, f ClientFault, s *strike) string {
 	s.minPassed = true
 	n.mu.Unlock()
 	trigger, op := s.otherWrite, &s.firstOther
-	if s.exclusive {
+	if s.exclusive || s.writes > 1 {
 		trigger, op = s.nextWrite, &s.nextOp
 	}
 	select {
 	case <-trigger:
-		// op was set before trigger closed.
+		// op (and firstOther, before it) was set before trigger closed.
+		if op.Status == history.Rejected {
+			return fmt.Sprintf("healed when client %d's write #%d was refused at %s, after client %d's write #%d was accepted at %s",
+				op.Client, op.ID, history.Seconds(op.End()), s.firstOther.Client, s.firstOther.ID, history.Seconds(s.firstOther.End()))
+		}
 		return fmt.Sprintf("healed when client %d's write #%d was accepted at %s", op.Client, op.ID, history.Seconds(op.End()))
 	case <-maxT.C:
 		return fmt.Sprintf("healed at its %s limit", history.Seconds(int64(f.MaxHold)))

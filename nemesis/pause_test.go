@@ -176,6 +176,46 @@ func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
 	n.Heal()
 }
 
+// With Writes 2, a refusal counts once another client's write was accepted: the fault
+// ends at the refused write that follows the accepted one (a reissued token the fence
+// caught), and the other clients are held from that moment.
+func TestWritesEndOnRefusalAfterAcceptance(t *testing.T) {
+	rec := history.NewRecorder()
+	f := pauseFault()
+	f.Exclusive, f.Writes, f.MinHold = true, 2, time.Millisecond
+	n, err := New(rec, f)
+	require.NoError(t, err)
+	l0, l1 := &fakeLink{}, &fakeLink{}
+	n.AddLinks(0, true, l0)
+	n.AddLinks(1, true, l1)
+	resumed := make(chan struct{})
+	go func() {
+		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)
+		close(resumed)
+	}()
+	require.Eventually(t, n.Active, patience, time.Millisecond)
+	time.Sleep(100 * time.Millisecond)                                                // past MinHold
+	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.Rejected, 2, "c1-1", "") // before any acceptance: does not count
+	rec.Begin(1, history.Write, 2, "c1-2", nil).Done(history.OK, 2, "c1-2", "")
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-resumed:
+		t.Fatal("resumed at the first accepted write; Writes is 2")
+	default:
+	}
+	require.False(t, l1.isStalled())
+	rec.Begin(1, history.Write, 2, "c1-3", nil).Done(history.Rejected, 2, "c1-3", "")
+	<-resumed
+	require.True(t, l1.isStalled(), "the other client is held from the refused write on")
+	rec.Begin(0, history.Write, 1, "c0-1", nil).Done(history.OK, 1, "c0-1", "")
+	require.Eventually(t, func() bool { return !l1.isStalled() }, patience, time.Millisecond)
+	n.Heal()
+	h := rec.History(history.Run{})
+	require.Len(t, h.Faults, 1)
+	require.Contains(t, h.Faults[0].Detail, "healed when client 1's write #3 was refused at")
+	require.Contains(t, h.Faults[0].Detail, "after client 1's write #2 was accepted at")
+}
+
 // A fault with a fixed hold (a random schedule's, MinHold == MaxHold) used to say "no
 // other client's write was accepted" about half the time even when one was: two timers
 // fired together and select picked one at random. Its detail must agree with the ops

@@ -1,15 +1,22 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"os"
+	"runtime"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis/nemesistest"
 	"github.com/fencecheck/fencecheck/spec"
@@ -18,17 +25,91 @@ import (
 
 // TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an
 // idle peer connection behind for up to 5 s after Close, so it waits for them to drain.
-func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
+//
+// Unless -parallel is given, it lets as many tests run at once as TestCatalogue's
+// budget has units: a scenario's run mostly waits on its faults and its TTLs, and the
+// budget, not the test runner's one-per-CPU default, bounds what the runs cost the
+// machine together.
+func TestMain(m *testing.M) {
+	proctest.Parallel(budgetUnits())
+	os.Exit(etcdtest.VerifyNoLeaks(m))
+}
+
+// budgetUnits is how many units of run cost (weight) the catalogue spends at a time:
+// six per CPU Go may use (the whole catalogue uses about half a CPU on average).
+func budgetUnits() int { return 6 * runtime.GOMAXPROCS(0) }
+
+// budget is a counting semaphore of cost units.
+type budget struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	free int
+}
+
+func newBudget(units int) *budget {
+	b := &budget{free: units}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// take waits until n units are free and takes them (at most all of them).
+func (b *budget) take(n int) (release func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.free < n {
+		b.cond.Wait()
+	}
+	b.free -= n
+	return func() {
+		b.mu.Lock()
+		b.free += n
+		b.mu.Unlock()
+		b.cond.Broadcast()
+	}
+}
+
+// weight is what a scenario's run costs the machine, in units of a run of a service in
+// this process (naive, raft, embedded etcd, SQLite): a service or resource of programs
+// of its own (what its descriptor Needs: a JVM, a database server, a kube-apiserver)
+// costs two, a cluster one more.
+func weight(reg *registry.Registry, sc catalogue.Scenario) int {
+	r, err := spec.Resolve(reg, sc.Spec)
+	if err != nil {
+		return 1
+	}
+	w := 1
+	if len(r.Backend.NeedsOf(r.Settings)) > 0 || len(r.Resource.NeedsOf(r.ResourceSettings)) > 0 {
+		w = 2
+	}
+	if r.Spec.Members > 1 {
+		w++
+	}
+	return min(w, budgetUnits())
+}
 
 // TestCatalogue runs every scenario the built-in packages declare and compares all four
 // verdicts and the evidence with the scenario's, and runs its history check. The faults are targeted and heal on events, so the verdicts are the
 // same on every run and every seed.
+//
+// The runs go several at a time, within a budget of cost units (weight), the costliest
+// first, so that they neither crowd the CPUs nor leave the longest for last.
 func TestCatalogue(t *testing.T) {
 	reg := builtin.Registry()
-	for _, sc := range builtin.Catalogue() {
+	scs := builtin.Catalogue()
+	weights := make(map[string]int, len(scs))
+	for _, sc := range scs {
+		weights[sc.Name] = weight(reg, sc)
+	}
+	// The costliest first, and among equals the longest TTL (its holds are longest).
+	slices.SortStableFunc(scs, func(a, b catalogue.Scenario) int {
+		return cmp.Or(cmp.Compare(weights[b.Name], weights[a.Name]), cmp.Compare(b.TTL, a.TTL))
+	})
+	units := newBudget(budgetUnits())
+	for _, sc := range scs {
 		t.Run(sc.Name, func(t *testing.T) {
 			skipUnavailable(t, sc.Spec)
 			t.Parallel()
+			defer units.take(weights[sc.Name])()
 			dir := t.TempDir()
 			o, err := trial.Run(context.Background(), reg, sc.Spec, trial.Options{Dir: dir})
 			require.NoError(t, err)

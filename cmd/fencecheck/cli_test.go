@@ -49,6 +49,7 @@ func TestHelpEveryCommand(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := run(t, "--version")
 	require.Equal(t, exitSafe, code, stderr)
 	require.True(t, strings.HasPrefix(stdout, "fencecheck "), stdout)
@@ -92,6 +93,7 @@ func TestVersion(t *testing.T) {
 // Flags after the arguments are parsed: the DSN after the scenario's name reaches the
 // resource (which cannot connect: exit 2), and --out and --seed after the name are used.
 func TestFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
 	closed := closedAddr(t)
 	out := t.TempDir()
 	code, _, stderr := run(t, "run", "naive-postgres-outbox-pause", "--postgres-dsn", "postgres://app:x1@"+closed+"/x", "--out", out)
@@ -280,6 +282,7 @@ func TestListMarksUnavailable(t *testing.T) {
 // --json: one document on stdout with the outcome and the exit code, on every command
 // that judges; bad input gives the error document.
 func TestJSONOutcome(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	code, stdout, stderr := run(t, "run", "naive-unfenced-pause", "--json", "--out", out)
 	require.Equal(t, exitViolated, code, stderr)

@@ -19,7 +19,15 @@ import (
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
+// The runs go at once, each with servers of its own; that none left a server behind is
+// checked when they have all ended (the test itself is not parallel, so no other test's
+// server is alive then).
 func TestRunDBLocks(t *testing.T) {
+	t.Run("runs", func(t *testing.T) { runDBLocks(t) })
+	require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived its run")
+}
+
+func runDBLocks(t *testing.T) {
 	for _, tc := range []struct {
 		backend, resource, fault string
 		code                     int
@@ -67,6 +75,7 @@ func TestRunDBLocks(t *testing.T) {
 					t.Skip(err)
 				}
 			}
+			t.Parallel()
 			out := t.TempDir()
 			args := append([]string{"run", "--out", out, "--backend", tc.backend, "--resource", tc.resource}, tc.extra...)
 			if tc.fault != "" {
@@ -101,7 +110,6 @@ func TestRunDBLocks(t *testing.T) {
 					}
 				}
 			}
-			require.Empty(t, proc.Descendants(os.Getpid()), "a server outlived the run")
 		})
 	}
 }
@@ -141,6 +149,7 @@ func TestRunDBLockInterrupted(t *testing.T) {
 // A run on an existing server (here one the test starts): client-side faults only, and
 // its started value declares what its descriptor does (no node or clock faults).
 func TestRunDBLockExistingServer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		backend, option string
 		start           func(ctx context.Context, dir string) (string, func() error, error)

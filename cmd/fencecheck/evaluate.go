@@ -62,7 +62,7 @@ backend, and what must our resource do? With a backend option naming an existing
 	fs := c.Flags()
 	fs.StringVar(&f.backend, "backend", "", "the lock backend to evaluate (see 'fencecheck list'); required unless an option implies it")
 	fs.StringSliceVar(&f.faults, "fault", nil, "faults to run, comma-separated (default: every fault that applies to the backend)")
-	parallelFlag(fs, &f.parallel, "runs")
+	autoParallelFlag(fs, &f.parallel, "runs")
 	seedFlag(fs, &f.seed, "every run's workload")
 	fs.DurationVar(&f.ttl, "ttl", 0, "lease TTL of every run (default: the backend's; an existing etcd cluster: the TTL it grants)")
 	outFlag(fs, &f.out, defaultOut, "results store: runs go to DIR/<scenario>/<timestamp>/, the scorecard to DIR/evaluate-<backend>/<timestamp>/")
@@ -100,6 +100,9 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 		if err := checkName("fault", fl, a.faultNames()); err != nil {
 			return fail(err)
 		}
+	}
+	if f.parallel == 0 {
+		f.parallel = campaign.DefaultParallel()
 	}
 	if err := checkParallel(f.parallel); err != nil {
 		return fail(err)

@@ -23,6 +23,7 @@ func execFile(t *testing.T, rel string) string {
 // could not be made as asked); a broken client's message is one line, and the history so
 // far is kept.
 func TestRunExec(t *testing.T) {
+	t.Parallel()
 	template := "python3 " + execFile(t, "examples/naive_http.py")
 	tests := []struct {
 		name   string

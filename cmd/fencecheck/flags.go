@@ -39,6 +39,12 @@ func parallelFlag(fs *pflag.FlagSet, p *int, what string) {
 	fs.IntVar(p, "parallel", 1, what+" at a time, 1 to 8 (timing-sensitive faults are most faithful at 1)")
 }
 
+// autoParallelFlag is --parallel for a command whose runs go several at a time unless
+// told otherwise: 0 (the default) is campaign.DefaultParallel, what the machine takes.
+func autoParallelFlag(fs *pflag.FlagSet, p *int, what string) {
+	fs.IntVar(p, "parallel", 0, what+" at a time, 1 to 8 (default: 2 per CPU, at most 8; 1 runs each alone)")
+}
+
 // shardFlag is --shard I/N: run only the I-th of N shards of the command's plan
 // (campaign.Shard). A value that is not I/N with 1 ≤ I ≤ N is refused as the flag is
 // parsed (one line, exit 2).

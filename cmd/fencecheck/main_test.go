@@ -6,18 +6,25 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models"
 )
 
 // TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an
 // idle peer connection behind for up to 5 s after Close, so it waits for them to drain.
-func TestMain(m *testing.M) { os.Exit(etcdtest.VerifyNoLeaks(m)) }
+// Two tests per CPU run at once (unless -parallel is given): most of them wait on the
+// runs' faults and TTLs.
+func TestMain(m *testing.M) {
+	proctest.Parallel(2 * runtime.GOMAXPROCS(0))
+	os.Exit(etcdtest.VerifyNoLeaks(m))
+}
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -29,6 +36,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // The acceptance path of the core issue: unfenced exits 1 naming the stale write,
 // fenced exits 0 with a rejected stale write, and check on the saved history agrees.
 func TestRunAndRecheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		scenario string
 		code     int
@@ -69,6 +77,7 @@ func TestRunAndRecheck(t *testing.T) {
 }
 
 func TestCheckHandWritten(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := run(t, "check", "--json", "testdata/stale-accepted.json", "testdata/concurrent-legal.json")
 	require.Equal(t, exitViolated, code)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")

@@ -207,6 +207,7 @@ func TestSchemaValidatorFails(t *testing.T) {
 // verdict.json of real runs (with and without side effects), `check --json`'s verdicts
 // and a real scorecard.json match their schemas.
 func TestSchemasMatchOutputs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs three scenarios and an evaluation")
 	}

@@ -161,6 +161,7 @@ users:
 // A real run against an existing Kubernetes cluster whose kubeconfig carries a bearer
 // token: the token is in no output and no file.
 func TestNoTokenFromKubeconfig(t *testing.T) {
+	t.Parallel()
 	needBackend(t, kubelease.Name)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

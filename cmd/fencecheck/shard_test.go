@@ -78,6 +78,7 @@ func TestShardedSoakMerged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 12 scenarios")
 	}
+	t.Parallel() // naive runs only, no check of the process tree
 	root := t.TempDir()
 	whole, one, two, merged := filepath.Join(root, "whole"), filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "merged")
 	soak := []string{"soak", "--scenario", "naive-unfenced-pause,naive-fenced-pause", "--runs", "3"}
@@ -183,6 +184,7 @@ func TestShardedEvaluateAndMatrixMerged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 8 scenarios")
 	}
+	t.Parallel() // naive runs only, no check of the process tree
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -33,6 +33,7 @@ func TestSoakBadInput(t *testing.T) {
 
 // One run of one scenario, as JSON and as a table.
 func TestSoakOneRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a scenario twice")
 	}

@@ -130,6 +130,17 @@ func (f clockJump) Applies(t registry.Target) error {
 	}
 	return nil
 }
+
+// ShapePause: the pause ends at the second write of another client, the first accepted
+// and the next accepted or refused, and otherwise keeps its shape (false: the strike
+// still picks its pause point). A token clock that stands still hands the next holders
+// the same token: the first of them writes, the fence refuses the rest, and a pause that
+// waited for another accepted write would last until its MaxHold ceiling.
+func (clockJump) ShapePause(_ registry.Target, s *nemesis.ClientFault) bool {
+	s.Writes = 2
+	return false
+}
+
 func (f clockJump) Action(_ registry.Target, b harness.Backend) nemesis.Action {
 	wc, _ := b.(registry.WallClocked)
 	return nemesis.Action{

@@ -55,7 +55,9 @@ type ServiceFault interface {
 
 // PauseShaper is a service fault that changes the pause it rides on.
 type PauseShaper interface {
-	// ShapePause adjusts f and reports whether it did.
+	// ShapePause adjusts f and reports whether it settled its shape (true: the strike
+	// takes f as it is, its pause point included; false: the strike still picks the
+	// point, keeping what ShapePause set).
 	ShapePause(t Target, f *nemesis.ClientFault) bool
 }
 

@@ -27,6 +27,7 @@ var (
 	healEarly      = regexp.MustCompile(`^healed early: the run ended$`)
 	healTimed      = regexp.MustCompile(`^healed (?:after its ` + secs + ` hold|at the end of its ` + secs + ` minimum hold|at its ` + secs + ` limit)$`)
 	healWrite      = regexp.MustCompile(`^healed when client (\d+)'s write #(\d+) was accepted at ` + secs + `$`)
+	healRefused    = regexp.MustCompile(`^healed when client (\d+)'s write #(\d+) was refused at ` + secs + `, after client (\d+)'s write #(\d+) was accepted at ` + secs + `$`)
 	acceptedNone   = regexp.MustCompile(`^no other client's write was accepted during it$`)
 	acceptedOne    = regexp.MustCompile(`^1 write by another client was accepted during it: client (\d+)'s write #(\d+) at ` + secs + `$`)
 	acceptedMany   = regexp.MustCompile(`^(\d+) writes by other clients were accepted during it, the first client (\d+)'s write #(\d+) at ` + secs + `$`)
@@ -160,6 +161,28 @@ func (c *faultCheck) clause(p string, first bool) string {
 			c.fail("%q, but op %d is %s", p, o.ID, o.Status)
 		case o.Call < c.f.Start || *o.Return > *c.f.End:
 			c.fail("%q, but op %d (called %s) is not inside the fault", p, o.ID, history.Seconds(o.Call))
+		}
+		return "heal"
+	}
+	if m := healRefused.FindStringSubmatch(p); m != nil {
+		refused := c.write(p, atoi(m[2]), atoi(m[1]), m[3])
+		accepted := c.write(p, atoi(m[5]), atoi(m[4]), m[6])
+		for _, o := range []*history.Op{accepted, refused} {
+			switch {
+			case o == nil:
+			case o.Client == c.client:
+				c.fail("%q names the struck client's own write", p)
+			case o.Call < c.f.Start || *o.Return > *c.f.End:
+				c.fail("%q, but op %d (called %s) is not inside the fault", p, o.ID, history.Seconds(o.Call))
+			}
+		}
+		switch {
+		case refused != nil && refused.Status != history.Rejected:
+			c.fail("%q, but op %d is %s", p, refused.ID, refused.Status)
+		case accepted != nil && accepted.Status != history.OK:
+			c.fail("%q, but op %d is %s", p, accepted.ID, accepted.Status)
+		case refused != nil && accepted != nil && *accepted.Return > *refused.Return:
+			c.fail("%q, but op %d returned after op %d", p, accepted.ID, refused.ID)
 		}
 		return "heal"
 	}

@@ -37,6 +37,7 @@ func TestDescriptorContract(t *testing.T) {
 				if why := d.Unavailability(registry.Settings{}); why != "" {
 					t.Skip(why)
 				}
+				t.Parallel() // each starts its own store
 				harnesstest.Descriptor(t, d)
 			})
 		}

@@ -25,6 +25,7 @@ func TestScenarios(t *testing.T) {
 	for _, sc := range leasetable.Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			harnesstest.SkipUnavailable(t, reg, sc.Spec)
+			t.Parallel() // each run starts its own store; its faults heal on events
 			o := execute(t, sc.Spec)
 			ev := o.Report.Evidence
 			t.Logf("register %s, updates %s, tokens %s; stale writes accepted %d, rejected %d",

@@ -66,7 +66,10 @@ func TestDescriptorContract(t *testing.T) {
 		t.Skip(err)
 	}
 	for _, d := range pgadvisory.Descriptors()[:2] {
-		t.Run(d.Name, func(t *testing.T) { harnesstest.Descriptor(t, d) })
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel() // each starts servers of its own
+			harnesstest.Descriptor(t, d)
+		})
 	}
 }
 

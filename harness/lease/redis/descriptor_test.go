@@ -13,6 +13,9 @@ import (
 func TestDescriptors(t *testing.T) {
 	proctest.Skip(t, redis.ServerNeed)
 	for _, d := range redis.Descriptors() {
-		t.Run(d.Name, func(t *testing.T) { harnesstest.Descriptor(t, d) })
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel() // each starts servers of its own
+			harnesstest.Descriptor(t, d)
+		})
 	}
 }

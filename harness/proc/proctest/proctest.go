@@ -3,8 +3,10 @@
 package proctest
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,5 +49,21 @@ func Skip(t testing.TB, needs ...proc.Need) {
 	t.Helper()
 	if why := proc.Missing(needs...); why != "" {
 		t.Skip(why)
+	}
+}
+
+// Parallel lets n tests of the package run at once (-test.parallel) unless the command
+// line chose: for packages whose tests mostly wait on faults, TTLs and servers starting
+// rather than compute, where the default of one per CPU leaves the CPUs idle. A package
+// that raises it bounds what its runs cost together itself. Call it from TestMain,
+// before m.Run.
+func Parallel(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && n > 0 {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(fmt.Sprintf("proctest: %v", err))
+		}
 	}
 }
