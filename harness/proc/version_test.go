@@ -10,6 +10,7 @@ import (
 )
 
 func TestVersions(t *testing.T) {
+	t.Setenv(HideEnv, "") // the lookup's own test: nothing hidden, whatever the pass
 	dir := t.TempDir()
 	script := filepath.Join(dir, "server")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho\necho \"server v=1.2.3 $1\"\necho more\n"), 0o755))
