@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -71,25 +72,27 @@ func New(cfg Config) (*Backend, error) {
 	}
 	b := &Backend{cfg: cfg}
 	// A port below the ephemeral range: Restart binds it again, and no outgoing
-	// connection may hold it by then.
-	_, addr, err := proc.Loopback(0)
+	// connection may hold it by then. Held from the pick to the server's start.
+	ln, err := proc.ListenFree()
 	if err != nil {
 		return nil, err
 	}
-	srv, err := b.start(addr)
+	srv, err := b.start(ln.Addr().String(), ln)
 	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
 	b.srv, b.addr = srv, srv.Addr()
 	return b, nil
 }
 
-func (b *Backend) start(addr string) (*Server, error) {
+// start starts the lock server on addr, or on ln when given (nil: listen on addr).
+func (b *Backend) start(addr string, ln net.Listener) (*Server, error) {
 	tokens, err := NewTokens(b.cfg.Variant, b.cfg.Dir, b.cfg.Now)
 	if err != nil {
 		return nil, err
 	}
-	return StartServer(ServerConfig{Addr: addr, Tokens: tokens, Now: b.cfg.Now, Mono: b.cfg.Mono})
+	return StartServer(ServerConfig{Addr: addr, Listener: ln, Tokens: tokens, Now: b.cfg.Now, Mono: b.cfg.Mono})
 }
 
 // Name implements harness.Backend.
@@ -147,7 +150,7 @@ func (b *Backend) Restart(_ context.Context, i int, keepData bool) error {
 			return err
 		}
 	}
-	srv, err := b.start(b.addr)
+	srv, err := b.start(b.addr, nil)
 	if err != nil {
 		return fmt.Errorf("naive: restart on %s: %w", b.addr, err)
 	}

@@ -49,6 +49,9 @@ func (c *Counter) Next(time.Time) (int64, error) {
 type ServerConfig struct {
 	// Addr to listen on; default "127.0.0.1:0".
 	Addr string
+	// Listener, if set, is used instead of listening on Addr: a port picked and held
+	// until the server takes it, so that no other process can take it in between.
+	Listener net.Listener
 	// Tokens is the token source; default a fresh in-memory Counter.
 	Tokens TokenSource
 	// Now is the server's wall clock (wall-clock tokens read it); default time.Now.
@@ -87,9 +90,12 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Mono == nil {
 		cfg.Mono = time.Now
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("naive lock server: listen: %w", err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("naive lock server: listen: %w", err)
+		}
 	}
 	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{}), leases: map[string]*leaseState{}}
 	mux := http.NewServeMux()
