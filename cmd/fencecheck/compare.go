@@ -180,14 +180,8 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if err := reports.WriteComparison(dir, cmpn); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	if err := campaign.WritePlan(dir, record); err != nil {
+	if err := finishCampaign(f.out, dir, record); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
-	}
-	if err := reports.MarkLatest(dir); err != nil {
-		return fail(&exitError{code: exitInternal, msg: err.Error()})
-	}
-	if err := reports.WriteStoreIndex(f.out); err != nil {
-		return fail(&exitError{code: exitInternal, msg: "store index: " + err.Error()})
 	}
 	code := compareExit(cmpn, results, interrupted, !f.shard.Whole())
 	page := filepath.Join(dir, reports.ComparePage)

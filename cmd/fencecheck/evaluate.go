@@ -188,14 +188,8 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	if err := reports.WriteScorecard(dir, sc); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	if err := campaign.WritePlan(dir, record); err != nil {
+	if err := finishCampaign(f.out, dir, record); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
-	}
-	if err := reports.MarkLatest(dir); err != nil {
-		return fail(&exitError{code: exitInternal, msg: err.Error()})
-	}
-	if err := reports.WriteStoreIndex(f.out); err != nil {
-		return fail(&exitError{code: exitInternal, msg: "store index: " + err.Error()})
 	}
 	code := evaluateExit(sc, results, interrupted, !f.shard.Whole())
 	page := filepath.Join(dir, reports.ScorecardPage)

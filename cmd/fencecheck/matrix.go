@@ -191,14 +191,8 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	if err := reports.WriteMatrix(dir, m); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	if err := campaign.WritePlan(dir, record); err != nil {
+	if err := finishCampaign(f.out, dir, record); err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
-	}
-	if err := reports.MarkLatest(dir); err != nil {
-		return fail(&exitError{code: exitInternal, msg: err.Error()})
-	}
-	if err := reports.WriteStoreIndex(f.out); err != nil {
-		return fail(&exitError{code: exitInternal, msg: "store index: " + err.Error()})
 	}
 	index := filepath.Join(dir, reports.MatrixPage)
 	if f.json {

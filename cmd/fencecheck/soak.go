@@ -260,18 +260,27 @@ func writeSoak(store string, res *campaign.SoakResult, plan *campaign.Plan, bega
 	if err := reports.WriteSoak(dir, doc); err != nil {
 		return "", err
 	}
+	if err := finishCampaign(store, dir, plan); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, reports.SoakPage), nil
+}
+
+// finishCampaign completes a campaign's folder dir in the results store once its page
+// is written: its plan record (when it has one), the latest link, the store's index.
+func finishCampaign(store, dir string, plan *campaign.Plan) error {
 	if plan != nil {
 		if err := campaign.WritePlan(dir, plan); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if err := reports.MarkLatest(dir); err != nil {
-		return "", err
+		return err
 	}
 	if err := reports.WriteStoreIndex(store); err != nil {
-		return "", fmt.Errorf("store index: %w", err)
+		return fmt.Errorf("store index: %w", err)
 	}
-	return filepath.Join(dir, reports.SoakPage), nil
+	return nil
 }
 
 // soakTable prints one row per scenario.
