@@ -15,16 +15,6 @@ import (
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
-// libraryLeaks are goroutines a library leaves behind that no caller can end: an
-// embedded etcd member's peer /version handler that was running when the member was
-// stopped abruptly (a crash: Server.HardStop) waits forever for its backend's read lock,
-// which the closed backend never releases.
-func libraryLeaks() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/etcdserver/api/etcdhttp.newPeerHandler.versionHandler.func1"),
-	}
-}
-
 // VerifyNoLeaks runs the tests, then waits (up to 15 s, for a loaded machine) until no
 // goroutine is left (goleak) and no process started by the tests is alive. It returns
 // the exit code for os.Exit.
@@ -35,7 +25,7 @@ func VerifyNoLeaks(m *testing.M) int {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		gerr := goleak.Find(libraryLeaks()...)
+		gerr := goleak.Find()
 		kids := proc.Descendants(os.Getpid())
 		if gerr == nil && len(kids) == 0 {
 			return 0

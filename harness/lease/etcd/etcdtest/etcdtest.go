@@ -170,12 +170,16 @@ func (f *Forwarder) waitRunning() bool {
 	return !f.closed
 }
 
-// VerifyNoLeaks runs the tests, then checks that no goroutine outlives them, with no
-// ignore list. It waits up to a minute (generous, for a loaded machine) for goroutines
+// VerifyNoLeaks runs the tests, then checks that no goroutine outlives them, with one
+// exception (below). It waits up to a minute (generous, for a loaded machine) for goroutines
 // to end on their own, because a closed member's peer HTTP client (etcd's rafthttp
 // round tripper, which etcd never closes) keeps an idle keep-alive connection open
 // until the other side's 5s peer read timeout ends it; goleak's own retries give up
 // after about 2s.
+//
+// One goroutine etcd leaves for good is not counted: a member's peer /version handler
+// that was running when the member was stopped abruptly (a crash: Server.HardStop)
+// waits forever for the closed backend's read lock, and no caller can end it.
 func VerifyNoLeaks(m *testing.M) int {
 	code := m.Run()
 	if code != 0 {
@@ -183,7 +187,7 @@ func VerifyNoLeaks(m *testing.M) int {
 	}
 	start := time.Now()
 	for {
-		err := goleak.Find()
+		err := goleak.Find(goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/etcdserver/api/etcdhttp.newPeerHandler.versionHandler.func1"))
 		if err == nil {
 			if d := time.Since(start); d > time.Second && testing.Verbose() {
 				fmt.Fprintf(os.Stderr, "etcdtest: goroutines drained after %v\n", d.Round(time.Millisecond))
