@@ -92,7 +92,7 @@ func TestSkew(t *testing.T) {
 		})
 		t.Run(st.name+"/database-time", func(t *testing.T) {
 			b := startWith(t, Name, ttl, st.opts)
-			a, alink := locker(t, b, 0)
+			a, _ := locker(t, b, 0)
 			c, _ := locker(t, b, 1)
 			held := harnesstest.Acquire(t, a)
 			core(t, b).driftOf(1).Jump(10 * ttl)
@@ -106,17 +106,23 @@ func TestSkew(t *testing.T) {
 			target, clock, err := sc.ServiceClock(context.Background())
 			require.NoError(t, err)
 			require.Equal(t, "database", target)
-			// The holder is paused, as the skew fault pauses it: a renewal after the jump
-			// would set lock_until by the jumped clock too and keep the lock (each
-			// statement reads the database's now()), so that the taker's first try
-			// would race the holder's next renewal.
-			alink.Stall()
+			// The holder stops renewing, as the skew fault's pause makes it, and no
+			// renewal is left in flight: one forwarded just before a stall would run
+			// after the jump and set lock_until by the jumped clock too (each statement
+			// reads the database's now()), and the taker would then wait out a whole
+			// TTL. Stop returns once the last attempt has been answered.
+			a.(*Locker).leases.Stop(held.(*Lease).Keeper)
+			cl := c.(*Locker)
+			_, ok = tryAcquire(t, cl)
+			require.False(t, ok, "before the jump the holder's row still holds the lock")
 			clock.Jump(10 * ttl)
-			next := harnesstest.Acquire(t, c)
-			alink.Pass()
+			start := cl.now()
+			fence, ok := tryAcquire(t, cl)
+			require.True(t, ok, "right after the jump one attempt takes the lock: the database's clock decided")
 			validA := held.(harness.Expiring).ValidUntil()
 			require.True(t, time.Now().Before(validA), "a database clock ahead ends the holder's lease early: client 1 took it while the holder held it until %v", validA)
-			require.Greater(t, next.Token(), held.Token())
+			require.Greater(t, fence, held.Token())
+			next := cl.newLease(fence, start)
 			require.NoError(t, next.Release(context.Background()))
 		})
 	}

@@ -109,3 +109,18 @@ func acquireAfterRestart(t *testing.T, l harness.Locker) harness.Lease {
 		t.Logf("Acquire after the restart: %v (trying again)", err)
 	}
 }
+
+// tryAcquire is one attempt of l's acquiring statement (the row exists): the fence it
+// granted, or false when the row is held by someone else.
+func tryAcquire(t *testing.T, l *Locker) (int64, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), harnesstest.Ceiling)
+	defer cancel()
+	fences, err := l.sess.Run(ctx, l.b.stmts.acquire, l.args(l.b.lock, l.by, l.b.ttl.Microseconds())...)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(fences), 1)
+	if len(fences) == 0 {
+		return 0, false
+	}
+	return fences[0], true
+}
