@@ -81,7 +81,7 @@ combines the stores and recomputes the pages from the runs ([sharding.md](shardi
 
 ## JSON output
 
-`+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, compare, soak) prints JSON on
+`+"`--json`"+` on the commands that judge (run, check, matrix, evaluate, compare, soak, merge) prints JSON on
 stdout with the overall `+"`outcome`"+` and the `+"`exit`"+` code; progress and messages go to
 stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error\", \"exit\": N, \"error\": \"...\"}`"+`.
 
@@ -93,6 +93,7 @@ stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error
 | evaluate | scorecard.json's fields ([schema](scorecard.schema.json)) and the page | safe, unsafe, incomplete |
 | compare | compare.json's fields ([schema](compare.schema.json)) and the page | complete, unsafe, incomplete |
 | soak | the soak's result | as-expected, differs, incomplete |
+| merge | per merged campaign: its plan, its shards and their stores, the missing shards, and the document of its own command | as-expected, differs, incomplete |
 | doctor | one entry per backend and resource, and the apt-get line | ready, missing |
 
 A run's outcome says what the history shows about the protected data: unsafe (register or

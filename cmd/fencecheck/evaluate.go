@@ -43,6 +43,18 @@ type evaluateJSON struct {
 	*reports.Scorecard
 }
 
+// evaluateDoc is the --json document of a scorecard whose exit code is code.
+func evaluateDoc(sc *reports.Scorecard, code int, page string) evaluateJSON {
+	doc := evaluateJSON{Outcome: "incomplete", Exit: code, Page: page, Scorecard: sc}
+	switch code {
+	case exitSafe:
+		doc.Outcome = "safe"
+	case exitViolated:
+		doc.Outcome = "unsafe"
+	}
+	return doc
+}
+
 func (a *app) evaluateCmd() *cobra.Command {
 	f := &evaluateFlags{}
 	c := &cobra.Command{
@@ -194,14 +206,7 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	code := evaluateExit(sc, results, interrupted, !f.shard.Whole())
 	page := filepath.Join(dir, reports.ScorecardPage)
 	if f.json {
-		doc := evaluateJSON{Outcome: "incomplete", Exit: code, Page: page, Scorecard: sc}
-		switch code {
-		case exitSafe:
-			doc.Outcome = "safe"
-		case exitViolated:
-			doc.Outcome = "unsafe"
-		}
-		if err := a.printJSON(doc); err != nil {
+		if err := a.printJSON(evaluateDoc(sc, code, page)); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 	} else {

@@ -72,6 +72,18 @@ type matrixJSON struct {
 	*reports.Matrix
 }
 
+// matrixDoc is the --json document of a matrix whose exit code is code.
+func matrixDoc(m *reports.Matrix, code int, index string, interrupted bool) matrixJSON {
+	doc := matrixJSON{Outcome: "as-expected", Exit: code, Index: index, Matrix: m}
+	switch {
+	case m.Mismatches() > 0:
+		doc.Outcome = "differs"
+	case m.Errors() > 0 || interrupted:
+		doc.Outcome = "incomplete"
+	}
+	return doc
+}
+
 func (a *app) matrixCmd() *cobra.Command {
 	f := &matrixFlags{}
 	c := &cobra.Command{
@@ -196,14 +208,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	}
 	index := filepath.Join(dir, reports.MatrixPage)
 	if f.json {
-		doc := matrixJSON{Outcome: "as-expected", Exit: code, Index: index, Matrix: m}
-		switch {
-		case m.Mismatches() > 0:
-			doc.Outcome = "differs"
-		case m.Errors() > 0 || interrupted:
-			doc.Outcome = "incomplete"
-		}
-		if err := a.printJSON(doc); err != nil {
+		if err := a.printJSON(matrixDoc(m, code, index, interrupted)); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 	} else {

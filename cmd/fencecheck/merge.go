@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,38 @@ import (
 type mergeFlags struct {
 	store   string
 	partial bool
+	json    bool
+}
+
+// mergeJSON is `merge --json`: one entry per merged campaign, with the document its own
+// command's --json prints, and the merge's outcome and exit code.
+type mergeJSON struct {
+	// Outcome: "as-expected" (every shard merged, every run as expected), "differs"
+	// (some run differs from its expectation), "incomplete" (a shard missing, or a run
+	// failed).
+	Outcome   string           `json:"outcome"`
+	Exit      int              `json:"exit"`
+	Store     string           `json:"store"`
+	Campaigns []mergedCampaign `json:"campaigns"`
+}
+
+// mergedCampaign is one campaign of a merge: its plan, which shards came from which
+// store and which are missing, and its result as matrix, evaluate, compare or soak
+// --json gives it.
+type mergedCampaign struct {
+	Kind    string        `json:"kind"`
+	Plan    string        `json:"plan"`
+	Shards  []mergedShard `json:"shards"`
+	Missing []string      `json:"missing,omitempty"`
+	Runs    int           `json:"runs"`
+	Page    string        `json:"page"`
+	Result  any           `json:"result"`
+}
+
+// mergedShard is one shard of a merge and the store it came from.
+type mergedShard struct {
+	Store string `json:"store"`
+	Shard string `json:"shard"`
 }
 
 func (a *app) mergeCmd() *cobra.Command {
@@ -31,7 +64,8 @@ campaign's folder) says which plan and shard it holds: stores of different plans
 same shard twice or a missing shard are refused (--partial merges the shards there are,
 and the pages say which are missing).`,
 		Example: `  fencecheck merge --store merged shard-1 shard-2 shard-3 shard-4
-  fencecheck merge --store merged --partial shard-1 shard-3`,
+  fencecheck merge --store merged --partial shard-1 shard-3
+  fencecheck merge --store merged --json shard-1 shard-2`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("name the shards' results stores to merge")
@@ -43,6 +77,7 @@ and the pages say which are missing).`,
 	fs := c.Flags()
 	fs.StringVar(&f.store, "store", defaultOut, "the merged results store (created if missing)")
 	fs.BoolVar(&f.partial, "partial", false, "merge the shards there are when some are missing; the pages say which")
+	jsonFlag(fs, &f.json, "each merged campaign")
 	setExitCodes(c, exitCodes{
 		exitSafe:     "merged, and every run as expected (a scorecard: safe with fencing; a comparison: every run decided, every service with a token held with fencing)",
 		exitViolated: "merged, and some run differs from its expectation (a scorecard: not safe; a comparison: a service with a token let a stale write through the fence)",
@@ -53,22 +88,33 @@ and the pages say which are missing).`,
 }
 
 func (a *app) merge(f *mergeFlags, stores []string) error {
+	fail := a.failer(f.json)
 	merged, err := campaign.Merge(campaign.MergeConfig{Stores: stores, Out: f.store, Partial: f.partial})
 	switch {
 	case errors.Is(err, campaign.ErrMerge):
-		return badInput("%s", strings.TrimPrefix(err.Error(), campaign.ErrMerge.Error()+": "))
+		return fail(badInput("%s", strings.TrimPrefix(err.Error(), campaign.ErrMerge.Error()+": ")))
 	case err != nil:
-		return &exitError{code: exitInternal, msg: err.Error()}
+		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	code := exitSafe
+	out := a.stdout
+	if f.json {
+		out = io.Discard // the tables; the document below is stdout's only content
+	}
+	doc := mergeJSON{Store: f.store, Campaigns: []mergedCampaign{}}
+	code, partial := exitSafe, false
 	for _, m := range merged {
 		p := m.Plan
+		mc := mergedCampaign{Kind: p.Name, Plan: p.ShortID(), Runs: len(p.Runs) - m.NotRun, Page: m.Page}
 		var from []string
 		for _, s := range p.Merged {
-			from = append(from, fmt.Sprintf("%s (%d/%d)", s.Store, s.Shard.I, s.Shard.N))
+			shard := fmt.Sprintf("%d/%d", s.Shard.I, s.Shard.N)
+			from = append(from, fmt.Sprintf("%s (%s)", s.Store, shard))
+			mc.Shards = append(mc.Shards, mergedShard{Store: s.Store, Shard: shard})
 		}
-		fmt.Fprintf(a.stdout, "merge: %s plan %s: %d of %d shard(s) from %s; %d run(s)\n", p.Name, p.ShortID(), len(p.Merged), len(p.Merged)+len(p.Missing), strings.Join(from, ", "), len(p.Runs)-m.NotRun)
+		fmt.Fprintf(out, "merge: %s plan %s: %d of %d shard(s) from %s; %d run(s)\n", p.Name, p.ShortID(), len(p.Merged), len(p.Merged)+len(p.Missing), strings.Join(from, ", "), mc.Runs)
 		if len(p.Missing) > 0 {
+			partial = true
+			mc.Missing = strings.Split(shardList(p.Missing, len(p.Merged)+len(p.Missing)), ", ")
 			fmt.Fprintf(a.stderr, "fencecheck merge: PARTIAL %s: shard(s) %s missing; their %d run(s) are not in the pages\n", p.Name, shardList(p.Missing, len(p.Merged)+len(p.Missing)), m.NotRun)
 		}
 		failed := exitSafe
@@ -78,27 +124,46 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 		c := failed
 		switch {
 		case m.Soak != nil:
-			soakTable(a.stdout, &m.Soak.SoakResult)
+			soakTable(out, &m.Soak.SoakResult)
 			if m.Soak.Mismatches() > 0 {
 				c = worst(c, exitViolated)
 			}
+			mc.Result = soakDoc(&m.Soak.SoakResult, c, false)
 		case m.Matrix != nil:
-			m.Matrix.Table(a.stdout)
-			fmt.Fprintln(a.stdout, m.Matrix.SummaryLine())
+			m.Matrix.Table(out)
+			fmt.Fprintln(out, m.Matrix.SummaryLine())
 			if m.Matrix.Mismatches() > 0 {
 				c = worst(c, exitViolated)
 			}
+			mc.Result = matrixDoc(m.Matrix, c, m.Page, false)
 		case m.Scorecard != nil:
-			reports.PrintScorecard(a.stdout, m.Scorecard)
+			reports.PrintScorecard(out, m.Scorecard)
 			c = evaluateExit(m.Scorecard, m.Failed, false, len(p.Missing) > 0)
+			mc.Result = evaluateDoc(m.Scorecard, c, m.Page)
 		case m.Compare != nil:
-			reports.PrintComparison(a.stdout, m.Compare)
+			reports.PrintComparison(out, m.Compare)
 			c = compareExit(m.Compare, m.Failed, false, len(p.Missing) > 0)
+			mc.Result = compareJSON{Outcome: m.Compare.Outcome(), Exit: c, Page: m.Page, Comparison: m.Compare}
 		}
-		fmt.Fprintf(a.stdout, "page: %s\n", m.Page)
+		fmt.Fprintf(out, "page: %s\n", m.Page)
 		code = worst(code, c)
+		doc.Campaigns = append(doc.Campaigns, mc)
 	}
-	fmt.Fprintf(a.stdout, "merged store: %s (exit %d)\n", f.store, code)
+	fmt.Fprintf(out, "merged store: %s (exit %d)\n", f.store, code)
+	if f.json {
+		doc.Exit = code
+		switch {
+		case code == exitViolated:
+			doc.Outcome = "differs"
+		case code != exitSafe || partial:
+			doc.Outcome = "incomplete"
+		default:
+			doc.Outcome = "as-expected"
+		}
+		if err := a.printJSON(doc); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
+		}
+	}
 	return withCode(code)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,7 +175,27 @@ func TestShardedSoakMerged(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []int{1}, doc.Sharding.Missing)
 		require.Equal(t, []int64{2}, countsOf(t, doc)["naive-unfenced-pause"].Seeds)
+
+		code, stdout, stderr := run(t, "merge", "--partial", "--json", "--store", filepath.Join(t.TempDir(), "j"), two)
+		require.Equal(t, exitSafe, code, stderr)
+		md := mergeDoc(t, stdout)
+		require.Equal(t, "incomplete", md.Outcome, "a shard is missing")
+		require.Len(t, md.Campaigns, 1)
+		require.Equal(t, "soak", md.Campaigns[0].Kind)
+		require.Equal(t, []string{"1/2"}, md.Campaigns[0].Missing)
+		require.Equal(t, "as-expected", md.Campaigns[0].Result.(map[string]any)["outcome"])
 	})
+}
+
+// mergeDoc parses merge --json's stdout, which must hold the document and nothing else.
+func mergeDoc(t *testing.T, stdout string) mergeJSON {
+	t.Helper()
+	var doc mergeJSON
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&doc), stdout)
+	require.False(t, dec.More(), "stdout holds only the JSON document:\n%s", stdout)
+	return doc
 }
 
 // An evaluation and a matrix split in two and merged give the scorecard and the cells of
@@ -204,8 +225,15 @@ func TestShardedEvaluateAndMatrixMerged(t *testing.T) {
 				code, stdout, stderr := run(t, append(append(slices.Clone(tc.args), "--out", c.out), c.shard...)...)
 				require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			}
-			code, stdout, stderr := run(t, "merge", "--store", merged, one, two)
+			code, stdout, stderr := run(t, "merge", "--json", "--store", merged, one, two)
 			require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			doc := mergeDoc(t, stdout)
+			require.Equal(t, "as-expected", doc.Outcome)
+			require.Len(t, doc.Campaigns, 1)
+			mc := doc.Campaigns[0]
+			require.Equal(t, []mergedShard{{one, "1/2"}, {two, "2/2"}}, mc.Shards)
+			require.Empty(t, mc.Missing)
+			require.Equal(t, map[string]string{"evaluate": "safe", "matrix": "as-expected"}[tc.name], mc.Result.(map[string]any)["outcome"], "the campaign's own --json document")
 			latest := func(store, file string) string { return filepath.Join(store, tc.page, reports.LatestLink, file) }
 			if tc.name == "evaluate" {
 				w, err := reports.ReadScorecard(latest(whole, reports.ScorecardJSON))

@@ -42,6 +42,18 @@ type soakJSON struct {
 	*campaign.SoakResult
 }
 
+// soakDoc is the --json document of a soak whose exit code is code.
+func soakDoc(res *campaign.SoakResult, code int, interrupted bool) soakJSON {
+	doc := soakJSON{Outcome: "as-expected", Exit: code, SoakResult: res}
+	switch {
+	case res.Mismatches() > 0:
+		doc.Outcome = "differs"
+	case res.Errors() > 0 || interrupted:
+		doc.Outcome = "incomplete"
+	}
+	return doc
+}
+
 func (a *app) soakCmd() *cobra.Command {
 	f := &soakFlags{}
 	c := &cobra.Command{
@@ -162,14 +174,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		code = worst(code, exitUsage)
 	}
 	if f.json {
-		doc := soakJSON{Outcome: "as-expected", Exit: code, SoakResult: res}
-		switch {
-		case res.Mismatches() > 0:
-			doc.Outcome = "differs"
-		case res.Errors() > 0 || interrupted:
-			doc.Outcome = "incomplete"
-		}
-		if err := a.printJSON(doc); err != nil {
+		if err := a.printJSON(soakDoc(res, code, interrupted)); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 	} else {
