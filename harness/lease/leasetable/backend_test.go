@@ -20,6 +20,7 @@ func TestExclusionAndTokens(t *testing.T) {
 	for _, st := range stores {
 		for _, name := range []string{Name, NameClientTime} {
 			t.Run(st.name+"/"+name, func(t *testing.T) {
+				t.Parallel() // each starts its own store
 				b := startWith(t, name, testTTL, st.opts)
 				a, _ := locker(t, b, 0)
 				c, _ := locker(t, b, 1)
@@ -45,6 +46,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	for _, st := range stores {
 		for _, name := range []string{Name, NameClientTime} {
 			t.Run(st.name+"/"+name, func(t *testing.T) {
+				t.Parallel() // each starts its own store
 				b := startWith(t, name, testTTL, st.opts)
 				a, alink := locker(t, b, 0)
 				c, _ := locker(t, b, 1)
@@ -73,6 +75,7 @@ func TestSkew(t *testing.T) {
 	const ttl = 2 * time.Second // a holder renews every TTL/3: its lease is well inside its validity
 	for _, st := range stores {
 		t.Run(st.name+"/client-time", func(t *testing.T) {
+			t.Parallel() // each starts its own store
 			b := startWith(t, NameClientTime, ttl, st.opts)
 			a, _ := locker(t, b, 0)
 			c, _ := locker(t, b, 1)
@@ -91,6 +94,7 @@ func TestSkew(t *testing.T) {
 			require.NoError(t, next.Release(context.Background()))
 		})
 		t.Run(st.name+"/database-time", func(t *testing.T) {
+			t.Parallel() // each starts its own store
 			b := startWith(t, Name, ttl, st.opts)
 			a, _ := locker(t, b, 0)
 			c, _ := locker(t, b, 1)
@@ -134,6 +138,7 @@ func TestSkew(t *testing.T) {
 func TestCrash(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
+			t.Parallel() // each starts its own store
 			b := startWith(t, Name, testTTL, st.opts)
 			cr, ok := b.(harness.Crasher)
 			require.True(t, ok)
