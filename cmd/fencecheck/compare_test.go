@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/history"
@@ -29,6 +27,7 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 15 runs of three lock services")
 	}
+	t.Parallel()
 	out := t.TempDir()
 	code, stdout, stderr := run(t, "compare", "--backend", "naive,raft,etcd", "--json", "--out", out)
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -154,14 +153,7 @@ func TestCompareExternalRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd: skipped with -short")
 	}
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		// etcd's goroutines take a moment to drain after its close.
-		deadline := time.Now().Add(15 * time.Second)
-		for goleak.Find(ignore) != nil && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
+	t.Parallel() // TestMain waits for etcd's goroutines to drain, and checks no server is left
 	cluster := etcdtest.StartCluster(t, 1)
 	eps := strings.Join(cluster.Endpoints(), ",")
 	out := t.TempDir()

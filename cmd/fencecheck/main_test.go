@@ -17,8 +17,9 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
-// TestMain checks that no goroutine outlives the tests. Embedded etcd members leave an
-// idle peer connection behind for up to 5 s after Close, so it waits for them to drain.
+// TestMain checks that no goroutine and no server process outlives the tests. Embedded
+// etcd members leave an idle peer connection behind for up to 5 s after Close, so it
+// waits for them to drain.
 // Two tests per CPU run at once (unless -parallel is given): most of them wait on the
 // runs' faults and TTLs.
 func TestMain(m *testing.M) {

@@ -324,6 +324,7 @@ func TestShardedCompareMerged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 18 runs of three lock services")
 	}
+	t.Parallel()
 	root := t.TempDir()
 	whole, one, two, merged := filepath.Join(root, "whole"), filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "merged")
 	// Three services: the round robin gives each shard runs of every service.

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fencecheck/fencecheck/harness/lease/etcd"
+	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
 // StartCluster starts an embedded cluster of n members for t, logging to a file in
@@ -170,12 +171,13 @@ func (f *Forwarder) waitRunning() bool {
 	return !f.closed
 }
 
-// VerifyNoLeaks runs the tests, then checks that no goroutine outlives them, with one
-// exception (below). It waits up to a minute (generous, for a loaded machine) for goroutines
-// to end on their own, because a closed member's peer HTTP client (etcd's rafthttp
-// round tripper, which etcd never closes) keeps an idle keep-alive connection open
-// until the other side's 5s peer read timeout ends it; goleak's own retries give up
-// after about 2s.
+// VerifyNoLeaks runs the tests, then checks that no goroutine and no child process
+// outlives them, with one exception (below). It waits up to a minute (generous, for a
+// loaded machine) for goroutines to end on their own, because a closed member's peer HTTP
+// client (etcd's rafthttp round tripper, which etcd never closes) keeps an idle
+// keep-alive connection open until the other side's 5s peer read timeout ends it;
+// goleak's own retries give up after about 2s. The process check is what lets tests that
+// start servers run in parallel: none of them can look at the whole process tree.
 //
 // One goroutine etcd leaves for good is not counted: a member's peer /version handler
 // that was running when the member was stopped abruptly (a crash: Server.HardStop)
@@ -188,14 +190,20 @@ func VerifyNoLeaks(m *testing.M) int {
 	start := time.Now()
 	for {
 		err := goleak.Find(goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/etcdserver/api/etcdhttp.newPeerHandler.versionHandler.func1"))
-		if err == nil {
+		kids := proc.Descendants(os.Getpid())
+		if err == nil && len(kids) == 0 {
 			if d := time.Since(start); d > time.Second && testing.Verbose() {
 				fmt.Fprintf(os.Stderr, "etcdtest: goroutines drained after %v\n", d.Round(time.Millisecond))
 			}
 			return 0
 		}
 		if time.Since(start) > time.Minute {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			}
+			if len(kids) > 0 {
+				fmt.Fprintf(os.Stderr, "processes left behind by the tests: %v\n", kids)
+			}
 			return 1
 		}
 		time.Sleep(100 * time.Millisecond)
