@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,7 +12,7 @@ import (
 
 // FreePort returns a loopback port that was free a moment ago, for a server process
 // that must be told its port before it starts. Another process may take it before the
-// server binds it; the server then fails to start and says so.
+// server binds it: OnFreePort starts a server on another port then.
 //
 // The port lies below the kernel's ephemeral range, so that no outgoing connection can
 // hold it as its local port later: a server that binds its port again after a crash, or
@@ -65,4 +66,35 @@ func ephemeralRange() (lo, hi int) {
 		return lo, hi
 	}
 	return l, h
+}
+
+// Taken reports whether a process holds port on 127.0.0.1 now (it cannot be bound).
+func Taken(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return true
+	}
+	_ = ln.Close()
+	return false
+}
+
+// OnFreePort runs start on port, or, when port is 0, on a port FreePort picks; when a
+// picked port's start fails and the port is now Taken (another process bound it between
+// the pick and the server's bind), it picks another, up to 5 tries in all. Any other
+// failure is start's error at once. It returns the port and address start succeeded on.
+func OnFreePort(ctx context.Context, port int, start func(port int, addr string) error) (int, string, error) {
+	picked := port == 0
+	for try := 1; ; try++ {
+		p, addr, err := Loopback(port)
+		if err != nil {
+			return 0, "", err
+		}
+		err = start(p, addr)
+		if err == nil {
+			return p, addr, nil
+		}
+		if !picked || try == 5 || ctx.Err() != nil || !Taken(p) {
+			return 0, "", err
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package proc_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -37,4 +39,61 @@ func TestFreePortIsNotEphemeral(t *testing.T) {
 		require.NoError(t, err)
 		require.Less(t, p, lo)
 	}
+}
+
+// A picked port that another process binds first is given up for another; any other
+// failure, or a port the caller chose, is not retried.
+func TestOnFreePort(t *testing.T) {
+	failed := errors.New("the server did not start")
+	// thief binds port as another process would between the pick and the server's bind.
+	thief := func(t *testing.T, port int) {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ln.Close() })
+	}
+	t.Run("taken, then free", func(t *testing.T) {
+		var ports []int
+		port, addr, err := proc.OnFreePort(context.Background(), 0, func(port int, addr string) error {
+			ports = append(ports, port)
+			if len(ports) == 1 {
+				thief(t, port)
+				return failed
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		require.Len(t, ports, 2)
+		require.NotEqual(t, ports[0], ports[1])
+		require.Equal(t, ports[1], port)
+		require.Equal(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), addr)
+	})
+	t.Run("always taken", func(t *testing.T) {
+		tries := 0
+		_, _, err := proc.OnFreePort(context.Background(), 0, func(port int, _ string) error {
+			tries++
+			thief(t, port)
+			return failed
+		})
+		require.ErrorIs(t, err, failed)
+		require.Equal(t, 5, tries)
+	})
+	t.Run("another failure", func(t *testing.T) {
+		tries := 0
+		_, _, err := proc.OnFreePort(context.Background(), 0, func(int, string) error { tries++; return failed })
+		require.ErrorIs(t, err, failed)
+		require.Equal(t, 1, tries, "the port is free: the failure was not about it")
+	})
+	t.Run("a port the caller chose", func(t *testing.T) {
+		free, err := proc.FreePort()
+		require.NoError(t, err)
+		tries := 0
+		_, _, err = proc.OnFreePort(context.Background(), free, func(port int, _ string) error {
+			tries++
+			require.Equal(t, free, port)
+			thief(t, port)
+			return failed
+		})
+		require.ErrorIs(t, err, failed)
+		require.Equal(t, 1, tries)
+	})
 }

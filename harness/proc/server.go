@@ -2,7 +2,6 @@ package proc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,8 +37,8 @@ type ServerConfig struct {
 	// Required.
 	Dir string
 	// Port to listen on. 0: a free one, and another free one when the server cannot
-	// start on it (another process took the port between the probe and the bind), up
-	// to 5 times.
+	// start on it because another process took the port between the probe and the bind
+	// (OnFreePort).
 	Port int
 	// Args are the program's arguments to serve on port.
 	Args func(port int) []string
@@ -62,16 +61,8 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Node, string, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, "", fmt.Errorf("%s: data dir: %w", cfg.Name, err)
 	}
-	tries := 1
-	if cfg.Port == 0 {
-		tries = 5
-	}
-	var last error
-	for range tries {
-		port, addr, err := Loopback(cfg.Port)
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", cfg.Name, err)
-		}
+	var n *Node
+	_, addr, err := OnFreePort(ctx, cfg.Port, func(port int, addr string) error {
 		pc := Config{
 			Name: cfg.Name + " on " + addr, Need: cfg.Need, Args: cfg.Args(port), Dir: cfg.Dir,
 			Env: cfg.Env, Log: cfg.Log, TreeSignals: cfg.TreeSignals, ReadyTimeout: cfg.ReadyTimeout,
@@ -79,13 +70,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Node, string, error) {
 		if cfg.Ready != nil {
 			pc.Ready = func(ctx context.Context) error { return cfg.Ready(ctx, addr) }
 		}
-		n, err := StartNode(ctx, pc)
-		if err == nil {
-			return n, addr, nil
-		}
-		if last = err; errors.Is(err, ErrNotFound) || ctx.Err() != nil {
-			break
-		}
+		var err error
+		n, err = StartNode(ctx, pc)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
 	}
-	return nil, "", last
+	return n, addr, nil
 }

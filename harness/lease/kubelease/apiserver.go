@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -186,13 +185,6 @@ func StartAPIServer(ctx context.Context, cfg APIServerConfig) (*APIServer, error
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 60 * time.Second
 	}
-	if cfg.Port == 0 {
-		port, err := proc.FreePort()
-		if err != nil {
-			return nil, fmt.Errorf("kube-lease: %w", err)
-		}
-		cfg.Port = port
-	}
 	token, err := writeCredentials(cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -201,14 +193,29 @@ func StartAPIServer(ctx context.Context, cfg APIServerConfig) (*APIServer, error
 	for i, e := range cfg.Etcd {
 		etcd[i] = "http://" + e
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
 	key := filepath.Join(cfg.Dir, "sa.key")
-	n, err := proc.StartNode(ctx, proc.Config{
+	// A picked port that another process took before kube-apiserver bound it is
+	// replaced by another (proc.OnFreePort).
+	var n *proc.Node
+	_, addr, err := proc.OnFreePort(ctx, cfg.Port, func(port int, addr string) error {
+		var err error
+		n, err = startAPIServer(ctx, cfg, etcd, key, token, port, addr)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &APIServer{Node: n, addr: addr, token: token, dir: cfg.Dir}, nil
+}
+
+// startAPIServer starts kube-apiserver on port and waits until it is ready.
+func startAPIServer(ctx context.Context, cfg APIServerConfig, etcd []string, key, token string, port int, addr string) (*proc.Node, error) {
+	return proc.StartNode(ctx, proc.Config{
 		Name: "kube-apiserver on " + addr, Path: cfg.Binary,
 		Args: []string{
 			"--etcd-servers=" + strings.Join(etcd, ","),
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(cfg.Port),
+			"--secure-port=" + strconv.Itoa(port),
 			// A self-signed serving certificate, made on the first start and kept for
 			// restarts.
 			"--cert-dir=" + filepath.Join(cfg.Dir, "certs"),
@@ -225,10 +232,6 @@ func StartAPIServer(ctx context.Context, cfg APIServerConfig) (*APIServer, error
 		Dir: cfg.Dir, Log: cfg.Log, ReadyTimeout: cfg.ReadyTimeout,
 		Ready: func(ctx context.Context) error { return ready(ctx, addr, token) },
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &APIServer{Node: n, addr: addr, token: token, dir: cfg.Dir}, nil
 }
 
 // writeCredentials writes the service-account signing key and a token file naming one

@@ -90,16 +90,19 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			return nil, err
 		}
 	}
-	port, addr, err := proc.Loopback(cfg.Port)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
-	}
-	cfg.Port = port
-	s := &Server{cfg: cfg, addr: addr, data: filepath.Join(cfg.Dir, "data")}
-	if err := s.init(ctx); err != nil {
+	s := &Server{cfg: cfg, data: filepath.Join(cfg.Dir, "data")}
+	// A picked port that another process took meanwhile is replaced, with a new init:
+	// the first start, which creates InnoDB's files, is on the port too.
+	if _, _, err := proc.OnFreePort(ctx, cfg.Port, func(port int, addr string) error {
+		s.cfg.Port, s.addr = port, addr
+		if err := s.init(ctx); err != nil {
+			return err
+		}
+		return s.start(ctx)
+	}); err != nil {
 		return nil, err
 	}
-	return s, s.start(ctx)
+	return s, nil
 }
 
 // init creates an empty data dir: a first start creates InnoDB's files, and a clean

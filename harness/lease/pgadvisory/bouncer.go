@@ -78,12 +78,19 @@ func StartBouncer(ctx context.Context, s *Server, cfg BouncerConfig) (*Bouncer, 
 	if err != nil {
 		return nil, err
 	}
-	port, addr, err := proc.Loopback(0)
-	if err != nil {
-		return nil, fmt.Errorf("pgbouncer: %w", err)
-	}
 	host, sport, _ := net.SplitHostPort(s.Addr())
-	b := &Bouncer{addr: addr, ini: filepath.Join(s.dir(), "pgbouncer.ini")}
+	b := &Bouncer{ini: filepath.Join(s.dir(), "pgbouncer.ini")}
+	if _, _, err := proc.OnFreePort(ctx, 0, func(port int, addr string) error {
+		b.addr = addr
+		return b.start(ctx, s, cfg, bin, host, sport, port)
+	}); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// start writes the configuration for port and starts PgBouncer on it.
+func (b *Bouncer) start(ctx context.Context, s *Server, cfg BouncerConfig, bin, host, sport string, port int) error {
 	connect := ""
 	if cfg.TTL > 0 {
 		connect = fmt.Sprintf(" connect_query='SET idle_session_timeout = %d'", cfg.TTL.Milliseconds())
@@ -107,7 +114,7 @@ log_disconnections = 0
 `, host, sport, cfg.PoolSize, connect, port, cfg.PoolSize)
 	// No secret in it (trust on loopback); readable by the postgres user.
 	if err := os.WriteFile(b.ini, []byte(ini), 0o644); err != nil {
-		return nil, fmt.Errorf("postgres-advisory-pgbouncer: %w", err)
+		return fmt.Errorf("postgres-advisory-pgbouncer: %w", err)
 	}
 	args := append(append([]string(nil), s.run...), bin, b.ini)
 	dsn := b.DSN()
@@ -117,10 +124,10 @@ log_disconnections = 0
 		Ready:        func(ctx context.Context) error { return pingSimple(ctx, dsn) },
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	b.p = p
-	return b, nil
+	return nil
 }
 
 // pingSimple is ping through PgBouncer (the simple protocol: no prepared statement).

@@ -99,12 +99,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 30 * time.Second
 	}
-	port, addr, err := proc.Loopback(cfg.Port)
-	if err != nil {
-		return nil, fmt.Errorf("postgres-advisory: %w", err)
-	}
-	cfg.Port = port
-	s := &Server{cfg: cfg, addr: addr, data: filepath.Join(cfg.Dir, "pgdata")}
+	s := &Server{cfg: cfg, data: filepath.Join(cfg.Dir, "pgdata")}
 	if os.Geteuid() == 0 {
 		// PostgreSQL refuses to run as root: run initdb and the server as the postgres
 		// user. setpriv execs the program (no extra process), so the PID is the server's.
@@ -137,7 +132,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		s.removeOwn()
 		return nil, err
 	}
-	if err := s.start(ctx); err != nil {
+	// The port is only the server's command line: a picked one that another process
+	// took meanwhile is replaced without a new initdb.
+	if _, _, err := proc.OnFreePort(ctx, cfg.Port, func(port int, addr string) error {
+		s.cfg.Port, s.addr = port, addr
+		return s.start(ctx)
+	}); err != nil {
 		s.removeOwn()
 		return nil, err
 	}
