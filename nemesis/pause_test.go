@@ -150,20 +150,9 @@ func TestValidate(t *testing.T) {
 // An Exclusive fault holds the other clients' links after it heals until the struck
 // client's next write returns.
 func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
-	rec := history.NewRecorder()
 	f := pauseFault()
 	f.Exclusive = true
-	n, err := New(rec, f)
-	require.NoError(t, err)
-	l0, l1 := &fakeLink{}, &fakeLink{}
-	n.AddLinks(0, true, l0)
-	n.AddLinks(1, true, l1)
-	resumed := make(chan struct{})
-	go func() {
-		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)
-		close(resumed)
-	}()
-	require.Eventually(t, n.Active, patience, time.Millisecond)
+	rec, n, l0, l1, resumed := strikeClient0(t, f)
 	// After MinHold (20ms), the next write by another client ends the fault; if the
 	// machine is slow and the write lands first, MaxHold ends it instead, the same way.
 	time.Sleep(100 * time.Millisecond)
@@ -176,25 +165,42 @@ func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
 	n.Heal()
 }
 
-// With Writes 2, a refusal counts once another client's write was accepted: the fault
-// ends at the refused write that follows the accepted one (a reissued token the fence
-// caught), and the other clients are held from that moment.
-func TestWritesEndOnRefusalAfterAcceptance(t *testing.T) {
-	rec := history.NewRecorder()
-	f := pauseFault()
-	f.Exclusive, f.Writes, f.MinHold = true, 2, time.Millisecond
+// strikeClient0 starts a nemesis of fault f over one link of client 0 and one of client
+// 1, and pauses client 0 at PauseAfterRead in a goroutine, returning once the fault is
+// active; resumed closes when the pause ends.
+func strikeClient0(t *testing.T, f ClientFault) (rec *history.Recorder, n *Nemesis, l0, l1 *fakeLink, resumed chan struct{}) {
+	t.Helper()
+	rec = history.NewRecorder()
 	n, err := New(rec, f)
 	require.NoError(t, err)
-	l0, l1 := &fakeLink{}, &fakeLink{}
+	l0, l1 = &fakeLink{}, &fakeLink{}
 	n.AddLinks(0, true, l0)
 	n.AddLinks(1, true, l1)
-	resumed := make(chan struct{})
+	resumed = make(chan struct{})
 	go func() {
 		n.Gate(0).Pause(context.Background(), harness.PauseAfterRead)
 		close(resumed)
 	}()
 	require.Eventually(t, n.Active, patience, time.Millisecond)
-	time.Sleep(100 * time.Millisecond)                                                // past MinHold
+	return rec, n, l0, l1, resumed
+}
+
+// With Writes 2, a refusal counts once another client's write was accepted: the fault
+// ends at the refused write that follows the accepted one (a reissued token the fence
+// caught), and the other clients are held from that moment.
+func TestWritesEndOnRefusalAfterAcceptance(t *testing.T) {
+	f := pauseFault()
+	f.Exclusive, f.Writes, f.MinHold = true, 2, time.Millisecond
+	rec, n, _, l1, resumed := strikeClient0(t, f)
+	// The writes below must come after MinHold has passed: wait for it, not a while.
+	require.Eventually(t, func() bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for s := range n.strikes {
+			return s.minPassed
+		}
+		return false
+	}, patience, time.Millisecond)
 	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.Rejected, 2, "c1-1", "") // before any acceptance: does not count
 	rec.Begin(1, history.Write, 2, "c1-2", nil).Done(history.OK, 2, "c1-2", "")
 	time.Sleep(50 * time.Millisecond)

@@ -74,14 +74,20 @@ type matrixJSON struct {
 
 // matrixDoc is the --json document of a matrix whose exit code is code.
 func matrixDoc(m *reports.Matrix, code int, index string, interrupted bool) matrixJSON {
-	doc := matrixJSON{Outcome: "as-expected", Exit: code, Index: index, Matrix: m}
+	return matrixJSON{Outcome: campaignOutcome(m.Mismatches(), m.Errors(), interrupted), Exit: code, Index: index, Matrix: m}
+}
+
+// campaignOutcome is a matrix's or a soak's --json outcome: "differs" when some run
+// differs from its expectation, else "incomplete" when one failed or the campaign was
+// interrupted, else "as-expected".
+func campaignOutcome(mismatches, errors int, interrupted bool) string {
 	switch {
-	case m.Mismatches() > 0:
-		doc.Outcome = "differs"
-	case m.Errors() > 0 || interrupted:
-		doc.Outcome = "incomplete"
+	case mismatches > 0:
+		return "differs"
+	case errors > 0 || interrupted:
+		return "incomplete"
 	}
-	return doc
+	return "as-expected"
 }
 
 func (a *app) matrixCmd() *cobra.Command {

@@ -114,8 +114,8 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 		fmt.Fprintf(out, "merge: %s plan %s: %d of %d shard(s) from %s; %d run(s)\n", p.Name, p.ShortID(), len(p.Merged), len(p.Merged)+len(p.Missing), strings.Join(from, ", "), mc.Runs)
 		if len(p.Missing) > 0 {
 			partial = true
-			mc.Missing = strings.Split(shardList(p.Missing, len(p.Merged)+len(p.Missing)), ", ")
-			fmt.Fprintf(a.stderr, "fencecheck merge: PARTIAL %s: shard(s) %s missing; their %d run(s) are not in the pages\n", p.Name, shardList(p.Missing, len(p.Merged)+len(p.Missing)), m.NotRun)
+			mc.Missing = shardNames(p.Missing, len(p.Merged)+len(p.Missing))
+			fmt.Fprintf(a.stderr, "fencecheck merge: PARTIAL %s: shard(s) %s missing; their %d run(s) are not in the pages\n", p.Name, strings.Join(mc.Missing, ", "), m.NotRun)
 		}
 		failed := exitSafe
 		for _, r := range m.Failed {
@@ -167,11 +167,11 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 	return withCode(code)
 }
 
-// shardList writes shards as "2/4, 3/4".
-func shardList(is []int, n int) string {
+// shardNames writes shards as "2/4", "3/4".
+func shardNames(is []int, n int) []string {
 	var out []string
 	for _, i := range is {
 		out = append(out, fmt.Sprintf("%d/%d", i, n))
 	}
-	return strings.Join(out, ", ")
+	return out
 }

@@ -155,16 +155,7 @@ func TestShardedSoakMerged(t *testing.T) {
 		{"a shard twice", []string{one, one}, []string{one, "the same store"}},
 		{"shards of different splits", []string{one, whole}, []string{one, whole, "different splits"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "m")
-			code, _, stderr := run(t, append([]string{"merge", "--store", out}, tc.stores...)...)
-			require.Equal(t, exitUsage, code, stderr)
-			require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, stderr)
-			for _, w := range tc.want {
-				require.Contains(t, stderr, w)
-			}
-			require.NoDirExists(t, out)
-		})
+		t.Run(tc.name, func(t *testing.T) { requireMergeRefused(t, tc.stores, tc.want...) })
 	}
 	t.Run("partial", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "m")
@@ -185,6 +176,20 @@ func TestShardedSoakMerged(t *testing.T) {
 		require.Equal(t, []string{"1/2"}, md.Campaigns[0].Missing)
 		require.Equal(t, "as-expected", md.Campaigns[0].Result.(map[string]any)["outcome"])
 	})
+}
+
+// requireMergeRefused runs merge on stores and requires a refusal: exit 2, one line that
+// says each of want, and nothing written.
+func requireMergeRefused(t *testing.T, stores []string, want ...string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "m")
+	code, _, stderr := run(t, append([]string{"merge", "--store", out}, stores...)...)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, stderr)
+	for _, w := range want {
+		require.Contains(t, stderr, w)
+	}
+	require.NoDirExists(t, out)
 }
 
 // mergeDoc parses merge --json's stdout, which must hold the document and nothing else.
@@ -417,16 +422,7 @@ func TestShardedCompareMerged(t *testing.T) {
 		{"a compare shard with an evaluate shard", []string{one, evalShard}, []string{"shard 2/2 of the", "missing", "--partial"}},
 		{"shards of different splits", []string{one, whole}, []string{one, whole, "different splits"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "m")
-			code, _, stderr := run(t, append([]string{"merge", "--store", out}, tc.stores...)...)
-			require.Equal(t, exitUsage, code, stderr)
-			require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, stderr)
-			for _, w := range tc.want {
-				require.Contains(t, stderr, w)
-			}
-			require.NoDirExists(t, out)
-		})
+		t.Run(tc.name, func(t *testing.T) { requireMergeRefused(t, tc.stores, tc.want...) })
 	}
 }
 

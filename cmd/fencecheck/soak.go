@@ -44,14 +44,7 @@ type soakJSON struct {
 
 // soakDoc is the --json document of a soak whose exit code is code.
 func soakDoc(res *campaign.SoakResult, code int, interrupted bool) soakJSON {
-	doc := soakJSON{Outcome: "as-expected", Exit: code, SoakResult: res}
-	switch {
-	case res.Mismatches() > 0:
-		doc.Outcome = "differs"
-	case res.Errors() > 0 || interrupted:
-		doc.Outcome = "incomplete"
-	}
-	return doc
+	return soakJSON{Outcome: campaignOutcome(res.Mismatches(), res.Errors(), interrupted), Exit: code, SoakResult: res}
 }
 
 func (a *app) soakCmd() *cobra.Command {
