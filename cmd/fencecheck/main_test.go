@@ -146,6 +146,7 @@ func TestBadInput(t *testing.T) {
 		{"truncated json", []string{"check", "testdata/truncated.json"}, "testdata/truncated.json: malformed history: truncated JSON"},
 		{"wrong type", []string{"check", "testdata/wrong-type.json"}, `field "ops.token": got JSON string, want int64`},
 		{"bad read_id", []string{"check", "testdata/bad-read-id.json"}, `op 1: field "read_id"`},
+		{"misspelled field", []string{"check", "testdata/misspelled-token.json"}, `op 2 (ops[1]): field "tokn": unknown field (did you mean "token"?)`},
 		{"missing file", []string{"check", "testdata/nope.json"}, "testdata/nope.json"},
 		{"no files", []string{"check"}, "no history files"},
 		{"unknown backend", []string{"run", "--backend", "chubby"}, `unknown backend "chubby" (see 'fencecheck list')`},
@@ -222,4 +223,40 @@ func TestExitForTrouble(t *testing.T) {
 func TestOneLine(t *testing.T) {
 	require.Equal(t, "cannot connect: a; b", oneLine("cannot connect:\n\ta\n\tb\n"))
 	require.Equal(t, "x y", oneLine("x   y"))
+}
+
+// A misspelled field is bad input, not a verdict: read with token 0, the "tokn" write
+// would be judged a violation. Spelled right, the same history is safe.
+func TestCheckStrictHistory(t *testing.T) {
+	code, stdout, stderr := run(t, "check", "testdata/misspelled-token.json")
+	require.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Empty(t, stdout)
+	require.Equal(t, "fencecheck check: testdata/misspelled-token.json: op 2 (ops[1]): field \"tokn\": unknown field (did you mean \"token\"?); "+
+		"the fields of an op are id, client, kind, call, return, status, token, value, read_id, error, key\n", stderr)
+
+	b, err := os.ReadFile("testdata/misspelled-token.json")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"spelled right", string(b), ""},
+		{"missing", strings.Replace(string(b), `"tokn": 5, `, ``, 1), `op 2 (ops[1]): field "token": missing: a write carries the token it sent`},
+		{"missing fault end", strings.Replace(string(b), `, "end": 9000`, ``, 1), `faults[0]: field "end": missing (null is allowed)`},
+		{"unknown member", strings.Replace(string(b), `"faults":`, `"note": "x", "faults":`, 1), `field "note": unknown field`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "h.json")
+			require.NoError(t, os.WriteFile(path, []byte(strings.Replace(tc.doc, `"tokn"`, `"token"`, 1)), 0o644))
+			code, stdout, stderr := run(t, "check", path)
+			if tc.want == "" {
+				// Whatever the outcome says of the evidence, the register held.
+				require.NotEqual(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+				require.Contains(t, stdout, "register  held")
+				return
+			}
+			require.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.True(t, strings.HasPrefix(stderr, "fencecheck check: "+path+": "), stderr)
+			require.Contains(t, stderr, tc.want)
+		})
+	}
 }
