@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models/judge"
 )
 
@@ -112,9 +113,9 @@ func CompareChart(c *Comparison) string {
 // PrintComparison prints the comparison for a terminal: one line per service × fault,
 // the no-fault table, and each service's verdict.
 func PrintComparison(w io.Writer, c *Comparison) {
-	fmt.Fprintf(w, "compare: %d services at TTL %s, faults %s (each without and with fencing)\n", len(c.Services), Duration(c.TTLNanos), strings.Join(c.Faults, ", "))
+	term.Fprintf(w, "compare: %d services at TTL %s, faults %s (each without and with fencing)\n", len(c.Services), Duration(c.TTLNanos), strings.Join(c.Faults, ", "))
 	if c.Sharding != nil {
-		fmt.Fprintf(w, "compare: %s\n", c.Sharding.Line())
+		term.Fprintf(w, "compare: %s\n", c.Sharding.Line())
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\tfault\twithout fencing\twith fencing\tstale att/rej/acc\tvalidity gap\tnotice delay\ttakeover\tlongest no write")
@@ -125,7 +126,7 @@ func PrintComparison(w io.Writer, c *Comparison) {
 			if fe.Decided() {
 				stale += fmt.Sprintf(" | %d/%d/%d", fe.StaleAttempted, fe.StaleRejected, fe.StaleAccepted)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, f.Fault, f.UnfencedWord, f.FencedWord, stale,
+			term.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, f.Fault, f.UnfencedWord, f.FencedWord, stale,
 				Duration(u.ValidityGapNanos), u.NoticeWords(), Duration(u.TakeoverNanos), Duration(max(u.LongestNoAcceptedWriteNanos, fe.LongestNoAcceptedWriteNanos)))
 		}
 	}
@@ -136,16 +137,16 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	for _, s := range c.Services {
 		b := s.Baseline
 		if !b.Decided() {
-			fmt.Fprintf(tw, "%s\t%s\t\t\t%s\n", s.Name, b.Outcome, s.Version)
+			term.Fprintf(tw, "%s\t%s\t\t\t%s\n", s.Name, b.Outcome, s.Version)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%s\n", s.Name, Duration(b.AcquireP50Nanos), Duration(b.AcquireP99Nanos), b.GrantsPerSecond, s.Version)
+		term.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%s\n", s.Name, Duration(b.AcquireP50Nanos), Duration(b.AcquireP99Nanos), b.GrantsPerSecond, s.Version)
 	}
 	tw.Flush()
 	for _, s := range c.Services {
-		fmt.Fprintf(w, "%s: %s\n", s.Name, strings.ToUpper(s.Verdict))
+		term.Fprintf(w, "%s: %s\n", s.Name, strings.ToUpper(s.Verdict))
 	}
 	for _, s := range c.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", s.Backend, s.Reason)
+		term.Fprintf(w, "skipped %s: %s\n", s.Backend, s.Reason)
 	}
 }

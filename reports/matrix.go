@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 )
@@ -269,7 +270,7 @@ func (m *Matrix) Table(w io.Writer) {
 		if c.Ran() {
 			stale = fmt.Sprintf("%d/%d", c.StaleAccepted, c.StaleRejected)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\t%s\n", c.Backend, c.Resource, c.Fault, vs[0], vs[1], vs[2], vs[3], stale, c.Seconds, c.Scenario, exp)
+		term.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\t%s\n", c.Backend, c.Resource, c.Fault, vs[0], vs[1], vs[2], vs[3], stale, c.Seconds, c.Scenario, exp)
 	}
 	tw.Flush()
 }

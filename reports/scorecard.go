@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 )
@@ -93,7 +94,7 @@ func (scorecardView) Cell(row ScoreRow, resource string) *ScoreRun {
 
 // PrintScorecard prints the scorecard for a terminal.
 func PrintScorecard(w io.Writer, s *Scorecard) {
-	fmt.Fprintf(w, "scorecard: %s (%s); tokens: %s\n", s.Backend, s.Setup, s.Token)
+	term.Fprintf(w, "scorecard: %s (%s); tokens: %s\n", s.Backend, s.Setup, s.Token)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := append([]string{"fault", "without fencing", "with fencing"}, s.Native...)
 	head = append(head, "tokens", "validity gap p50/p90/max", "fencing cost")
@@ -117,6 +118,9 @@ func PrintScorecard(w io.Writer, s *Scorecard) {
 		}
 		cols = append(cols, r.Tokens,
 			fmt.Sprintf("%s / %s / %s", Duration(r.GapP50), Duration(r.GapP90), Duration(r.GapMax)), cost)
+		for i := range cols {
+			cols[i] = term.Text(cols[i])
+		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	tw.Flush()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -15,26 +16,28 @@ import (
 func Seconds(ns int64) string { return history.Seconds(ns) }
 
 // Summary writes the terminal summary of a checked history: settings, faults, the four
-// verdicts, each stale write and lost update in one sentence, and the evidence.
+// verdicts, each stale write and lost update in one sentence, and the evidence. Every
+// string in it, the history's own (scenario, fault details) above all, is escaped
+// (term.Text): nothing in a file reaches the terminal raw.
 func Summary(w io.Writer, h *history.History, rep *models.Report) {
 	r := h.Run
 	name := r.Scenario
 	if name == "" {
 		name = "(ad hoc)"
 	}
-	fmt.Fprintf(w, "scenario %s: backend=%s resource=%s fence=%s seed=%d ttl=%v\n",
+	term.Fprintf(w, "scenario %s: backend=%s resource=%s fence=%s seed=%d ttl=%v\n",
 		name, r.Backend, r.Resource, h.FenceRule(), r.Seed, time.Duration(r.TTLms)*time.Millisecond)
 	ops := len(h.Ops)
 	if rep.Ops > ops { // checked as a stream, which keeps no ops
 		ops = rep.Ops
 	}
-	fmt.Fprintf(w, "history: %d ops, %d faults\n", ops, len(h.Faults))
+	term.Fprintf(w, "history: %d ops, %d faults\n", ops, len(h.Faults))
 	for _, f := range h.Faults {
 		end := "never healed"
 		if f.End != nil {
 			end = Seconds(*f.End)
 		}
-		fmt.Fprintf(w, "  fault %s on %s from %s to %s: %s\n", f.Kind, f.Target, Seconds(f.Start), end, f.Detail)
+		term.Fprintf(w, "  fault %s on %s from %s to %s: %s\n", f.Kind, f.Target, Seconds(f.Start), end, f.Detail)
 	}
 	fmt.Fprintln(w, "verdicts:")
 	for _, res := range rep.Results {
@@ -42,29 +45,29 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 		if res.Verdict == models.Violated {
 			v = strings.ToUpper(v)
 		}
-		fmt.Fprintf(w, "  %-9s %-13s %s%s\n", res.Property, v, res.Explanation, opinionText(res))
+		term.Fprintf(w, "  %-9s %-13s %s%s\n", res.Property, v, res.Explanation, opinionText(res))
 	}
 	if len(rep.StaleWrites) > 0 {
-		fmt.Fprintf(w, "stale writes (%d):\n", len(rep.StaleWrites))
+		term.Fprintf(w, "stale writes (%d):\n", len(rep.StaleWrites))
 		for _, s := range rep.StaleWrites {
-			fmt.Fprintf(w, "  %s\n", StaleSentence(s))
+			term.Fprintf(w, "  %s\n", StaleSentence(s))
 		}
 	}
 	if len(rep.LostUpdates) > 0 {
-		fmt.Fprintf(w, "lost updates (%d):\n", len(rep.LostUpdates))
+		term.Fprintf(w, "lost updates (%d):\n", len(rep.LostUpdates))
 		for _, l := range rep.LostUpdates {
-			fmt.Fprintf(w, "  %s\n", LostSentence(l))
+			term.Fprintf(w, "  %s\n", LostSentence(l))
 		}
 	}
 	ev := rep.Evidence
-	fmt.Fprintf(w, "evidence: stale writes attempted %d, rejected %d, accepted %d; validity gap %s (longest time a client still believed it held the lock after another client got it)\n",
+	term.Fprintf(w, "evidence: stale writes attempted %d, rejected %d, accepted %d; validity gap %s (longest time a client still believed it held the lock after another client got it)\n",
 		ev.StaleAttempted, ev.StaleRejected, ev.StaleAccepted, Seconds(ev.ValidityGapNanos))
-	fmt.Fprintf(w, "availability: %d writes (%d accepted, %d refused, %d unknown); %d grants, %d acquires failed; longest stretch without an accepted write %s\n",
+	term.Fprintf(w, "availability: %d writes (%d accepted, %d refused, %d unknown); %d grants, %d acquires failed; longest stretch without an accepted write %s\n",
 		ev.Writes, ev.WritesAccepted, ev.WritesRefused, ev.WritesUnknown, ev.Grants, ev.AcquireFailed, Seconds(ev.LongestNoAcceptedWriteNanos))
-	fmt.Fprintf(w, "lock timing: notice delay %s; takeover %s; acquire p50 %s, p99 %s; %s grants/s\n",
+	term.Fprintf(w, "lock timing: notice delay %s; takeover %s; acquire p50 %s, p99 %s; %s grants/s\n",
 		NoticeDelay(ev), Takeover(ev), Duration(ev.AcquireP50Nanos), Duration(ev.AcquireP99Nanos), GrantRate(ev.GrantsPerSecond))
 	if tr := rep.Trouble(); tr != "" {
-		fmt.Fprintf(w, "INTERNAL ERROR (please report this history): %s; the direct analysis's verdict is shown\n", tr)
+		term.Fprintf(w, "INTERNAL ERROR (please report this history): %s; the direct analysis's verdict is shown\n", tr)
 	}
 }
 

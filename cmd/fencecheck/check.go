@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -198,7 +199,7 @@ func (a *app) check(ctx context.Context, f *checkFlags, files []string) error {
 				return &exitError{code: exitInternal, msg: err.Error()}
 			}
 		} else {
-			fmt.Fprintf(a.stdout, "== %s\n", path)
+			term.Fprintf(a.stdout, "== %s\n", path)
 			reports.Summary(a.stdout, hs[i], rep)
 		}
 		if f.htmlDir != "" {
@@ -215,7 +216,7 @@ func (a *app) check(ctx context.Context, f *checkFlags, files []string) error {
 			}
 		}
 		if tr := rep.Trouble(); tr != "" {
-			fmt.Fprintf(a.stderr, "fencecheck check: %s: internal error, please report this history: %s\n", path, tr)
+			term.Fprintf(a.stderr, "fencecheck check: %s: internal error, please report this history: %s\n", path, tr)
 		}
 		code = worst(code, c)
 	}

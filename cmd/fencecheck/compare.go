@@ -155,7 +155,7 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if f.verbose {
 		logTo = a.stderr
 	}
-	prog := newProgress(a.stderr, a.isTerminal(), torun)
+	prog := newProgress(a.bar, a.isTerminal(), torun)
 	results, interrupted := campaign.Campaign{
 		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard,
 		Started: func(_ int, label string) { prog.Start(label) },

@@ -167,7 +167,7 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	if f.verbose {
 		logTo = a.stderr
 	}
-	prog := newProgress(a.stderr, a.isTerminal(), torun)
+	prog := newProgress(a.bar, a.isTerminal(), torun)
 	results, interrupted := campaign.Campaign{
 		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard,
 		Started: func(_ int, label string) { prog.Start(label) },

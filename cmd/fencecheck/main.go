@@ -30,6 +30,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
@@ -57,13 +58,18 @@ type app struct {
 	stderr io.Writer
 	// rawErr is stderr unmasked, only to ask whether it is a terminal.
 	rawErr io.Writer
-	red    *redact.Redactor
+	// bar is stderr masked but not escaped, for the progress bar's own control
+	// sequences; stdout and stderr escape every control character (term.Writer), so
+	// that nothing from a file reaches the terminal raw.
+	bar io.Writer
+	red *redact.Redactor
 }
 
 func newApp(args []string, stdout, stderr io.Writer) *app {
 	reg := builtin.Registry()
 	red := secrets(reg, args)
-	return &app{reg: reg, cat: builtin.Catalogue(), stdout: red.Writer(stdout), stderr: red.Writer(stderr), rawErr: stderr, red: red}
+	return &app{reg: reg, cat: builtin.Catalogue(), stdout: red.Writer(term.Writer(stdout)), stderr: red.Writer(term.Writer(stderr)),
+		rawErr: stderr, bar: red.Writer(stderr), red: red}
 }
 
 // Main runs the CLI and returns its exit code.
@@ -288,7 +294,7 @@ func oneLine(s string) string {
 		}
 		b.WriteString(l)
 	}
-	return b.String()
+	return term.Text(b.String())
 }
 
 // flagError turns pflag's parse errors into one short line (exit 2).

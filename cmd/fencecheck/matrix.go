@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
@@ -191,7 +192,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 		logTo = a.stderr
 	}
 	camp := campaign.Campaign{Registry: a.reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard}
-	results, interrupted := a.runCells(ctx, camp, plan, newProgress(a.stderr, a.isTerminal(), torun))
+	results, interrupted := a.runCells(ctx, camp, plan, newProgress(a.bar, a.isTerminal(), torun))
 	m.Seconds = time.Since(m.Started).Seconds()
 	record.Record(results, f.out, m.Started, a.red)
 	m.Sharding = sharding(record)
@@ -220,7 +221,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	} else {
 		m.Table(out)
 		fmt.Fprintf(out, "%s\n", m.SummaryLine())
-		fmt.Fprintf(out, "index: %s\n", index)
+		term.Fprintf(out, "index: %s\n", index)
 	}
 	switch {
 	case interrupted:

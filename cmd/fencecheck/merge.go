@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -111,11 +112,11 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 			from = append(from, fmt.Sprintf("%s (%s)", s.Store, shard))
 			mc.Shards = append(mc.Shards, mergedShard{Store: s.Store, Shard: shard})
 		}
-		fmt.Fprintf(out, "merge: %s plan %s: %d of %d shard(s) from %s; %d run(s)\n", p.Name, p.ShortID(), len(p.Merged), len(p.Merged)+len(p.Missing), strings.Join(from, ", "), mc.Runs)
+		term.Fprintf(out, "merge: %s plan %s: %d of %d shard(s) from %s; %d run(s)\n", p.Name, p.ShortID(), len(p.Merged), len(p.Merged)+len(p.Missing), strings.Join(from, ", "), mc.Runs)
 		if len(p.Missing) > 0 {
 			partial = true
 			mc.Missing = shardNames(p.Missing, len(p.Merged)+len(p.Missing))
-			fmt.Fprintf(a.stderr, "fencecheck merge: PARTIAL %s: shard(s) %s missing; their %d run(s) are not in the pages\n", p.Name, strings.Join(mc.Missing, ", "), m.NotRun)
+			term.Fprintf(a.stderr, "fencecheck merge: PARTIAL %s: shard(s) %s missing; their %d run(s) are not in the pages\n", p.Name, strings.Join(mc.Missing, ", "), m.NotRun)
 		}
 		failed := exitSafe
 		for _, r := range m.Failed {
@@ -145,11 +146,11 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 			c = compareExit(m.Compare, m.Failed, false, len(p.Missing) > 0)
 			mc.Result = compareJSON{Outcome: m.Compare.Outcome(), Exit: c, Page: m.Page, Comparison: m.Compare}
 		}
-		fmt.Fprintf(out, "page: %s\n", m.Page)
+		term.Fprintf(out, "page: %s\n", m.Page)
 		code = worst(code, c)
 		doc.Campaigns = append(doc.Campaigns, mc)
 	}
-	fmt.Fprintf(out, "merged store: %s (exit %d)\n", f.store, code)
+	term.Fprintf(out, "merged store: %s (exit %d)\n", f.store, code)
 	if f.json {
 		doc.Exit = code
 		switch {

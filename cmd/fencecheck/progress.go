@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/term"
 )
 
 // progress shows how a matrix or an evaluation goes: on a terminal a bar with the
@@ -90,6 +92,7 @@ func (p *progress) line(s string) {
 
 // Start says a scenario started.
 func (p *progress) Start(name string) {
+	name = term.Text(name) // the bar writes to the terminal unescaped (app.bar)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.current = append(p.current, name)
@@ -102,6 +105,7 @@ func (p *progress) Start(name string) {
 
 // Done says a scenario finished, with a one-line result.
 func (p *progress) Done(name, result string) {
+	name, result = term.Text(name), term.Text(result)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, c := range p.current {

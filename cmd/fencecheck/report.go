@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -155,39 +156,39 @@ func (a *app) report(ctx context.Context, out string, timeout time.Duration, arg
 		if err != nil {
 			return &exitError{code: exitInternal, msg: fmt.Sprintf("%s: %v", j.path, err)}
 		}
-		fmt.Fprintf(stdout, "%s: %s (%s)\n", filepath.Join(j.dir, reports.ReportFile), reports.Outcome(rep), verdictList(rep))
+		term.Fprintf(stdout, "%s: %s (%s)\n", filepath.Join(j.dir, reports.ReportFile), reports.Outcome(rep), verdictList(rep))
 	}
 	for i, m := range mats {
 		if err := reports.WriteMatrix(matDirs[i], m); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
-		fmt.Fprintln(stdout, filepath.Join(matDirs[i], reports.MatrixPage))
+		fmt.Fprintln(stdout, term.Text(filepath.Join(matDirs[i], reports.MatrixPage)))
 	}
 	for i, sc := range scs {
 		sc.Judge() // the verdict's wording follows this version of fencecheck
 		if err := reports.WriteScorecard(scDirs[i], sc); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
-		fmt.Fprintln(stdout, filepath.Join(scDirs[i], reports.ScorecardPage))
+		fmt.Fprintln(stdout, term.Text(filepath.Join(scDirs[i], reports.ScorecardPage)))
 	}
 	for i, c := range cmps {
 		c.Judge() // the words and paragraphs follow this version of fencecheck
 		if err := reports.WriteComparison(cmpDirs[i], c); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
-		fmt.Fprintln(stdout, filepath.Join(cmpDirs[i], reports.ComparePage))
+		fmt.Fprintln(stdout, term.Text(filepath.Join(cmpDirs[i], reports.ComparePage)))
 	}
 	for i, d := range soaks {
 		if err := reports.WriteSoak(soakDirs[i], d); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
-		fmt.Fprintln(stdout, filepath.Join(soakDirs[i], reports.SoakPage))
+		fmt.Fprintln(stdout, term.Text(filepath.Join(soakDirs[i], reports.SoakPage)))
 	}
 	for _, root := range indexes {
 		if err := reports.WriteStoreIndex(root); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
-		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(root, reports.StoreIndex))
+		term.Fprintf(stdout, "index: %s\n", filepath.Join(root, reports.StoreIndex))
 	}
 	if len(soaks) > 0 {
 		fmt.Fprintf(stdout, "rebuilt %d run report(s), %d matrix/scorecard page(s) and %d soak page(s)\n", len(jobs), len(mats)+len(scs)+len(cmps), len(soaks))

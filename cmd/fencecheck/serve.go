@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -70,7 +71,7 @@ func (a *app) serve(ctx context.Context, addr string, args []string) error {
 		return badInput("%v", err) // the address is taken: the user's to change
 	}
 	srv := &http.Server{Handler: storeHandler(dir, root), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(a.stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", dir, ln.Addr())
+	term.Fprintf(a.stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", dir, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

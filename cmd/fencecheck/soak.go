@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -133,7 +134,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 				}
 				status += " (evidence: " + ev + ")"
 			}
-			fmt.Fprintf(a.stderr, "soak %s seed %d: %s\n", name, r.Seed, status)
+			term.Fprintf(a.stderr, "soak %s seed %d: %s\n", name, r.Seed, status)
 		},
 	})
 	interrupted := false
@@ -154,7 +155,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		if err != nil {
 			return fail(&exitError{code: exitInternal, msg: err.Error()})
 		}
-		defer fmt.Fprintf(out, "soak page: %s\n", page)
+		defer term.Fprintf(out, "soak page: %s\n", page)
 	}
 	code := failedCode
 	switch {
@@ -286,7 +287,7 @@ func soakTable(w io.Writer, res *campaign.SoakResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\truns\tdetect\tfalse alarm\tinconcl.\tdiffer\terrors\tfirst violation p50/p95/max\tcheck p50/p95/max\tops/s")
 	for _, s := range res.Scenarios {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.0f\n", s.Scenario, s.Runs,
+		term.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.0f\n", s.Scenario, s.Runs,
 			pct(s.DetectionRate), pct(s.FalseAlarmRate), pct(&s.InconclusiveRate), s.Mismatches, s.Errors,
 			pctiles(s.TimeToFirstViolation), pctiles(s.Check), s.OpsPerSec)
 	}
