@@ -124,6 +124,8 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("ttl %v is too short: below 50ms the timing noise of a loaded machine decides the verdicts", s.TTL)
 	case s.Duration < 0:
 		return fmt.Errorf("duration must be positive, got %v", s.Duration)
+	case s.MinGrants < 0:
+		return fmt.Errorf("min grants must not be negative, got %d", s.MinGrants)
 	}
 	opts, err := splitOptions(reg, s)
 	if err != nil {

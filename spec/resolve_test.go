@@ -25,6 +25,7 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown resource", spec.Spec{Resource: "s3"}, `unknown resource "s3"`},
 		{"unknown fault", spec.Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
 		{"negative ttl", spec.Spec{TTL: -1}, "ttl must be positive"},
+		{"negative min grants", spec.Spec{MinGrants: -1}, "min grants must not be negative"},
 		{"one client", spec.Spec{Clients: 1}, "clients must be between 2 and 64"},
 		{"bad fence", spec.Spec{Fence: "loose"}, `unknown fence "loose"`},
 		{"both kinds of faults", spec.Spec{Faults: []string{"pause"}, RandomFaults: []string{"pause"}}, "not both"},

@@ -105,6 +105,10 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	for _, f := range faults {
 		maxHold = max(maxHold, f.MaxHold)
 	}
+	limit := maxHold + 10*time.Second
+	if s.MinGrants > 0 {
+		limit = max(limit, spec.MinGrantsCeiling)
+	}
 	run := history.Run{
 		Scenario: s.Name, Backend: s.Backend, Resource: s.Resource, Fence: res.Fence(),
 		Seed: s.Seed, TTLms: s.TTL.Milliseconds(),
@@ -112,6 +116,9 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	}
 	if s.Keys > 1 {
 		run.Extra["keys"] = s.Keys
+	}
+	if s.MinGrants > 0 {
+		run.Extra["min_grants"] = s.MinGrants
 	}
 	if t, ok := be.(harness.Tokenless); ok {
 		run.NoToken = t.NoFencingToken()
@@ -131,7 +138,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	start := time.Now()
 	h, err := runner.Run(ctx, runner.Config{
 		Run: run, Backend: be, Resource: res, Clients: s.Clients,
-		Duration: s.Duration, Tail: s.TTL, Limit: maxHold + 10*time.Second,
+		Duration: s.Duration, Tail: s.TTL, Limit: limit, MinGrants: s.MinGrants,
 		Faults: faults,
 		// A held write must outlive the longest hold, so it returns with its real status.
 		OpTimeout:      maxHold + 2*s.TTL + time.Second,
