@@ -122,19 +122,16 @@ func TestRunDBLockInterrupted(t *testing.T) {
 			needBackend(t, backend)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			out := t.TempDir()
 			done := make(chan int, 1)
 			go func() {
 				var o, e strings.Builder
-				done <- Main(ctx, []string{"run", "--out", t.TempDir(), "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
+				done <- Main(ctx, []string{"run", "--out", out, "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
 			}()
-			deadline := time.Now().Add(60 * time.Second)
-			for len(proc.Descendants(os.Getpid())) == 0 {
-				require.True(t, time.Now().Before(deadline), "no server started")
-				time.Sleep(10 * time.Millisecond)
-			}
 			// Past the server's set-up (initdb, or mariadbd's first start) and into the
-			// workload, which lasts 30 s; an earlier interrupt must leave nothing either.
-			time.Sleep(5 * time.Second)
+			// workload, which lasts 30 s.
+			waitForWorkload(t, out)
+			require.NotEmpty(t, proc.Descendants(os.Getpid()), "no server started")
 			cancel()
 			select {
 			case <-done:
