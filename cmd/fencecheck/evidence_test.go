@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 	"github.com/fencecheck/fencecheck/models"
@@ -143,6 +144,16 @@ func TestCampaignExitNeedsEvidence(t *testing.T) {
 			require.Equal(t, tc.code, compareExit(c, nil, false, false))
 		})
 	}
+	t.Run("soak", func(t *testing.T) {
+		untested := judge.SoakStats{Scenario: "s", Runs: 2, Untested: 1, UntestedWhy: "the run asked for pause, but no fault struck"}
+		res := &campaign.SoakResult{Scenarios: []judge.SoakStats{untested}}
+		require.Equal(t, exitInconclusive, soakExit(res, exitSafe))
+		require.Equal(t, "inconclusive", soakDoc(res, exitInconclusive, false).Outcome)
+		require.Equal(t, exitUsage, soakExit(res, exitUsage), "a run that could not be made says more")
+		res.Scenarios[0].Mismatches = 1
+		require.Equal(t, exitViolated, soakExit(res, exitSafe))
+		require.Equal(t, exitSafe, soakExit(&campaign.SoakResult{Scenarios: []judge.SoakStats{{Scenario: "s", Runs: 2}}}, exitSafe))
+	})
 	require.Equal(t, exitViolated, worst(exitInconclusive, exitViolated, exitUsage, exitInternal))
 	require.Equal(t, exitInternal, worst(exitInconclusive, exitUsage, exitInternal))
 	require.Equal(t, exitUsage, worst(exitInconclusive, exitUsage, exitSafe))
