@@ -143,6 +143,10 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	}
 	tw.Flush()
 	for _, s := range c.Services {
+		if s.Inconclusive != "" {
+			fmt.Fprintf(w, "%s: %s: %s\n", s.Name, strings.ToUpper(s.Verdict), s.Inconclusive)
+			continue
+		}
 		fmt.Fprintf(w, "%s: %s\n", s.Name, strings.ToUpper(s.Verdict))
 	}
 	for _, s := range c.Skipped {

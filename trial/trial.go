@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,8 +112,8 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	}
 	run := history.Run{
 		Scenario: s.Name, Backend: s.Backend, Resource: s.Resource, Fence: res.Fence(),
-		Seed: s.Seed, TTLms: s.TTL.Milliseconds(),
-		Extra: map[string]any{"run_id": runID, "clients": s.Clients, "faults": s.Faults, "duration_ms": s.Duration.Milliseconds(), "members": s.Members, "policy": s.Policy},
+		Seed: s.Seed, TTLms: s.TTL.Milliseconds(), Faults: s.Faults,
+		Extra: map[string]any{"run_id": runID, "clients": s.Clients, "duration_ms": s.Duration.Milliseconds(), "members": s.Members, "policy": s.Policy},
 	}
 	if s.Keys > 1 {
 		run.Extra["keys"] = s.Keys
@@ -127,7 +128,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		run.Extra["backend_settings"] = c.BackendSettings()
 	}
 	if sched, ok := r.Schedule(); ok {
-		run.Extra["random_faults"] = s.RandomFaults
+		run.RandomFaults = s.RandomFaults
 		run.Extra["schedule"] = sched.Items
 	}
 	// A long run writes its history to disk as it goes (a segmented history).
@@ -170,6 +171,9 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		if err := checkSpilled(ctx, out, spill.Head, opt, log); err != nil {
 			return nil, err
 		}
+		if err := noGrant(out.Report, opt.Dir); err != nil {
+			return nil, err
+		}
 		return out, nil
 	}
 	// Evidence first: the history is on disk before any check can fail or hang.
@@ -190,7 +194,35 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		}
 	}
 	log.Info("scenario done", "name", s.Name, "workload", out.Workload, "check", out.Check)
+	if err := noGrant(rep, opt.Dir); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// ErrNoGrant marks a run in which acquires were made and every one failed: the clients
+// never got the lock from the service (it refused them, or they could not talk to it),
+// so the run tested nothing. It is a setup error (a spec error, exit 2), not a verdict.
+var ErrNoGrant = errors.New("no lock was granted")
+
+// noGrant is the setup error of a checked run without a grant, in one line: how many
+// acquires failed and the first one's error (escaped: it is the client's text), which
+// says what went wrong (a backend's connection error carries its hint, e.g. to add
+// sslmode=disable), and where the evidence is.
+func noGrant(rep *models.Report, dir string) error {
+	ev := rep.Evidence
+	if ev.Grants > 0 || ev.AcquireFailed == 0 {
+		return nil
+	}
+	first := ""
+	if ev.FirstAcquireError != "" {
+		first = ", the first with " + strconv.Quote(ev.FirstAcquireError)
+	}
+	where := ""
+	if dir != "" {
+		where = fmt.Sprintf(" (the history: %s)", filepath.Join(dir, "history.json"))
+	}
+	return spec.Error{Err: fmt.Errorf("setup error: %w in the run: all %d acquire(s) failed%s%s", ErrNoGrant, ev.AcquireFailed, first, where)}
 }
 
 // runError keeps the history recorded before a run failed (a client that broke, an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -194,4 +195,32 @@ func faultLines(o *trial.Outcome) string {
 		fmt.Fprintf(&b, "\n  %s on %s: %s", f.Kind, f.Target, f.Detail)
 	}
 	return b.String()
+}
+
+// A run in which every acquire failed tested nothing: it is a setup error (a spec error,
+// exit 2 on the command line) naming how many acquires failed and the first one's
+// error, and its history and verdict are kept; checked again, the history is
+// inconclusive for want of a grant.
+func TestNoGrantIsASetupError(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "harness", "lease", "exec", "testdata", "refuse.sh"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	s := spec.Spec{Backend: "exec", Resource: "fenced", Faults: []string{"pause"}, Duration: 300 * time.Millisecond,
+		Options: map[string]string{"client-cmd": "sh " + script}}
+	o, err := trial.Run(context.Background(), builtin.Registry(), s, trial.Options{Dir: dir})
+	require.Nil(t, o)
+	require.ErrorIs(t, err, spec.ErrSpec)
+	require.ErrorIs(t, err, trial.ErrNoGrant)
+	require.Regexp(t, `^setup error: no lock was granted in the run: all \d+ acquire\(s\) failed, the first with "[^"]*connection refused" \(the history: .*history.json\)$`, err.Error())
+
+	res, err := models.CheckFile(context.Background(), filepath.Join(dir, "history.json"), models.Options{})
+	require.NoError(t, err)
+	require.Zero(t, res.Report.Evidence.Grants)
+	for _, p := range models.Properties {
+		r, _ := res.Report.Result(p)
+		require.Equal(t, models.Inconclusive, r.Verdict, p)
+		require.Equal(t, models.ReasonNoGrant, r.Reason, p)
+	}
+	require.FileExists(t, filepath.Join(dir, "verdict.json"))
+	require.Equal(t, []string{"pause"}, res.History.Run.Faults, "the run records the faults it asked for")
 }

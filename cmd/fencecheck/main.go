@@ -39,7 +39,12 @@ const (
 	exitViolated = 1
 	exitUsage    = 2
 	exitInternal = 3
+	// exitInconclusive: it ran, but the history lacks the evidence a verdict needs.
+	exitInconclusive = 4
 )
+
+// inconclusiveText is what exit 4 means, in every command's help that gives it.
+const inconclusiveText = "inconclusive: it ran, but proves nothing (no grant, the fault never struck, no stale write attempted); the line says which"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -110,10 +115,11 @@ records what every client did, and checks the history for stale writes and lost 
 	root.SetFlagErrorFunc(a.flagError)
 	root.CompletionOptions.HiddenDefaultCmd = false
 	setExitCodes(root, exitCodes{
-		exitSafe:     "the protected data is safe (or every run is as expected)",
-		exitViolated: "unsafe: a stale write got through, an update was lost, or a run differs from its expectation",
-		exitUsage:    "the run could not be made as asked: bad input or usage, a missing program or service, an unreachable endpoint, an interrupt",
-		exitInternal: "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
+		exitSafe:         "the protected data is safe (or every run is as expected)",
+		exitViolated:     "unsafe: a stale write got through, an update was lost, or a run differs from its expectation",
+		exitUsage:        "the run could not be made as asked: bad input or usage, a missing program or service, an unreachable endpoint, an interrupt",
+		exitInternal:     "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
+		exitInconclusive: inconclusiveText,
 	})
 	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(), a.compareCmd(),
 		a.soakCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd(), a.genWhichLockCmd())
