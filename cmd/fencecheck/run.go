@@ -301,8 +301,9 @@ func resultLine(code int) string {
 	return "result: safe: the protected data held (exit 0)"
 }
 
-// printJSON writes v to stdout, indented.
+// printJSON writes v, the command's one document, to stdout, indented.
 func (a *app) printJSON(v any) error {
+	a.printed = true
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
