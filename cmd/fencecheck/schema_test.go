@@ -292,6 +292,22 @@ func TestSchemaValidatorFails(t *testing.T) {
 		require.NotEmpty(t, errs, tc.name)
 		require.Contains(t, strings.Join(errs, "\n"), tc.want, tc.name)
 	}
+	// The keywords of the --json documents' schemas: a $ref into another file, oneOf,
+	// maximum, minLength.
+	for _, tc := range []struct {
+		schema, doc, want string
+	}{
+		{"check.schema.json", `{"evidence": {"writes": -1}}`, "$.evidence.writes: -1 below the minimum"},
+		{"check.schema.json", `{"exit": 5}`, "$.exit: 5 above the maximum 4"},
+		{"error.schema.json", `{"outcome": "error", "exit": 2, "error": ""}`, `$.error: "" shorter than 1`},
+		{"merge.schema.json", `{"campaigns": [{"result": {"outcome": "as-expected"}}]}`, "$.campaigns[0].result: matches none of oneOf; nearest: "},
+		{"merge.schema.json", `{"campaigns": [{"result": {"runs": 1, "random": false, "scenarios": [], "outcome": "fine"}}]}`, "nearest: $.campaigns[0].result.outcome: fine is not one of"},
+	} {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(tc.doc), &v))
+		errs := loadSchema(t, filepath.Join("../../docs", tc.schema)).validate(v)
+		require.Contains(t, strings.Join(errs, "\n"), tc.want, "%s %s", tc.schema, tc.doc)
+	}
 }
 
 // verdict.json of real runs (with and without side effects), `check --json`'s verdicts
