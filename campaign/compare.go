@@ -169,7 +169,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		}
 		for _, f := range faults {
 			if _, err := spec.Resolve(reg, cell(r, probe, []string{f})); err != nil {
-				return nil, fmt.Errorf("%w: fault %q does not apply to %s, and a comparison runs every fault on every service: %s", spec.ErrSpec, f, r.name, strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": "))
+				return nil, registry.CarryGoNames(fmt.Errorf("%w: fault %q does not apply to %s, and a comparison runs every fault on every service: %s", spec.ErrSpec, f, r.name, strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")), err)
 			}
 		}
 		def := r.backend.Defaults(registry.Settings{Options: r.options})

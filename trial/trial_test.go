@@ -59,7 +59,7 @@ func TestRandomSchedule(t *testing.T) {
 	r, err = spec.Resolve(reg, spec.Spec{Backend: "etcd", RandomFaults: []string{"pause", "skew"}, Duration: 20 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, r.Spec.Skipped, 1)
-	require.Contains(t, r.Spec.Skipped[0], "needs a service clock fencecheck owns")
+	require.Contains(t, r.Spec.Skipped[0], `fault "skew": backend etcd's server clock cannot be skewed`)
 	_, err = spec.Resolve(reg, spec.Spec{Backend: "etcd", RandomFaults: []string{"skew"}, Duration: 20 * time.Second})
 	require.ErrorIs(t, err, spec.ErrSpec)
 }

@@ -56,7 +56,7 @@ func runDBLocks(t *testing.T) {
 		{"mariadb-lock", "unfenced", "skew", exitViolated, "runs its clock 2x fast", nil},
 		{"mariadb-lock", "fenced", "skew", exitSafe, "stale writes attempted 1, rejected 1, accepted 0", nil},
 		{"mariadb-lock", "unfenced", "skew", exitViolated, "result: UNSAFE", []string{"--policy", "careful"}},
-		{"mariadb-lock", "unfenced", "skew", exitUsage, "runs against servers given by --mariadb-lock-dsn (harness.External), so it takes client-side faults only", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
+		{"mariadb-lock", "unfenced", "skew", exitUsage, "runs against servers given by --mariadb-lock-dsn, so it takes client-side faults only", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
 	} {
 		fault := tc.fault
 		if fault == "" {

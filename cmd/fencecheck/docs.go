@@ -101,6 +101,14 @@ stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error
 | merge | per merged campaign: its plan, its shards and their stores, the missing shards, and the document of its own command | as-expected, differs, inconclusive, incomplete |
 | doctor | one entry per backend and resource, and the apt-get line | ready, missing |
 
+Each document has its JSON Schema: [run](run.schema.json), [check](check.schema.json),
+[matrix](matrix.schema.json), [evaluate](scorecard.schema.json), [compare](compare.schema.json),
+[soak](soak.schema.json), [merge](merge.schema.json), [doctor](doctor.schema.json). The error
+document ([schema](error.schema.json)) is printed on one line instead of the command's
+document whenever there is none to print: a flag or argument that cannot be parsed, a
+missing file, a backend that cannot run here (exit 2), fencecheck's own failure (exit 3);
+after check's lines it is the last line.
+
 A run's outcome says what the history shows about the protected data: unsafe (register or
 updates violated), unknown (the checker did not decide), inconclusive (nothing violated,
 but the history lacks the evidence: `+"`why`"+` says which), safe. verdict.json in every run folder has the same

@@ -14,11 +14,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,6 +65,8 @@ type app struct {
 	// rawErr is stderr unmasked, only to ask whether it is a terminal.
 	rawErr io.Writer
 	red    *redact.Redactor
+	// printed: the command's one JSON document is on stdout (no error document after it).
+	printed bool
 }
 
 func newApp(args []string, stdout, stderr io.Writer) *app {
@@ -77,7 +81,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := a.root()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	return a.exit(cmd, err)
+	return a.exit(cmd, args, err)
 }
 
 // root builds the command tree.
@@ -223,16 +227,51 @@ func failed(err error) error {
 }
 
 // failer returns the function a command ends a failure with: with --json, stdout
-// also gets {"outcome": "error", "exit": N, "error": "..."}.
+// also gets the error document (printError).
 func (a *app) failer(asJSON bool) func(error) error {
 	return func(err error) error {
 		err = failed(err)
 		var ee *exitError
 		if asJSON && errors.As(err, &ee) {
-			_ = a.printJSON(errorJSON{Outcome: "error", Exit: ee.code, Error: oneLine(ee.msg)})
+			a.printError(ee)
 		}
 		return err
 	}
+}
+
+// printError prints the error document (docs/error.schema.json) on one line, unless the
+// command's document is on stdout or ee has no message (the output said why). After
+// check's lines it is the last line.
+func (a *app) printError(ee *exitError) {
+	if a.printed || ee.msg == "" {
+		return
+	}
+	a.printed = true
+	b, _ := json.Marshal(errorJSON{Outcome: "error", Exit: ee.code, Error: oneLine(ee.msg)})
+	_, _ = a.stdout.Write(append(b, '\n'))
+}
+
+// jsonAsked says whether cmd was given --json, also when its flags could not be parsed
+// (then the raw arguments up to "--" are read).
+func jsonAsked(cmd *cobra.Command, args []string) bool {
+	f := cmd.Flags().Lookup("json")
+	if f == nil {
+		return false
+	}
+	if f.Changed {
+		return f.Value.String() == "true"
+	}
+	asked := false
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(arg, "--json"); ok && (v == "" || v[0] == '=') {
+			b, err := strconv.ParseBool(strings.TrimPrefix(v, "="))
+			asked = v == "" || err == nil && b
+		}
+	}
+	return asked
 }
 
 // codeOf is the exit code of an error from a plan or a run: 2 when the run could not be
@@ -253,8 +292,10 @@ func message(err error) string {
 	return strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 }
 
-// exit prints what ended cmd and returns the exit code.
-func (a *app) exit(cmd *cobra.Command, err error) int {
+// exit prints what ended cmd and returns the exit code. A command given --json whose
+// document is not on stdout prints the error document there: a flag or argument it
+// could not parse, bad input, its own failure.
+func (a *app) exit(cmd *cobra.Command, args []string, err error) int {
 	if err == nil {
 		return exitSafe
 	}
@@ -266,6 +307,9 @@ func (a *app) exit(cmd *cobra.Command, err error) int {
 	path := "fencecheck"
 	if cmd != nil {
 		path = cmd.CommandPath()
+		if jsonAsked(cmd, args) {
+			a.printError(ee)
+		}
 	}
 	if ee.msg != "" {
 		fmt.Fprintf(a.stderr, "%s: %s\n", path, oneLine(ee.msg))

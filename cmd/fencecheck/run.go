@@ -323,8 +323,9 @@ func inconclusiveWhy(rep *models.Report) string {
 	return "a property of --fail-on is inconclusive"
 }
 
-// printJSON writes v to stdout, indented.
+// printJSON writes v, the command's one document, to stdout, indented.
 func (a *app) printJSON(v any) error {
+	a.printed = true
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -193,7 +193,7 @@ func TestRunSpecErrors(t *testing.T) {
 		{spec.Spec{Backend: "exec", Options: x("lock-service", "zoo")}, `unknown lock service "zoo"`},
 		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "localhost")}, `"localhost" is not host:port`},
 		{spec.Spec{Backend: "exec", Options: x("client-timeout", "soon")}, "--client-timeout must be a duration"},
-		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "runs against servers given by --lock-endpoints (harness.External), so it takes client-side faults only"},
+		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "runs against servers given by --lock-endpoints, so it takes client-side faults only"},
 		{spec.Spec{Backend: "exec", Options: x(), Faults: []string{"leader-isolation"}}, "fault \"leader-isolation\" needs a lock-service cluster"},
 		{spec.Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: 500 * time.Millisecond}, "lock service etcd: etcd leases are whole seconds"},
 		{spec.Spec{Backend: "exec", Options: x(), Policy: "careful"}, "the careful policy needs a lease that knows its end"},
