@@ -227,3 +227,66 @@ func TestCheckFileEffectsAndLost(t *testing.T) {
 	require.True(t, errors.Is(err, ErrInvalid), "%v", err)
 	require.ErrorContains(t, err, fmt.Sprintf(`lost[%d]: field "acquire_id"`, len(h.Lost)-1))
 }
+
+// A history with a misspelled, unknown or missing field is refused, naming the file,
+// the op (index and id) and the field, whether it is checked as a stream or in memory:
+// never read with a default that could change the verdict.
+func TestCheckFileStrict(t *testing.T) {
+	base := histgen.Generate(histgen.Config{Ops: 3000, Seed: 7, Unknown: 0.01, Pause: 0.02})
+	base.Faults = []history.Fault{{Kind: "pause", Target: "client-0", Start: 1000, End: new(int64(2000)), Detail: "x"}}
+	b, err := os.ReadFile(writeHistory(t, base))
+	require.NoError(t, err)
+	doc := string(b)
+	// op2001 is the text of op 2001 (Encode writes one field a line).
+	at := strings.Index(doc, "\"id\": 2001,")
+	end := at + strings.Index(doc[at:], "}")
+	op2001 := doc[at:end]
+	for _, tc := range []struct {
+		name, doc, want string
+		is             error
+	}{
+		{"misspelled token", doc[:at] + strings.Replace(op2001, `"token":`, `"tokn":`, 1) + doc[end:],
+			`op 2001 (ops[2000]): field "tokn": unknown field (did you mean "token"?)`, history.ErrUnknownField},
+		{"no client", doc[:at] + strings.Replace(op2001, "\"client\":", "\"clients\":", 1) + doc[end:],
+			`op 2001 (ops[2000]): field "clients": unknown field (did you mean "client"?)`, history.ErrUnknownField},
+		{"no status", doc[:at] + strings.Replace(op2001, `"status":`, `"x":`, 1) + doc[end:],
+			`op 2001 (ops[2000]): field "x": unknown field`, history.ErrUnknownField},
+		{"unknown member", strings.Replace(doc, `"faults": [`, `"comment": "x", "faults": [`, 1),
+			`field "comment": unknown field`, history.ErrUnknownField},
+		{"fault without end", strings.Replace(doc, `"end":`, `"ends":`, 1),
+			`faults[0]: field "ends": unknown field (did you mean "end"?)`, history.ErrUnknownField},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NotEqual(t, doc, tc.doc)
+			path := filepath.Join(t.TempDir(), "history.json")
+			require.NoError(t, os.WriteFile(path, []byte(tc.doc), 0o644))
+			for _, above := range []int64{-1, 0} { // a stream; in memory
+				_, err := CheckFile(context.Background(), path, Options{StreamAbove: above})
+				require.Error(t, err)
+				require.True(t, errors.Is(err, ErrInvalid), "%v", err)
+				require.True(t, errors.Is(err, tc.is), "%v", err)
+				require.True(t, strings.HasPrefix(err.Error(), path+": "), "%v", err)
+				require.Contains(t, err.Error(), tc.want)
+			}
+		})
+	}
+	// A missing token, by removing its line from a write.
+	w := slices.IndexFunc(base.Ops, func(o history.Op) bool { return o.Kind == history.Write && o.ID > 2000 })
+	at = strings.Index(doc, fmt.Sprintf("\"id\": %d,", base.Ops[w].ID))
+	tok := at + strings.Index(doc[at:], `"token":`)
+	eol := tok + strings.Index(doc[tok:], "\n")
+	path := filepath.Join(t.TempDir(), "history.json")
+	require.NoError(t, os.WriteFile(path, []byte(doc[:tok]+`"x_": 0,`+doc[eol:]), 0o644))
+	for _, above := range []int64{-1, 0} {
+		_, err := CheckFile(context.Background(), path, Options{StreamAbove: above})
+		require.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		require.ErrorContains(t, err, fmt.Sprintf("op %d (ops[%d]): field \"x_\": unknown field", base.Ops[w].ID, w))
+	}
+	require.NoError(t, os.WriteFile(path, []byte(doc[:tok]+doc[eol+1:]), 0o644))
+	for _, above := range []int64{-1, 0} {
+		_, err := CheckFile(context.Background(), path, Options{StreamAbove: above})
+		require.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		require.True(t, errors.Is(err, history.ErrMissingField), "%v", err)
+		require.ErrorContains(t, err, fmt.Sprintf("op %d (ops[%d]): field \"token\": missing: a write carries the token it sent", base.Ops[w].ID, w))
+	}
+}

@@ -79,14 +79,14 @@ func Decode(r io.Reader, name string) (*History, error) {
 var errSegmentsHead = errors.New("the head of a segmented history: give its path to read it with its segments")
 
 // decodeBytes decodes and validates one history held in memory: the fast parser for
-// the usual shape, encoding/json (and its error messages) for everything else.
+// anything it takes, encoding/json (and its error messages) for the rest.
 func decodeBytes(data []byte, name string) (*History, error) {
-	h, ok := decodeFast(data)
+	h, ok, err := decodeFast(data)
 	if !ok {
-		var err error
-		if h, err = decodeJSON(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
+		h, err = decodeJSON(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if h.Format == FormatSegments {
 		return nil, fmt.Errorf("%s: %w", name, errSegmentsHead)
@@ -97,17 +97,21 @@ func decodeBytes(data []byte, name string) (*History, error) {
 	return h, nil
 }
 
-// decodeJSON decodes one history with encoding/json, without validating it.
+// decodeJSON words the error in a history the fast parser did not take, with
+// encoding/json. The fast parser takes every document encoding/json decodes, reading
+// it strictly, so one that encoding/json decodes here is refused all the same: it
+// could only be read leniently.
 func decodeJSON(data []byte) (*History, error) {
 	var h History
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&h); err != nil {
 		return nil, describeJSONError(data, err)
 	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the history object")
+	if after := data[dec.InputOffset():]; len(bytes.TrimSpace(after)) > 0 {
+		line, col := position(data, int64(len(data)-len(bytes.TrimLeft(after, " \t\r\n"))))
+		return nil, fmt.Errorf("%w: line %d, column %d: trailing data after the history object", ErrMalformed, line, col)
 	}
-	return &h, nil
+	return nil, fmt.Errorf("%w: not in the shape of a v1 history", ErrMalformed)
 }
 
 // ReadFile decodes and validates the history at path, whole: a v1 file, or a segmented

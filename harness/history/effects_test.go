@@ -44,14 +44,14 @@ func TestNoEffectsStaysV1(t *testing.T) {
 
 func TestEffectsValidation(t *testing.T) {
 	for _, tc := range []struct{ name, effects, want string }{
-		{"zero id", `[{"id": 0, "value": "c0-1", "at": 1}]`, `effects[0] (id 0): field "id": got 0`},
-		{"duplicate id", `[{"id": 1, "value": "c0-1", "at": 1}, {"id": 1, "value": "c0-1", "at": 2}]`, `effects[1] (id 1): field "id": duplicate id`},
-		{"empty value", `[{"id": 1, "value": "", "at": 1}]`, `effects[0] (id 1): field "value"`},
-		{"negative at", `[{"id": 1, "value": "c0-1", "at": -5}]`, `effects[0] (id 1): field "at": negative time -5`},
-		{"missing write", `[{"id": 1, "value": "c0-1", "write_id": 99, "at": 1}]`, `field "write_id": names op 99, which does not exist`},
-		{"not a write", `[{"id": 1, "value": "c1-7", "write_id": 2, "at": 1}]`, `field "write_id": names op 2, a read, not a write`},
-		{"other value", `[{"id": 4, "value": "c5-5", "write_id": 3, "at": 1}]`, `effects[0] (id 4): field "write_id": names op 3, which wrote "c0-1", not "c5-5"`},
-		{"wrong type", `[{"id": 1, "value": 12, "at": 1}]`, `field "effects.value"`},
+		{"zero id", `[{"id": 0, "value": "c0-1", "token": 1, "at": 1}]`, `effects[0] (id 0): field "id": got 0`},
+		{"duplicate id", `[{"id": 1, "value": "c0-1", "token": 1, "at": 1}, {"id": 1, "value": "c0-1", "token": 1, "at": 2}]`, `effects[1] (id 1): field "id": duplicate id`},
+		{"empty value", `[{"id": 1, "value": "", "token": 1, "at": 1}]`, `effects[0] (id 1): field "value"`},
+		{"negative at", `[{"id": 1, "value": "c0-1", "token": 1, "at": -5}]`, `effects[0] (id 1): field "at": negative time -5`},
+		{"missing write", `[{"id": 1, "value": "c0-1", "write_id": 99, "token": 1, "at": 1}]`, `field "write_id": names op 99, which does not exist`},
+		{"not a write", `[{"id": 1, "value": "c1-7", "write_id": 2, "token": 1, "at": 1}]`, `field "write_id": names op 2, a read, not a write`},
+		{"other value", `[{"id": 4, "value": "c5-5", "write_id": 3, "token": 1, "at": 1}]`, `effects[0] (id 4): field "write_id": names op 3, which wrote "c0-1", not "c5-5"`},
+		{"wrong type", `[{"id": 1, "value": 12, "token": 1, "at": 1}]`, `field "effects.value"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(strings.NewReader(withEffects(tc.effects)), "bad.json")

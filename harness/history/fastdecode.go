@@ -8,80 +8,108 @@ import (
 )
 
 // decodeFast parses a whole history file many times faster than encoding/json, which
-// matters at a million ops. The ops are parsed by opParser, which handles every op as
-// encoding/json would (any key order and spacing, unknown keys ignored, null fields,
-// escaped strings) and gives up (ok=false) on what it does not handle — a key spelled
-// in another case, a malformed or truncated document —, where the caller decodes with
-// encoding/json, which then also gives the error message. Everything but the ops (run,
-// faults, effects, lost, unknown members) is decoded by encoding/json in both cases, so
-// the two paths agree on every input the fast one accepts (FuzzDecode holds them to
-// that).
-func decodeFast(data []byte) (h *History, ok bool) {
+// matters at a million ops. The ops are parsed by opParser, which handles every op
+// encoding/json decodes (any key order and spacing, null fields, escaped strings and
+// keys), and reads strictly (fields.go): an unknown, duplicate or missing field is err.
+// It gives up (ok=false) on what is not valid JSON of the history's shape, where the
+// caller decodes with encoding/json for the error message. Everything but the ops
+// (run, faults, effects, lost) is decoded by encoding/json in both cases, so the two
+// paths agree on every input the fast one accepts (FuzzDecode holds them to that).
+func decodeFast(data []byte) (h *History, ok bool, err error) {
 	p := &opParser{data: data}
 	p.ws()
+	if string(bytes.TrimRight(data[p.i:], " \t\r\n")) == "null" { // encoding/json takes it for no history
+		return nil, true, &FieldError{Err: ErrNullRecord, Msg: "null, want the history object"}
+	}
 	if !p.eat('{') {
-		return nil, false
+		return nil, false, nil
 	}
 	rest := []byte{'{'} // the document without its ops, for encoding/json
 	var ops []Op
-	sawOps := false
+	var m members
+	// The faults, effects and lost members, checked once encoding/json has decoded
+	// them (a wrong type is its error, first).
+	type member struct {
+		key   string
+		value []byte
+	}
+	var records []member
 	p.ws()
 	if !p.eat('}') {
 		for {
-			key, res := p.rawString()
+			kb, escaped, res := p.stringBytes()
 			if res != parsed {
-				return nil, false
+				return nil, false, nil
 			}
-			if string(key) != "ops" && bytes.EqualFold(key, []byte("ops")) {
-				return nil, false // encoding/json would take it for "ops"
+			key := string(kb[1 : len(kb)-1])
+			if escaped {
+				if key, ok = unquote(kb); !ok {
+					return nil, false, nil
+				}
 			}
 			p.ws()
 			if !p.eat(':') {
-				return nil, false
+				return nil, false, nil
 			}
 			p.ws()
-			if string(key) == "ops" {
-				if sawOps {
-					return nil, false
+			null := p.i < len(p.data) && p.data[p.i] == 'n'
+			if err := m.add(key, null); err != nil {
+				return nil, true, err
+			}
+			start := p.i
+			switch {
+			case key == "ops" && !null:
+				if ops, ok, err = p.ops(); !ok || err != nil {
+					return nil, ok, err
 				}
-				sawOps = true
-				if ops, ok = p.ops(); !ok {
-					return nil, false
-				}
-			} else {
-				start := p.i
+			default:
 				if p.skip(0) != parsed {
-					return nil, false
+					return nil, false, nil
 				}
-				if len(rest) > 1 {
-					rest = append(rest, ',')
+				if recordShapes[key] != nil {
+					records = append(records, member{key, data[start:p.i]})
 				}
-				rest = append(rest, '"')
-				rest = append(rest, key...)
-				rest = append(rest, '"', ':')
-				rest = append(rest, data[start:p.i]...)
+				if key != "ops" {
+					if len(rest) > 1 {
+						rest = append(rest, ',')
+					}
+					rest = append(rest, kb...)
+					rest = append(rest, ':')
+					rest = append(rest, data[start:p.i]...)
+				}
 			}
 			p.ws()
 			if p.eat('}') {
 				break
 			}
 			if !p.eat(',') {
-				return nil, false
+				return nil, false, nil
 			}
 			p.ws()
 		}
 	}
 	p.ws()
 	if p.i != len(data) {
-		return nil, false
+		return nil, false, nil
 	}
 	rest = append(rest, '}')
 	h = &History{}
 	if err := json.Unmarshal(rest, h); err != nil {
-		return nil, false
+		return nil, false, nil
+	}
+	if h.Format == FormatSegments {
+		return h, true, nil // read by openHead
+	}
+	for _, r := range records {
+		if err := checkRecords(r.value, recordShapes[r.key], r.key); err != nil {
+			return nil, true, err
+		}
+	}
+	if err := m.finish(h.Format); err != nil {
+		return nil, true, err
 	}
 	h.Ops = ops
-	return h, true
+	return h, true, nil
 }
 
 // parseResult is how parsing one value went.
@@ -106,6 +134,12 @@ type opParser struct {
 	// Errors and keys repeat ("refused by the fence", "k3"): one string each rather
 	// than one per op.
 	repeated map[string]string
+	// What the last op parsed had: its fields (bits in opKeys order) present, and
+	// present and not null; the first unknown and the first duplicate field; whether
+	// it was null rather than an object. fieldsError words them.
+	seen, set    uint32
+	unknown, dup string
+	nullOp       bool
 }
 
 // shared returns b as a string, the same one for equal short bytes.
@@ -149,42 +183,53 @@ func (p *opParser) eat(c byte) bool {
 	return false
 }
 
-// ops parses a whole ops array held in memory.
-func (p *opParser) ops() ([]Op, bool) {
+// ops parses a whole ops array held in memory; err is the first op's strictness error.
+func (p *opParser) ops() (ops []Op, ok bool, err error) {
 	if !p.eat('[') {
-		return nil, false
+		return nil, false, nil
 	}
 	// One op is about 150 bytes as Encode writes it.
-	ops := make([]Op, 0, (len(p.data)-p.i)/150+1)
+	ops = make([]Op, 0, (len(p.data)-p.i)/150+1)
 	p.ws()
 	if p.eat(']') {
-		return ops, true
+		return ops, true, nil
 	}
 	for {
 		ops = append(ops, Op{})
-		if p.op(&ops[len(ops)-1]) != parsed {
-			return nil, false
+		o := &ops[len(ops)-1]
+		if p.op(o) != parsed {
+			return nil, false, nil
+		}
+		if err := p.fieldsError(o, len(ops)-1); err != nil {
+			return nil, true, err
 		}
 		p.ws()
 		if p.eat(']') {
-			return ops, true
+			return ops, true, nil
 		}
 		if !p.eat(',') {
-			return nil, false
+			return nil, false, nil
 		}
 		p.ws()
 	}
 }
 
-// opKeys are the op's JSON keys, for spotting one spelled in another case.
+// opKeys are the op's JSON keys; an op's field bits (seen, set) are in this order.
 var opKeys = [...]string{"id", "client", "kind", "call", "return", "status", "token", "value", "read_id", "error", "key"}
 
-// op parses one op object at p.i into o (which must be zero), as encoding/json would
-// decode it into an Op: later duplicate keys win, null leaves a field as it is (nil for
-// return and read_id), unknown keys are skipped.
+// op parses one op object (or null) at p.i into o (which must be zero), as
+// encoding/json would decode it into an Op: later duplicate keys win, null leaves a
+// field as it is (nil for return and read_id), unknown keys are skipped. What it saw
+// of the fields is left for fieldsError.
 func (p *opParser) op(o *Op) parseResult {
+	p.seen, p.set, p.unknown, p.dup, p.nullOp = 0, 0, "", "", false
 	if p.i >= len(p.data) {
 		return parseShort
+	}
+	if p.data[p.i] == 'n' {
+		res := p.literal("null")
+		p.nullOp = res == parsed
+		return res
 	}
 	if !p.eat('{') {
 		return parseOther
@@ -197,9 +242,18 @@ func (p *opParser) op(o *Op) parseResult {
 		return parsed
 	}
 	for {
-		kb, res := p.rawString()
+		kb, escaped, res := p.stringBytes()
 		if res != parsed {
 			return res
+		}
+		if escaped {
+			k, ok := unquote(kb)
+			if !ok {
+				return parseOther
+			}
+			kb = []byte(k)
+		} else {
+			kb = kb[1 : len(kb)-1]
 		}
 		p.ws()
 		if p.i >= len(p.data) {
@@ -219,6 +273,7 @@ func (p *opParser) op(o *Op) parseResult {
 			}
 			null = true
 		}
+		p.note(kb, null)
 		switch string(kb) {
 		case "id", "client", "call", "token":
 			if null {
@@ -303,11 +358,6 @@ func (p *opParser) op(o *Op) parseResult {
 				o.Key = s
 			}
 		default:
-			for _, k := range opKeys {
-				if bytes.EqualFold(kb, []byte(k)) {
-					return parseOther // encoding/json would match it to that field
-				}
-			}
 			if !null {
 				if res := p.skip(0); res != parsed {
 					return res
@@ -328,6 +378,31 @@ func (p *opParser) op(o *Op) parseResult {
 	}
 }
 
+// note records that the op has field kb (null: with a null value).
+func (p *opParser) note(kb []byte, null bool) {
+	bit := uint32(0)
+	for i, k := range opKeys {
+		if string(kb) == k {
+			bit = 1 << i
+			break
+		}
+	}
+	switch {
+	case bit == 0:
+		if p.unknown == "" {
+			p.unknown = string(kb)
+		}
+	case p.seen&bit != 0:
+		if p.dup == "" {
+			p.dup = string(kb)
+		}
+	}
+	p.seen |= bit
+	if !null {
+		p.set |= bit
+	}
+}
+
 // unquote decodes a JSON string with escapes as encoding/json does (kept apart so that
 // only such strings pay for it).
 func unquote(b []byte) (string, bool) {
@@ -336,19 +411,6 @@ func unquote(b []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// rawString returns the bytes of a string without escapes (an object key), without
-// its quotes.
-func (p *opParser) rawString() ([]byte, parseResult) {
-	b, escaped, res := p.stringBytes()
-	if res != parsed {
-		return nil, res
-	}
-	if escaped {
-		return nil, parseOther
-	}
-	return b[1 : len(b)-1], parsed
 }
 
 // stringBytes moves past one string and returns it with its quotes. escaped says it

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -85,9 +86,9 @@ func TestRecorderLost(t *testing.T) {
 
 // decodeSlow is Decode by encoding/json alone.
 func decodeSlow(data []byte) (*History, error) {
-	h, err := decodeJSON(data)
-	if err != nil {
+	var h History
+	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, err
 	}
-	return h, h.Validate()
+	return &h, h.Validate()
 }

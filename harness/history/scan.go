@@ -202,12 +202,14 @@ type jsonSource struct {
 	eof  bool
 	p    opParser
 	// members is the document without its ops, as the inside of a JSON object, for
-	// encoding/json; sawRun and sawFormat say whether it has those yet.
-	members           []byte
-	sawRun, sawFormat bool
-	state             int
-	prescanned        bool
-	hdr, tl           *History
+	// encoding/json; seen tracks the members read (all of them, ops included).
+	members    []byte
+	seen       members
+	state      int
+	prescanned bool
+	hdr, tl    *History
+	// index is the next op's index in the ops array.
+	index int
 }
 
 const (
@@ -268,6 +270,16 @@ func (s *jsonSource) open() (isHead bool, err error) {
 	if !ok {
 		return false, fmt.Errorf("%w: truncated JSON (the file ends before the history object closes)", ErrMalformed)
 	}
+	for s.p.data[s.p.i] == 'n' && len(s.p.data)-s.p.i < 4 {
+		if more, err := s.refill(s.p.i); err != nil {
+			return false, err
+		} else if !more {
+			break
+		}
+	}
+	if bytes.HasPrefix(s.p.data[s.p.i:], []byte("null")) {
+		return false, &FieldError{Err: ErrNullRecord, Msg: "null, want the history object"}
+	}
 	if !s.p.eat('{') {
 		return false, s.syntax("want the history object, {")
 	}
@@ -278,7 +290,7 @@ func (s *jsonSource) open() (isHead bool, err error) {
 	if h.Format == FormatSegments {
 		return true, nil
 	}
-	if s.state != stDone && (!s.sawRun || !s.sawFormat) {
+	if s.state != stDone && (!s.seen.has("run") || !s.seen.has("format")) {
 		// The run comes after the ops: read past them for it, then come back.
 		if err := s.prescan(); err != nil {
 			return false, err
@@ -332,14 +344,13 @@ func (s *jsonSource) member() (isOps bool, err error) {
 		switch res {
 		case parsed:
 			if isOps {
-				if s.state == stTail {
-					return false, fmt.Errorf("%w: two ops members", ErrNotStreamable)
+				if err := s.seen.add("ops", false); err != nil {
+					return false, err
 				}
 				s.state = stOpsFirst
 				return true, nil
 			}
-			s.keep(key, value)
-			return false, nil
+			return false, s.keep(key, value)
 		case parseShort:
 			more, err := s.refill(start)
 			if err != nil {
@@ -351,7 +362,13 @@ func (s *jsonSource) member() (isOps bool, err error) {
 			s.p.i = 0
 		default:
 			s.p.i = start
-			if bytes.EqualFold(key, []byte("ops")) && value == nil {
+			if string(key) == "ops" && value != nil { // null
+				if err := s.seen.add("ops", true); err != nil {
+					return false, err
+				}
+				return false, docShape.missing("", "ops", true)
+			}
+			if string(key) == "ops" {
 				return false, fmt.Errorf("%w: its ops member is not an array", ErrNotStreamable)
 			}
 			return false, s.describeValue(start, key != nil)
@@ -385,7 +402,13 @@ func (s *jsonSource) tryMember() (key, value []byte, isOps bool, res parseResult
 	if s.p.i >= len(s.p.data) {
 		return nil, nil, false, parseShort
 	}
-	if bytes.EqualFold(key, []byte("ops")) {
+	if string(key) == "ops" {
+		if s.p.data[s.p.i] == 'n' {
+			if res := s.p.literal("null"); res != parsed {
+				return nil, nil, false, res
+			}
+			return key, []byte("null"), false, parseOther
+		}
 		if s.p.data[s.p.i] != '[' {
 			return key, nil, false, parseOther
 		}
@@ -399,16 +422,23 @@ func (s *jsonSource) tryMember() (key, value []byte, isOps bool, res parseResult
 	return key, s.p.data[vstart:s.p.i], false, parsed
 }
 
-// keep adds a member other than ops to the document encoding/json decodes.
-func (s *jsonSource) keep(key, value []byte) {
-	if bytes.EqualFold(key, []byte("run")) {
-		s.sawRun = true
-	}
-	if bytes.EqualFold(key, []byte("format")) {
-		s.sawFormat = true
-	}
+// keep adds a member other than ops to the document encoding/json decodes, after
+// checking its name and, for faults, effects and lost, its records' fields.
+func (s *jsonSource) keep(key, value []byte) error {
 	if s.prescanned && s.state == stTail {
-		return // already kept when reading past the ops
+		return nil // already kept when reading past the ops
+	}
+	if err := s.seen.add(string(key), string(value) == "null"); err != nil {
+		return err
+	}
+	if sh := recordShapes[string(key)]; sh != nil {
+		// A wrong type is encoding/json's error, first (decodeMembers).
+		doc := fmt.Appendf(nil, `{%q:%s}`, key, value)
+		if json.Unmarshal(doc, &History{}) == nil {
+			if err := checkRecords(value, sh, string(key)); err != nil {
+				return err
+			}
+		}
 	}
 	if len(s.members) > 0 {
 		s.members = append(s.members, ',')
@@ -418,6 +448,7 @@ func (s *jsonSource) keep(key, value []byte) {
 	s.members = append(s.members, ':')
 	s.members = append(s.members, value...)
 	s.hdr = nil
+	return nil
 }
 
 // end checks that only white space follows the history object.
@@ -433,7 +464,7 @@ func (s *jsonSource) end() error {
 		}
 		if !more {
 			s.state = stDone
-			return nil
+			return s.seen.finish(s.header().Format)
 		}
 	}
 }
@@ -494,7 +525,7 @@ func (s *jsonSource) prescan() error {
 	}
 	s.base, s.eof, s.p.i = opsAt, false, 0
 	s.p.data = s.buf[:0]
-	s.state, s.prescanned = stOpsFirst, true
+	s.state, s.prescanned, s.index = stOpsFirst, true, 0
 	return nil
 }
 
@@ -546,7 +577,11 @@ func (s *jsonSource) readOps(dst []Op) (int, error) {
 			dst[n] = Op{}
 			switch s.p.op(&dst[n]) {
 			case parsed:
+				if err := s.p.fieldsError(&dst[n], s.index); err != nil {
+					return n, err
+				}
 				n++
+				s.index++
 				s.state = stOpsSep
 			case parseShort:
 				more, err := s.refill(start)
@@ -559,26 +594,23 @@ func (s *jsonSource) readOps(dst []Op) (int, error) {
 				s.p.i = 0
 			default:
 				s.p.i = start
-				if err := s.slowOp(&dst[n]); err != nil {
-					return n, err
-				}
-				n++
-				s.state = stOpsSep
+				return n, s.slowOp(&dst[n])
 			}
 		case stTail:
 			if err := s.members_(); err != nil {
 				return n, err
 			}
 			if s.state == stOpsFirst {
-				return n, fmt.Errorf("%w: two ops members", ErrNotStreamable)
+				return n, duplicate("", "ops") // members_ stops at an ops member: the second
 			}
 		}
 	}
 	return n, nil
 }
 
-// slowOp decodes the op at the parser's position with encoding/json: what the fast
-// parser does not take (a key in another case) or the error, with its position.
+// slowOp words, with encoding/json, the error in the op at the parser's position,
+// which the fast parser did not take, with its position. The fast parser takes every
+// op encoding/json decodes, strictly: one it decodes here is refused all the same.
 func (s *jsonSource) slowOp(o *Op) error {
 	at := s.off()
 	dec := json.NewDecoder(io.NewSectionReader(s.f, at, s.size-at))
@@ -586,19 +618,7 @@ func (s *jsonSource) slowOp(o *Op) error {
 	if err := dec.Decode(o); err != nil {
 		return s.jsonError(at, err, "ops.")
 	}
-	// Move past the op: the decoder read exactly its bytes.
-	end := at + dec.InputOffset()
-	for s.off() < end {
-		if s.p.i >= len(s.p.data) {
-			if _, err := s.refill(s.p.i); err != nil {
-				return err
-			}
-			continue
-		}
-		step := min(int(end-s.off()), len(s.p.data)-s.p.i)
-		s.p.i += step
-	}
-	return nil
+	return fmt.Errorf("%w: ops[%d]: not in the shape of an op", ErrMalformed, s.index)
 }
 
 // describeValue words the error in the member value at the parser's position.
@@ -696,6 +716,8 @@ type segSource struct {
 	line     int
 	p        opParser
 	hdr      *History
+	// index is the next op's index in the history.
+	index int
 	// Truncated: the last segment's last line was cut short (the run stopped while
 	// writing it) and was left out.
 	truncated bool
@@ -711,6 +733,9 @@ func openHead(path string) (*Scanner, error) {
 	if err := json.Unmarshal(b, &hd); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, describeJSONError(b, err))
 	}
+	if err := checkHead(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	dir := filepath.Dir(path)
 	src := &segSource{complete: hd.Complete, buf: make([]byte, 1<<20)}
 	for _, f := range hd.Segments.Ops {
@@ -724,7 +749,7 @@ func openHead(path string) (*Scanner, error) {
 		if filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
 			return nil, fmt.Errorf("%s: field \"segments.effects\": %q is not a path inside the history's directory", path, f)
 		}
-		effects, err := readEffects(filepath.Join(dir, f), hd.Complete)
+		effects, err := readEffects(filepath.Join(dir, f), hd.Complete, len(h.Effects))
 		if err != nil {
 			return nil, err
 		}
@@ -754,8 +779,25 @@ func openBareSegments(dir string) (*Scanner, error) {
 	return &Scanner{name: dir, hdr: *h, tailKnown: true, src: src, segmented: true}, nil
 }
 
-// readEffects reads an effects segment whole (effects are few next to ops).
-func readEffects(path string, complete bool) ([]Effect, error) {
+// checkHead checks the fields of a segmented history's head (valid JSON).
+func checkHead(b []byte) error {
+	return checkObject(b, headShape, "", func(name string, p *opParser) error {
+		start := p.i
+		p.skip(0)
+		v := p.data[start:p.i]
+		if name == "segments" {
+			return checkObject(v, segmentsShape, "segments", nil)
+		}
+		if sh := recordShapes[name]; sh != nil {
+			return checkRecords(v, sh, name)
+		}
+		return nil
+	})
+}
+
+// readEffects reads an effects segment whole (effects are few next to ops); the
+// segments before it held index effects.
+func readEffects(path string, complete bool, index int) ([]Effect, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -771,6 +813,10 @@ func readEffects(path string, complete bool) ([]Effect, error) {
 				break // the last line, cut short by a run that stopped
 			}
 			return nil, fmt.Errorf("%s: line %d: %w", path, i+1, describeJSONError(line, err))
+		}
+		where := recordWhere(line, fmt.Sprintf("effects[%d]", index+len(out)))
+		if err := checkObject(line, effectShape, where, nil); err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, i+1, err)
 		}
 		out = append(out, e)
 	}
@@ -836,6 +882,7 @@ func (s *segSource) read(dst []Op) (int, error) {
 			return n, err
 		}
 		n++
+		s.index++
 	}
 	return n, nil
 }
@@ -860,17 +907,24 @@ func (s *segSource) refill() error {
 // error.
 func (s *segSource) parse(line []byte, o *Op) error {
 	*o = Op{}
+	if string(bytes.TrimSpace(line)) == "null" {
+		return fmt.Errorf("%s: line %d: %w", s.name, s.line, &FieldError{Where: fmt.Sprintf("ops[%d]", s.index), Err: ErrNullRecord, Msg: "null, want an op object"})
+	}
 	s.p.data, s.p.i = line, 0
 	s.p.ws()
 	if s.p.op(o) == parsed {
 		s.p.ws()
 		if s.p.i == len(line) {
+			if err := s.p.fieldsError(o, s.index); err != nil {
+				return fmt.Errorf("%s: line %d: %w", s.name, s.line, err)
+			}
 			return nil
 		}
 	}
 	*o = Op{}
-	if err := json.Unmarshal(line, o); err != nil {
-		return fmt.Errorf("%s: line %d: %w", s.name, s.line, describeJSONError(line, err))
+	err := json.Unmarshal(line, o)
+	if err == nil { // the fast parser takes every op encoding/json decodes, strictly
+		return fmt.Errorf("%s: line %d: %w: not in the shape of an op", s.name, s.line, ErrMalformed)
 	}
-	return nil
+	return fmt.Errorf("%s: line %d: %w", s.name, s.line, describeJSONError(line, err))
 }

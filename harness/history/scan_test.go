@@ -51,13 +51,12 @@ func writeTemp(t testing.TB, data []byte) string {
 // notwithstanding.
 func TestScannerMatchesDecode(t *testing.T) {
 	docs := map[string]string{
-		"example":    example,
-		"effects":    withEffects(`[{"id": 1, "value": "c0-1", "token": 42, "write_id": 3, "at": 5000, "via": "outbox"}]`),
-		"lost":       withLost(`[{"client": 0, "acquire_id": 1, "token": 42, "at": 5000, "reason": "renewal \"refused\""}]`),
-		"run last":   `{"ops": [{"id": 1, "client": 0, "kind": "read", "call": 1, "return": 2, "status": "ok"}], "faults": [], "run": {"fence": "monotonic", "seed": 3, "x": "]}"}, "format": "fencecheck.history/v1"}`,
-		"no ops":     `{"format": "fencecheck.history/v1", "run": {}}`,
-		"empty ops":  "{\"format\":\"fencecheck.history/v1\",\"run\":{},\"ops\":[ \n ],\"faults\":[]}\n\n",
-		"other case": `{"format": "fencecheck.history/v1", "run": {}, "Ops": [{"id": 1, "client": 0, "Kind": "read", "call": 1, "return": 2, "status": "ok", "extra": [1, {"a": null}]}]}`,
+		"example":   example,
+		"effects":   withEffects(`[{"id": 1, "value": "c0-1", "token": 42, "write_id": 3, "at": 5000, "via": "outbox"}]`),
+		"lost":      withLost(`[{"client": 0, "acquire_id": 1, "token": 42, "at": 5000, "reason": "renewal \"refused\""}]`),
+		"run last":  `{"ops": [{"id": 1, "client": 0, "kind": "read", "call": 1, "return": 2, "status": "ok", "token": 0}], "faults": [], "run": {"fence": "monotonic", "seed": 3, "x": "]}"}, "format": "fencecheck.history/v1"}`,
+		"empty ops": "{\"format\":\"fencecheck.history/v1\",\"run\":{},\"ops\":[ \n ],\"faults\":[]}\n\n",
+		"escaped":   `{"form\u0061t": "fencecheck.history/v1", "run": {}, "ops": [{"\u0069d": 1, "client": 0, "kind": "read", "call": 1, "return": 2, "status": "ok", "token": 0, "value": "\u00e9"}]}`,
 	}
 	var buf bytes.Buffer
 	require.NoError(t, Encode(&buf, historyOf(t, example)))
@@ -102,9 +101,10 @@ func TestScannerErrors(t *testing.T) {
 		{"invalid op", `{"format":"fencecheck.history/v1","run":{},"ops":[{"id":4,"client":0,"kind":"cas","call":1,"return":2,"status":"ok"}]}`, `op 4: field "kind"`},
 		{"wrong format", `{"format":"v0","run":{},"ops":[]}`, `field "format": got "v0"`},
 		{"bad fence", `{"format":"fencecheck.history/v1","run":{"fence":"loose"},"ops":[]}`, `field "run.fence"`},
-		{"bad fault", `{"format":"fencecheck.history/v1","run":{},"ops":[],"faults":[{"kind":""}]}`, `faults[0]: field "kind": empty`},
+		{"bad fault", `{"format":"fencecheck.history/v1","run":{},"ops":[],"faults":[{"kind":"","target":"x","start":1,"end":null}]}`, `faults[0]: field "kind": empty`},
 		{"trailing", `{"format":"fencecheck.history/v1","run":{},"ops":[]} x`, "trailing data"},
-		{"two ops", `{"format":"fencecheck.history/v1","run":{},"ops":[],"ops":[]}`, "two ops members"},
+		{"two ops", `{"format":"fencecheck.history/v1","run":{},"ops":[],"ops":[]}`, `field "ops": given twice`},
+		{"null ops", `{"format":"fencecheck.history/v1","run":{},"ops":null}`, `field "ops": null`},
 		{"wrong tail type", `{"format":"fencecheck.history/v1","run":{},"ops":[],"faults":{"kind":"x"}}`, `field "faults"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestScannerErrors(t *testing.T) {
 			}
 		})
 	}
-	_, err := scanAll(t, writeTemp(t, []byte(`{"format":"fencecheck.history/v1","run":{},"ops":null}`)), 1<<20, 10)
+	_, err := scanAll(t, writeTemp(t, []byte(`{"format":"fencecheck.history/v1","run":{},"ops":{}}`)), 1<<20, 10)
 	require.True(t, errors.Is(err, ErrNotStreamable), "%v", err)
 }
 
@@ -125,6 +125,13 @@ func FuzzScanner(f *testing.F) {
 	f.Add([]byte(example))
 	f.Add([]byte(withLost(`[{"client": 0, "acquire_id": 1, "token": 42, "at": 5000}]`)))
 	f.Add([]byte(`{"ops":[{"id":1,"client":0,"kind":"read","call":1,"return":2,"status":"ok","error":"a \"b\""}],"run":{},"format":"fencecheck.history/v1"}`))
+	for _, tc := range strictCases {
+		if tc.op != "" {
+			f.Add([]byte(strictDoc(tc.op, "")))
+		} else {
+			f.Add([]byte(tc.doc))
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, werr := Decode(bytes.NewReader(b), "h.json")
 		path := writeTemp(t, b)
