@@ -190,6 +190,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			w.Run(ctx, stop)
 		}()
 	}
+	cfg.Logger.Info("workload started", "clients", len(workers))
 	waitForEnd(ctx, cfg, nem)
 	close(stop)
 	nem.Heal()
