@@ -76,6 +76,13 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	defer func() {
+		// A run that ended because ctx did says so first, in its cause's words (the CLI's
+		// names the signal), whatever part of the run noticed.
+		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+	}()
 	s := r.Spec
 	runID, err := newRunID()
 	if err != nil {
@@ -164,7 +171,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		}
 	}
 	if err != nil {
-		return nil, runError(err, h, opt.Dir, be)
+		return nil, runError(ctx, err, h, opt.Dir, be)
 	}
 	out = &Outcome{Spec: s, History: h, Workload: time.Since(start)}
 	if h.Ops == nil {
@@ -229,7 +236,7 @@ func noGrant(rep *models.Report, dir string) error {
 // interrupt) and says where it is, in one line. A failure that is the user's (a client of
 // theirs that broke the protocol, registry.Input, or died: harness.Failing) means the run
 // could not be made as asked: a spec error, shown as it is.
-func runError(err error, h *history.History, dir string, be harness.Backend) error {
+func runError(ctx context.Context, err error, h *history.History, dir string, be harness.Backend) error {
 	where := ""
 	if h != nil && dir != "" {
 		path := filepath.Join(dir, "history.json")
@@ -238,6 +245,9 @@ func runError(err error, h *history.History, dir string, be harness.Backend) err
 		} else if werr := history.WriteFile(path, h); werr == nil {
 			where = fmt.Sprintf(" (the history so far, %d ops: %s)", len(h.Ops), path)
 		}
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w%s", cause, where)
 	}
 	if errors.Is(err, registry.ErrInput) {
 		return spec.Error{Err: fmt.Errorf("%w%s", err, where)}

@@ -4,9 +4,10 @@
 //
 // Exit codes, the same rule for every command: 0 safe (or everything as expected), 1
 // unsafe (a stale write got through, an update was lost, a run differs from its
-// expectation), 2 the run could not be made as asked (bad input or usage, a missing
-// program or service, an unreachable endpoint, an interrupt), 3 fencecheck's own failure
-// (the checkers disagree, the checker timed out, a bug).
+// expectation), 2 the run could not be made as asked (bad input or usage, an unusable
+// path, a missing program or service, an unreachable endpoint, an interrupt: Ctrl-C,
+// SIGTERM or SIGHUP), 3 fencecheck's own failure (the checkers disagree, the checker
+// timed out, a bug).
 package main
 
 //go:generate go run . gen-docs ../../docs/cli.md
@@ -22,6 +23,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -49,11 +51,55 @@ const (
 const inconclusiveText = "inconclusive: it ran, but proves nothing (no grant, the fault never struck, no stale write attempted); the line says which"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible(context.Background())
 	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// stopSignals end a command the way Ctrl-C does: CI runners, Docker and Kubernetes stop a
+// job with SIGTERM, and a closed terminal sends SIGHUP.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// interruptible returns a context that ends at the first of stopSignals, with an
+// interrupt naming it as its cause (context.Cause); later ones are ignored while the
+// command stops its servers and writes what it has. stop restores the default
+// handling.
+func interruptible(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(interrupt{s})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interrupt is the cause of a context ended by a signal; it is a context.Canceled.
+type interrupt struct{ sig os.Signal }
+
+func (i interrupt) Error() string {
+	switch i.sig {
+	case os.Interrupt:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	case syscall.SIGHUP:
+		return "interrupted by SIGHUP"
+	}
+	return "interrupted by " + i.sig.String()
+}
+
+func (interrupt) Is(target error) bool { return target == context.Canceled }
 
 // app is one invocation of the CLI: the registry it resolves names in, and its outputs,
 // which mask every secret it was given (see secrets).
@@ -121,7 +167,7 @@ records what every client did, and checks the history for stale writes and lost 
 	setExitCodes(root, exitCodes{
 		exitSafe:         "the protected data is safe (or every run is as expected)",
 		exitViolated:     "unsafe: a stale write got through, an update was lost, or a run differs from its expectation",
-		exitUsage:        "the run could not be made as asked: bad input or usage, a missing program or service, an unreachable endpoint, an interrupt",
+		exitUsage:        "the run could not be made as asked: bad input or usage, an unusable path, a missing program or service, an unreachable endpoint, an interrupt (Ctrl-C, SIGTERM, SIGHUP)",
 		exitInternal:     "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
 		exitInconclusive: inconclusiveText,
 	})

@@ -163,6 +163,17 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	}
 	o, runErr := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger, CheckTimeout: f.checkTimeout})
 	runErr = a.red.Error(runErr)
+	if runErr != nil && ctx.Err() != nil {
+		// An interrupt (Ctrl-C, SIGTERM, SIGHUP) is said as one, here and in the run's note.
+		msg := message(runErr)
+		if !strings.HasPrefix(msg, "interrupted") {
+			msg = "interrupted: " + msg
+		}
+		if !strings.Contains(msg, dir) {
+			msg += fmt.Sprintf(" (evidence so far: %s)", dir)
+		}
+		runErr = badInput("%s", msg)
+	}
 	if runErr != nil {
 		logger.Error("scenario failed", "err", runErr)
 	}
@@ -170,9 +181,6 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		fmt.Fprintln(a.stderr, "fencecheck run: warning:", err)
 	}
 	if runErr != nil {
-		if ctx.Err() != nil {
-			return fail(badInput("interrupted: %v (evidence so far: %s)", message(runErr), dir))
-		}
 		return fail(runErr)
 	}
 	if o.CloseErr != nil {
