@@ -243,7 +243,7 @@ func TestCheckFileStrict(t *testing.T) {
 	op2001 := doc[at:end]
 	for _, tc := range []struct {
 		name, doc, want string
-		is             error
+		is              error
 	}{
 		{"misspelled token", doc[:at] + strings.Replace(op2001, `"token":`, `"tokn":`, 1) + doc[end:],
 			`op 2001 (ops[2000]): field "tokn": unknown field (did you mean "token"?)`, history.ErrUnknownField},
