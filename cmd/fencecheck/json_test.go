@@ -166,7 +166,7 @@ func TestJSONMatchesSchemas(t *testing.T) {
 		{name: "evaluate no backend", args: []string{"evaluate", "--json"}, outcome: "error"},
 		{name: "evaluate argument", args: []string{"evaluate", "--json", "naive"}, outcome: "error"},
 
-		{name: "compare complete", args: append([]string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, fast...), schema: "compare.schema.json", outcome: "complete"},
+		{name: "compare complete", args: append([]string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, "--ttl", "500ms"), schema: "compare.schema.json", outcome: "complete"},
 		{name: "compare unsafe", args: append([]string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "crash"}, fast...), schema: "compare.schema.json", outcome: "unsafe"},
 		{name: "compare interrupted", args: append([]string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, fast...), schema: "compare.schema.json", outcome: "incomplete", interrupted: true},
 		{name: "compare unknown backend", args: []string{"compare", "--json", "--backend", "chubby"}, outcome: "error"},
