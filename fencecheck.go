@@ -171,8 +171,14 @@ type Result struct {
 
 // Run runs one scenario: the backend, the resource and the faults of c. The error is
 // the run's (spec.ErrSpec: the configuration's; the run's folder keeps what evidence
-// there is); the verdicts are in the Result.
+// there is); the verdicts are in the Result. A refusal names, after its words, the
+// interface or descriptor field that would lift it (registry.WithGoNames).
 func Run(ctx context.Context, c Config) (*Result, error) {
+	res, err := run(ctx, c)
+	return res, registry.WithGoNames(err)
+}
+
+func run(ctx context.Context, c Config) (*Result, error) {
 	reg, name, err := c.prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -214,8 +220,13 @@ type Evaluation struct {
 // Evaluate runs every fault of c (default: every one that applies to the backend)
 // against an unfenced register, a fenced one and the backend's native resources, and
 // judges the runs into a scorecard: may the backend be adopted, and what must the
-// resource do?
+// resource do? A refusal names the Go interface or field that would lift it, as Run's.
 func Evaluate(ctx context.Context, c Config) (*Evaluation, error) {
+	ev, err := evaluate(ctx, c)
+	return ev, registry.WithGoNames(err)
+}
+
+func evaluate(ctx context.Context, c Config) (*Evaluation, error) {
 	reg, name, err := c.prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -228,8 +239,14 @@ func Evaluate(ctx context.Context, c Config) (*Evaluation, error) {
 }
 
 // Plan lists the runs Evaluate would make, and which faults apply, without running
-// them (a Started backend is probed: one lease is acquired and released).
+// them (a Started backend is probed: one lease is acquired and released). A refusal
+// names the Go interface or field that would lift it, as Run's.
 func Plan(ctx context.Context, c Config) (*campaign.EvaluatePlan, error) {
+	p, err := plan(ctx, c)
+	return p, registry.WithGoNames(err)
+}
+
+func plan(ctx context.Context, c Config) (*campaign.EvaluatePlan, error) {
 	reg, name, err := c.prepare(ctx)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -107,6 +108,7 @@ func FillCell(c *reports.MatrixCell, exp catalogue.Expect, store string, res Run
 	rep := res.Outcome.Report
 	c.Verdicts = rep.Verdicts
 	c.Outcome = reports.Outcome(rep)
+	_, c.Why = judge.Why(rep)
 	c.StaleAccepted, c.StaleRejected = rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected
 	c.ValidityGap = rep.Evidence.ValidityGapNanos
 	c.Diffs = exp.Diff(rep)

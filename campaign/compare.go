@@ -29,6 +29,11 @@ import (
 // cluster raises a TTL below 1.5 × its election timeout).
 const DefaultCompareTTL = 2 * time.Second
 
+// CompareBaselineGrants is how many grants the run without a fault makes at least
+// (spec.Spec.MinGrants), so that its latency percentiles and grants per second rest on
+// grants, not on how much a loaded machine got done in its three TTLs.
+const CompareBaselineGrants = 10
+
 // CompareFaults are the faults a comparison runs by default: client-side faults, which
 // apply to every service, including one fencecheck does not own (an external endpoint).
 func CompareFaults() []string { return []string{"pause", "partition"} }
@@ -164,7 +169,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		}
 		for _, f := range faults {
 			if _, err := spec.Resolve(reg, cell(r, probe, []string{f})); err != nil {
-				return nil, fmt.Errorf("%w: fault %q does not apply to %s, and a comparison runs every fault on every service: %s", spec.ErrSpec, f, r.name, strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": "))
+				return nil, registry.CarryGoNames(fmt.Errorf("%w: fault %q does not apply to %s, and a comparison runs every fault on every service: %s", spec.ErrSpec, f, r.name, strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")), err)
 			}
 		}
 		def := r.backend.Defaults(registry.Settings{Options: r.options})
@@ -189,7 +194,9 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		}
 		i := len(cmp.Services)
 		cmp.Services = append(cmp.Services, row)
-		base.Duration = 3 * ttl // enough grants for the latency and throughput figures
+		// Enough grants for the latency and throughput figures: three TTLs, and at least
+		// CompareBaselineGrants however slow the machine.
+		base.Duration, base.MinGrants = 3*ttl, CompareBaselineGrants
 		jobs := []CompareJob{{Row: i, Resource: probe, Spec: base}}
 		for _, f := range faults {
 			jobs = append(jobs, CompareJob{Row: i, Fault: f, Resource: unfenced, Spec: cell(r, unfenced, []string{f})})

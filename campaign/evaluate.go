@@ -115,7 +115,7 @@ func PlanEvaluate(reg *registry.Registry, cat catalogue.Catalogue, cfg EvaluateC
 				if err != nil {
 					why = strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 				}
-				return nil, fmt.Errorf("%w: fault %q does not apply to %s: %s", spec.ErrSpec, f, be.Name, why)
+				return nil, registry.CarryGoNames(fmt.Errorf("%w: fault %q does not apply to %s: %s", spec.ErrSpec, f, be.Name, why), err)
 			}
 		}
 	}

@@ -245,6 +245,7 @@ func soakRun(expect catalogue.Expect, seed int64, res RunResult, random bool) So
 	}
 	o := res.Outcome
 	r.Verdicts = o.Report.Verdicts
+	r.Reason, r.Why = judge.Why(o.Report)
 	r.WorkloadNanos, r.CheckNanos, r.Ops = o.Workload.Nanoseconds(), o.Check.Nanoseconds(), max(len(o.History.Ops), o.Report.Ops)
 	if !random {
 		r.Diffs = expect.Diff(o.Report)

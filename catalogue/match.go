@@ -13,9 +13,9 @@ import (
 
 // key identifies what a spec runs, for matching it to the catalogue: backend, members,
 // resource, fence, and the faults as a set (service faults given alone ride on a pause,
-// so ["crash"] and ["crash", "pause"] are the same run). Clients, TTL, duration, seed
-// and options (a DSN) are settings, not a different experiment — but a backend on
-// servers fencecheck does not own matches nothing. Every other field (a client policy,
+// so ["crash"] and ["crash", "pause"] are the same run). Clients, TTL, duration, min
+// grants, seed and options (a DSN) are settings, not a different experiment — but a
+// backend on servers fencecheck does not own matches nothing. Every other field (a client policy,
 // a random schedule, ...) must be equal too, after defaults: rest returns them.
 func key(reg *registry.Registry, s spec.Spec) (k string, rest spec.Spec, ok bool) {
 	r, err := spec.Resolve(reg, s)
@@ -31,7 +31,7 @@ func key(reg *registry.Registry, s spec.Spec) (k string, rest spec.Spec, ok bool
 	faults = slices.Compact(faults)
 	rest = n
 	rest.Name, rest.Backend, rest.Resource, rest.Fence, rest.Faults, rest.Options = "", "", "", "", nil, nil
-	rest.Clients, rest.TTL, rest.Duration, rest.Seed, rest.Members = 0, 0, 0, 0, 0
+	rest.Clients, rest.TTL, rest.Duration, rest.Seed, rest.Members, rest.MinGrants = 0, 0, 0, 0, 0, 0
 	return fmt.Sprintf("%s/%d/%s/%s/%s", n.Backend, n.Members, n.Resource, n.Fence, strings.Join(faults, "+")), rest, true
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anishathalye/porcupine"
 
@@ -37,7 +39,7 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	}
 	results := make([]Result, len(Properties))
 	for i, p := range Properties {
-		results[i] = directResult(p, h, d)
+		results[i] = directResult(p, h, len(h.Ops), d)
 	}
 	directTook := time.Since(began)
 	indexes := map[string]*partIndex{} // per key, shared by its violated properties
@@ -98,16 +100,21 @@ func declaredNoToken(p Property, h *history.History) bool {
 
 const noTokenNote = "not measured: the backend declares that it hands out no fencing token"
 
-// directResult is the direct analysis's verdict on p, explained.
-func directResult(p Property, h *history.History, d *DirectResult) Result {
+// directResult is the direct analysis's verdict on p, explained: violated, or
+// inconclusive with the reason when the history lacks the evidence (unproven), else
+// held. ops counts the history's ops (a streamed history keeps none).
+func directResult(p Property, h *history.History, ops int, d *DirectResult) Result {
 	f := d.Findings[p]
 	r := Result{Property: p, DirectViolated: f.Violated}
 	switch {
 	case f.Violated:
 		r.Verdict, r.Counterexample, r.Explanation = Violated, f.Ops, f.Reason
-	case len(h.Faults) > 0 && inconclusive(p, d):
-		r.Verdict, r.Explanation = Inconclusive, heldExplanation(p, d)
 	default:
+		if reason, why := unproven(p, h, ops, d.Evidence); reason != "" {
+			r.Verdict, r.Reason, r.Why = Inconclusive, reason, why
+			r.Explanation = inconclusiveExplanation(p, reason, why, d.Evidence)
+			return r
+		}
 		r.Verdict, r.Explanation = Held, heldExplanation(p, d)
 	}
 	return r
@@ -137,17 +144,92 @@ func (r *Report) Trouble() string {
 	return ""
 }
 
-// inconclusive says whether a held property proves nothing because the fault never bit.
-// It applies only to histories with faults: a history without any (hand-written, or a
-// fault-free baseline run) is simply held when it is linearizable.
-func inconclusive(p Property, d *DirectResult) bool {
+// gap is what the whole history lacks for any verdict to mean something, in the order
+// of the Reasons: no op, no grant (acquires made, none granted), or faults asked for of
+// which none struck. A history with no acquire at all (a register-only history written
+// by hand) has nothing to grant, so it lacks no grant.
+func gap(h *history.History, ops int, ev Evidence) (Reason, string) {
+	switch {
+	case ops == 0:
+		return ReasonNoOps, "the history has no operations"
+	case ev.Grants == 0 && ev.AcquireFailed > 0:
+		why := fmt.Sprintf("no lock was granted: all %d acquire(s) failed", ev.AcquireFailed)
+		if ev.FirstAcquireError != "" {
+			why += fmt.Sprintf(", the first with %q", Shorten(ev.FirstAcquireError, maxWhyError))
+		}
+		return ReasonNoGrant, why
+	case h.Run.AskedForFaults() && len(h.Faults) == 0:
+		return ReasonFaultNeverStruck, fmt.Sprintf("the run asked for %s, but no fault struck", strings.Join(h.Run.AskedFaults(), ", "))
+	}
+	return "", ""
+}
+
+// maxWhyError bounds the acquire error a Why quotes.
+const maxWhyError = 160
+
+// unproven says why a verdict on p that nothing contradicts proves nothing, or "" when
+// it proves something: the history's gap, then what p itself needs — an accepted write
+// (register, updates), a stale write under a fault that struck (register, updates;
+// effects: effects.go), two grants under faults (tokens). The mutex needs only a grant.
+func unproven(p Property, h *history.History, ops int, ev Evidence) (Reason, string) {
+	reason, why := gap(h, ops, ev)
 	switch p {
 	case Register, Updates:
-		return d.Evidence.StaleAttempted == 0
+		switch {
+		case reason != "":
+			return reason, why
+		case ev.WritesAccepted == 0:
+			return ReasonNoAcceptedWrite, fmt.Sprintf("no write was accepted (%d attempted)", ev.Writes)
+		case len(h.Faults) > 0 && ev.StaleAttempted == 0:
+			return ReasonNoStaleWrite, "no stale write was attempted"
+		}
 	case Tokens:
-		return d.Evidence.Grants < 2
+		switch {
+		case reason == ReasonNoOps || reason == ReasonNoGrant:
+			return reason, why
+		case ev.Grants < 2 && (len(h.Faults) > 0 || h.Run.AskedForFaults()):
+			return ReasonFewGrants, fmt.Sprintf("only %d grant(s)", ev.Grants)
+		}
+	case Mutex:
+		if reason == ReasonNoOps || reason == ReasonNoGrant {
+			return reason, why
+		}
 	}
-	return false
+	return "", ""
+}
+
+// inconclusiveExplanation is an inconclusive verdict's sentence. The reasons a fault
+// that struck gives keep the words they always had.
+func inconclusiveExplanation(p Property, reason Reason, why string, ev Evidence) string {
+	switch {
+	case reason == ReasonNoStaleWrite || reason == ReasonFewGrants:
+		return heldExplanation(p, &DirectResult{Evidence: ev})
+	}
+	what := map[Property]string{
+		Register: "the fence was never tested",
+		Updates:  "no read-modify-write was put to the test",
+		Tokens:   "there was no token order to check",
+		Mutex:    "no two clients could have believed they held the lock",
+		Effects:  "no side effect was put to the test",
+	}[p]
+	return fmt.Sprintf("Not tested: %s, so %s.", why, what)
+}
+
+// Shorten cuts s to about n bytes, keeping its start and its end (where a wrapped
+// error names its cause) around an ellipsis, on rune boundaries.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n/3, n-n/3
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[:head] + " … " + s[start:]
 }
 
 func heldExplanation(p Property, d *DirectResult) string {

@@ -444,7 +444,7 @@ func (c *streamChecker) report(ctx context.Context, h *history.History, began ti
 	d := c.result()
 	results := make([]Result, len(Properties))
 	for i, p := range Properties {
-		results[i] = directResult(p, h, d)
+		results[i] = directResult(p, h, c.ops, d)
 	}
 	directTook := time.Since(began)
 	for i, p := range Properties {
@@ -483,7 +483,7 @@ func (c *streamChecker) report(ctx context.Context, h *history.History, began ti
 				newer[id] = s.newer.op.id
 			}
 		}
-		r, er := c.effects.judge(h, d, newer)
+		r, er := c.effects.judge(h, c.ops, d, newer)
 		rep.Results, rep.Verdicts[Effects], rep.Effects = append(rep.Results, r), r.Verdict, er
 	}
 	return rep
@@ -560,9 +560,9 @@ func (x *effectIndex) check() error {
 	return nil
 }
 
-func (x *effectIndex) judge(h *history.History, d *DirectResult, newer map[int]int) (Result, *EffectsReport) {
+func (x *effectIndex) judge(h *history.History, ops int, d *DirectResult, newer map[int]int) (Result, *EffectsReport) {
 	lookup := func(e history.Effect) *history.Op { return x.writes[e.Value] }
-	return judgeEffects(x.effects, len(h.Faults) > 0, d, lookup, func(v string) bool { return x.seen[v] }, newer, x.without)
+	return judgeEffects(x.effects, h, ops, d, lookup, func(v string) bool { return x.seen[v] }, newer, x.without)
 }
 
 // lostIndex checks a streamed history's lost records against its acquires.

@@ -90,6 +90,7 @@ func evidence(h *history.History, stale []StaleWrite) Evidence {
 		}
 	}
 	ev.StaleAttempted = ev.StaleRejected + ev.StaleAccepted
+	ev.FirstAcquireError = firstAcquireError(h)
 	for _, o := range h.Ops {
 		switch o.Kind {
 		case history.Write:
@@ -115,6 +116,25 @@ func evidence(h *history.History, stale []StaleWrite) Evidence {
 	ev.ValidityGapNanos, ev.ValidityGapTotalNanos = validityGap(h)
 	ev.LongestNoAcceptedWriteNanos = longestNoAcceptedWrite(h)
 	return ev
+}
+
+// firstAcquireError is the error of the earliest failed acquire (by call, then id) that
+// records one: the streaming analysis meets it first too.
+func firstAcquireError(h *history.History) string {
+	var first *history.Op
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		if o.Kind != history.Acquire || o.Status == history.OK || o.Error == "" {
+			continue
+		}
+		if first == nil || o.Call < first.Call || o.Call == first.Call && o.ID < first.ID {
+			first = o
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	return first.Error
 }
 
 // validityGap measures how long two clients both believed they held the lock. A client

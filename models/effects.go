@@ -100,14 +100,14 @@ func checkEffects(h *history.History, d *DirectResult) (Result, *EffectsReport) 
 		}
 		return writeOf[e.Value]
 	}
-	return judgeEffects(h.Effects, len(h.Faults) > 0, d, lookup, func(v string) bool { return seenByRead[v] }, newer, without)
+	return judgeEffects(h.Effects, h, len(h.Ops), d, lookup, func(v string) bool { return seenByRead[v] }, newer, without)
 }
 
 // judgeEffects judges the effects property: lookup finds an effect's write (nil if
 // none carries its value), seen says whether an ok read returned a value, newer maps
 // a stale write to the newer write it lost to, without counts the ok writes no effect
 // announces.
-func judgeEffects(effects []history.Effect, faults bool, d *DirectResult, lookup func(history.Effect) *history.Op,
+func judgeEffects(effects []history.Effect, h *history.History, ops int, d *DirectResult, lookup func(history.Effect) *history.Op,
 	seen func(string) bool, newer map[int]int, without int) (Result, *EffectsReport) {
 	rep := &EffectsReport{Delivered: len(effects), StaleEffects: []StaleEffect{}, AcceptedWithoutEffect: without}
 	delivered := map[string]bool{}
@@ -165,8 +165,12 @@ func judgeEffects(effects []history.Effect, faults bool, d *DirectResult, lookup
 		}
 		r.Explanation = fmt.Sprintf("%d of %d delivered side effects belong to writes that never took effect. First: %s",
 			rep.Stale, rep.Delivered, first.Explanation)
-	case faults && d.Evidence.StaleAttempted == 0:
+	case gapped(h, ops, d.Evidence):
 		r.Verdict = Inconclusive
+		r.Reason, r.Why = gap(h, ops, d.Evidence)
+		r.Explanation = inconclusiveExplanation(Effects, r.Reason, r.Why, d.Evidence)
+	case len(h.Faults) > 0 && d.Evidence.StaleAttempted == 0:
+		r.Verdict, r.Reason, r.Why = Inconclusive, ReasonNoStaleWrite, "no stale write was attempted"
 		r.Explanation = fmt.Sprintf("All %d delivered side effects belong to writes that took effect, but no stale write was attempted, so no stale side effect could have been sent.", rep.Delivered)
 	default:
 		r.Verdict = Held
@@ -180,4 +184,10 @@ func judgeEffects(effects []history.Effect, faults bool, d *DirectResult, lookup
 		r.Explanation += fmt.Sprintf(" (%d belong to writes of unknown outcome, which may have taken effect.)", rep.OfUnknown)
 	}
 	return r, rep
+}
+
+// gapped reports whether the history lacks the evidence any verdict needs (gap).
+func gapped(h *history.History, ops int, ev Evidence) bool {
+	reason, _ := gap(h, ops, ev)
+	return reason != ""
 }

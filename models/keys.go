@@ -153,6 +153,7 @@ func directParts(h *history.History, parts []keyPart) *DirectResult {
 			d.Findings[p] = Finding{}
 		}
 	}
+	d.Evidence.FirstAcquireError = firstAcquireError(h)
 	// Availability is the system's: the longest stretch with no accepted write on any key.
 	d.Evidence.LongestNoAcceptedWriteNanos = longestNoAcceptedWrite(h)
 	// Lock timing: supersessions on each key's lock, latencies and rate over them all.

@@ -434,6 +434,9 @@ func (c *streamChecker) add(o *history.Op) error {
 			ks.tok.grant(c, ks, &s)
 		} else {
 			c.ev.AcquireFailed++
+			if c.ev.FirstAcquireError == "" && o.Error != "" {
+				c.ev.FirstAcquireError = o.Error // ops come in (call, id) order
+			}
 		}
 		ks.mux.acquire(c, ks, &s)
 	case history.Release:

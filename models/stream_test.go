@@ -74,7 +74,7 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 		require.NoError(t, err, "FENCECHECK_AGREE_N")
 		n = v
 	}
-	var fallbacks, violated, superseded, noticed atomic.Int64
+	var fallbacks, violated, superseded, noticed, neverStruck, acquireErrors atomic.Int64
 	var failMu sync.Mutex
 	var failures []string
 	fail := func(format string, args ...any) {
@@ -106,6 +106,7 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 			h.Run.Fence = history.FenceOwner
 		}
 		addLost(h, r)
+		addEvidenceGaps(h, r)
 		if h.Validate() != nil {
 			return
 		}
@@ -120,6 +121,12 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 			return
 		}
 		rep := res.Report
+		if res, _ := rep.Result(Register); res.Reason == ReasonFaultNeverStruck {
+			neverStruck.Add(1)
+		}
+		if d.Evidence.FirstAcquireError != "" {
+			acquireErrors.Add(1)
+		}
 		if d.Evidence.Superseded > 0 {
 			superseded.Add(1)
 		}
@@ -127,6 +134,11 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 			noticed.Add(1)
 		}
 		for _, p := range Properties {
+			// Every verdict, and an inconclusive one's reason, as the in-memory check gives it.
+			if dr, sr := directResult(p, h, len(h.Ops), d), mustResult(rep, p); dr.Verdict != sr.Verdict || dr.Reason != sr.Reason || dr.Why != sr.Why {
+				fail("history %d: %s: direct says %s (%s: %s), the stream %s (%s: %s)\n%s", i, p, dr.Verdict, dr.Reason, dr.Why, sr.Verdict, sr.Reason, sr.Why, dump(h))
+				return
+			}
 			got := rep.Verdicts[p] == Violated
 			if got != d.Violated(p) {
 				rr, _ := rep.Result(p)
@@ -183,6 +195,30 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 	require.Less(t, fallbacks.Load(), int64(n/20), "the stream takes almost every history")
 	require.Greater(t, superseded.Load(), int64(n/20), "the lock timing is compared on histories that have some")
 	require.Greater(t, noticed.Load(), int64(n/40), "the lock timing is compared on histories that have some")
+	require.Greater(t, neverStruck.Load(), int64(n/20), "histories whose faults never struck are compared")
+	require.Greater(t, acquireErrors.Load(), int64(n/20), "the first acquire error is compared on histories that have one")
+}
+
+func mustResult(rep *Report, p Property) Result {
+	r, _ := rep.Result(p)
+	return r
+}
+
+// addEvidenceGaps gives some failed acquires an error text (the evidence quotes the
+// first), and some histories the faults their run asked for, struck or not (a history
+// whose faults never struck is inconclusive).
+func addEvidenceGaps(h *history.History, r *rand.Rand) {
+	for i := range h.Ops {
+		if o := &h.Ops[i]; o.Kind == history.Acquire && o.Status != history.OK && r.IntN(2) == 0 {
+			o.Error = fmt.Sprintf("acquire %d failed: \x1b[31mrefused\x1b[0m", o.ID)
+		}
+	}
+	switch r.IntN(4) {
+	case 0:
+		h.Run.Faults = []string{"pause"}
+	case 1:
+		h.Run.Faults, h.Faults = []string{"pause"}, nil // asked for, never struck
+	}
 }
 
 // addLost gives about half of h's grants a lost record (a few two), at any time from

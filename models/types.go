@@ -43,19 +43,61 @@ const (
 	Violated Verdict = "violated"
 	// Held: the history is explained by the model, and the fault was seen to bite.
 	Held Verdict = "held"
-	// Inconclusive: held, but the run's faults never produced the situation the
-	// property is about (no stale write was attempted, fewer than two grants), so it
-	// proves nothing. A history without faults is simply held.
+	// Inconclusive: nothing contradicts the property, but the history lacks the
+	// evidence that would make that mean something (Result.Reason says which: no op, no
+	// grant, no accepted write, a fault asked for that never struck, or a fault that
+	// struck but produced no stale write or fewer than two grants), so it proves nothing.
+	// A history without faults, with grants and accepted writes, is simply held.
 	Inconclusive Verdict = "inconclusive"
 	// Unknown: no checker could decide. The direct analysis decides every property, so
 	// Check no longer gives it; it stays for reports written by older versions.
 	Unknown Verdict = "unknown"
 )
 
+// Reason says why a verdict is inconclusive: the evidence the history lacks.
+type Reason string
+
+// Reasons, in the order the checker looks for them (the first that applies is given).
+const (
+	// ReasonNoOps: the history has no operations at all.
+	ReasonNoOps Reason = "no-ops"
+	// ReasonNoGrant: acquires were made and none was granted.
+	ReasonNoGrant Reason = "no-grant"
+	// ReasonFaultNeverStruck: the run asked for faults (history.Run.Faults,
+	// RandomFaults) and none struck (the history records no fault).
+	ReasonFaultNeverStruck Reason = "fault-never-struck"
+	// ReasonNoAcceptedWrite: no write was accepted (register and updates).
+	ReasonNoAcceptedWrite Reason = "no-accepted-write"
+	// ReasonNoStaleWrite: a fault struck but no stale write was attempted (register,
+	// updates, effects).
+	ReasonNoStaleWrite Reason = "no-stale-write"
+	// ReasonFewGrants: under faults, fewer than two grants (tokens).
+	ReasonFewGrants Reason = "few-grants"
+)
+
+// Untested reports whether the reason means the run exercised nothing — no op, no
+// grant, no accepted write, or the fault never struck — as opposed to a fault that
+// struck and did not produce the situation the property is about (no stale write
+// attempted, fewer than two grants): the first is a run that went wrong, the second a
+// finding about the backend under that fault.
+func (r Reason) Untested() bool {
+	switch r {
+	case ReasonNoOps, ReasonNoGrant, ReasonFaultNeverStruck, ReasonNoAcceptedWrite:
+		return true
+	}
+	return false
+}
+
 // Result is the verdict on one property with its evidence.
 type Result struct {
 	Property Property `json:"property"`
 	Verdict  Verdict  `json:"verdict"`
+	// Reason and Why, on an inconclusive verdict only: the evidence the history lacks,
+	// as data (Reason) and in a short phrase for a line or a table cell (Why, e.g. "no
+	// lock was granted: all 15 acquires failed, the first with \"…\""); Explanation
+	// says it in a sentence.
+	Reason Reason `json:"reason,omitempty"`
+	Why    string `json:"why,omitempty"`
 	// Counterexample holds the op ids of a minimal counterexample when violated, e.g.
 	// the stale write and the newer write it overtook.
 	Counterexample []int `json:"counterexample,omitempty"`
@@ -149,6 +191,9 @@ type Evidence struct {
 	// Grants are ok acquires; AcquireFailed counts fail and unknown acquires.
 	Grants        int `json:"grants"`
 	AcquireFailed int `json:"acquire_failed"`
+	// FirstAcquireError is the error text of the first failed acquire (by call time)
+	// that has one, as the history records it; absent when none does.
+	FirstAcquireError string `json:"first_acquire_error,omitempty"`
 	// ValidityGapNanos is the lock validity gap: the longest time a client went on
 	// believing it held the lock (from its acquire's return to its release's call) after
 	// another client's belief began. ValidityGapTotalNanos is the total time during which

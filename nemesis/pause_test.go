@@ -153,9 +153,8 @@ func TestExclusiveHoldsOthersUntilOwnWrite(t *testing.T) {
 	f := pauseFault()
 	f.Exclusive = true
 	rec, n, l0, l1, resumed := strikeClient0(t, f)
-	// After MinHold (20ms), the next write by another client ends the fault; if the
-	// machine is slow and the write lands first, MaxHold ends it instead, the same way.
-	time.Sleep(100 * time.Millisecond)
+	// After MinHold (20ms), the next write by another client ends the fault.
+	waitMinPassed(t, n)
 	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.OK, 2, "c1-1", "")
 	<-resumed
 	require.False(t, l0.isStalled())
@@ -185,14 +184,11 @@ func strikeClient0(t *testing.T, f ClientFault) (rec *history.Recorder, n *Nemes
 	return rec, n, l0, l1, resumed
 }
 
-// With Writes 2, a refusal counts once another client's write was accepted: the fault
-// ends at the refused write that follows the accepted one (a reissued token the fence
-// caught), and the other clients are held from that moment.
-func TestWritesEndOnRefusalAfterAcceptance(t *testing.T) {
-	f := pauseFault()
-	f.Exclusive, f.Writes, f.MinHold = true, 2, time.Millisecond
-	rec, n, _, l1, resumed := strikeClient0(t, f)
-	// The writes below must come after MinHold has passed: wait for it, not a while.
+// waitMinPassed waits until the active strike's MinHold has passed (the nemesis saw its
+// timer fire): a write after it may end the fault. Waiting for it, not for a while,
+// keeps a loaded machine from ending the fault at MaxHold instead.
+func waitMinPassed(t *testing.T, n *Nemesis) {
+	t.Helper()
 	require.Eventually(t, func() bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -201,6 +197,17 @@ func TestWritesEndOnRefusalAfterAcceptance(t *testing.T) {
 		}
 		return false
 	}, patience, time.Millisecond)
+}
+
+// With Writes 2, a refusal counts once another client's write was accepted: the fault
+// ends at the refused write that follows the accepted one (a reissued token the fence
+// caught), and the other clients are held from that moment.
+func TestWritesEndOnRefusalAfterAcceptance(t *testing.T) {
+	f := pauseFault()
+	f.Exclusive, f.Writes, f.MinHold = true, 2, time.Millisecond
+	rec, n, _, l1, resumed := strikeClient0(t, f)
+	// The writes below must come after MinHold has passed.
+	waitMinPassed(t, n)
 	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.Rejected, 2, "c1-1", "") // before any acceptance: does not count
 	rec.Begin(1, history.Write, 2, "c1-2", nil).Done(history.OK, 2, "c1-2", "")
 	time.Sleep(50 * time.Millisecond)
@@ -252,7 +259,7 @@ func TestFixedHoldDetailAgreesWithHistory(t *testing.T) {
 					defer close(resumed)
 					n.Gate(0).Pause(context.Background(), harness.PauseAfterAcquire)
 				}()
-				require.Eventually(t, n.Active, 5*time.Second, time.Millisecond)
+				require.Eventually(t, n.Active, patience, time.Millisecond)
 				if tc.write {
 					v := fmt.Sprintf("c1-%d", i)
 					rec.Begin(1, history.Write, int64(2*i+2), v, nil).Done(history.OK, int64(2*i+2), v, "")

@@ -144,6 +144,10 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	}
 	tw.Flush()
 	for _, s := range c.Services {
+		if s.Inconclusive != "" {
+			term.Fprintf(w, "%s: %s: %s\n", s.Name, strings.ToUpper(s.Verdict), s.Inconclusive)
+			continue
+		}
 		term.Fprintf(w, "%s: %s\n", s.Name, strings.ToUpper(s.Verdict))
 	}
 	for _, s := range c.Skipped {

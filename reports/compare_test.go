@@ -18,11 +18,13 @@ func TestComparisonPage(t *testing.T) {
 		return judge.CompareRun{Outcome: outcome, TTLNanos: 2e9, Verdicts: map[models.Property]models.Verdict{models.Register: models.Held},
 			Superseded: 1, Noticed: 1 - never, NeverNoticed: never, ValidityGapNanos: 2e9, NoticeDelayNanos: 5e8, TakeoverNanos: 2e9, Grants: 5, Dir: "r/1"}
 	}
+	// Safe with fencing on evidence: the fence rejected a stale write.
+	rejected := func(r judge.CompareRun) judge.CompareRun { r.StaleAttempted, r.StaleRejected = 1, 1; return r }
 	c := &Comparison{
 		Started: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC), TTLNanos: 2e9, Faults: []string{"pause"}, Machine: judge.Machine{CPUs: 2, OS: "linux", Arch: "amd64", GoVersion: "go1.26"},
 		Services: []judge.ServiceRow{
 			{Name: "a<b", Service: "a", Backend: "a", Facts: judge.Facts{Token: "t"}, Baseline: run(judge.OutcomeSafe, 0),
-				Faults: []judge.CompareFault{{Fault: "pause", Unfenced: run(judge.OutcomeUnsafe, 1), Fenced: run(judge.OutcomeSafe, 0)}}},
+				Faults: []judge.CompareFault{{Fault: "pause", Unfenced: run(judge.OutcomeUnsafe, 1), Fenced: rejected(run(judge.OutcomeSafe, 0))}}},
 		},
 		Skipped: []judge.SkippedEntry{{Backend: "x", Reason: "needs Debian package x"}},
 	}

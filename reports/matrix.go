@@ -44,6 +44,8 @@ type MatrixCell struct {
 	// Dir is the run's folder relative to the store's root ("" when it did not run).
 	Dir     string  `json:"dir,omitempty"`
 	Seconds float64 `json:"seconds"`
+	// Why says why an inconclusive cell proves nothing (judge.Why).
+	Why string `json:"why,omitempty"`
 	// Error says why the run failed or cannot run.
 	Error string `json:"error,omitempty"`
 }
@@ -64,6 +66,8 @@ func (c MatrixCell) Word() string {
 		return fmt.Sprintf("held, %d rejected", c.StaleRejected)
 	case c.Outcome == OutcomeSafe:
 		return "held"
+	case c.Outcome == OutcomeInconclusive && c.Why != "":
+		return "inconclusive: " + c.Why
 	}
 	return c.Outcome
 }

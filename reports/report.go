@@ -65,8 +65,13 @@ func MakeHeadline(h *history.History, rep *models.Report) Headline {
 		hl.Title = "UNPROVEN: the checker timed out"
 		hl.Text = "Porcupine gave no verdict within its time limit on the protected data's properties; the direct analysis's findings are shown below."
 	case OutcomeInconclusive:
-		hl.Title = "INCONCLUSIVE: the fault never produced a stale write"
-		hl.Text = "Nothing went wrong, but no client attempted a stale write, so this run did not test the fence."
+		if reason, why := judge.Why(rep); reason.Untested() {
+			hl.Title = "INCONCLUSIVE: the run tested nothing"
+			hl.Text = capitalize(why) + ", so this run proves nothing about the protected data."
+		} else {
+			hl.Title = "INCONCLUSIVE: the fault never produced a stale write"
+			hl.Text = "Nothing went wrong, but no client attempted a stale write, so this run did not test the fence."
+		}
 	default:
 		if ev.StaleRejected > 0 {
 			hl.Title = fmt.Sprintf("SAFE: the fence rejected %s", plural(ev.StaleRejected, "stale write", "stale writes"))
@@ -152,16 +157,7 @@ func newRunView(h *history.History, rep *models.Report) runView {
 		name = "ad-hoc run"
 		if r.Backend != "" {
 			name = fmt.Sprintf("ad-hoc run: %s × %s", r.Backend, r.Resource)
-			var faults []string
-			switch f := r.Extra["faults"].(type) {
-			case []string:
-				faults = f
-			case []any:
-				for _, x := range f {
-					faults = append(faults, fmt.Sprint(x))
-				}
-			}
-			if len(faults) > 0 {
+			if faults := r.AskedFaults(); len(faults) > 0 {
 				name += " × " + strings.Join(faults, "+")
 			}
 		}
@@ -185,6 +181,12 @@ func newRunView(h *history.History, rep *models.Report) runView {
 		{"fence", h.FenceRule(), "strict: accept iff token > stored; monotonic: iff token >= stored"},
 		{"TTL", Duration(r.TTLms * 1e6), "lease time to live"},
 		{"seed", fmt.Sprint(r.Seed), ""},
+	}
+	if len(r.Faults) > 0 {
+		v.Settings = append(v.Settings, kv{"faults", strings.Join(r.Faults, ", "), "the faults the run asked for"})
+	}
+	if len(r.RandomFaults) > 0 {
+		v.Settings = append(v.Settings, kv{"random faults", strings.Join(r.RandomFaults, ", "), "the kinds of its random schedule"})
 	}
 	keys := make([]string, 0, len(r.Extra))
 	for k := range r.Extra {

@@ -90,8 +90,8 @@ func TestHeadline(t *testing.T) {
 	require.Contains(t, hl.Text, "the fence rejected it")
 	require.Contains(t, strings.Join(hl.Notes, " "), "validity gap")
 
-	// Without faults and without stale writes: simply safe.
-	h.Faults = nil
+	// Without faults (none asked for, none struck) and without stale writes: simply safe.
+	h.Faults, h.Run.Faults = nil, nil
 	h.Ops = h.Ops[:8]
 	rep, err := models.Check(context.Background(), h, models.Options{})
 	require.NoError(t, err)

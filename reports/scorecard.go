@@ -73,6 +73,8 @@ func (scorecardView) RunWord(r ScoreRun) string {
 		return RefusedValid + " (register violated)"
 	case r.Outcome == OutcomeSafe:
 		return "held"
+	case r.Outcome == OutcomeInconclusive && r.Why != "":
+		return "not tested (" + r.Why + ")"
 	case r.Outcome == OutcomeInconclusive:
 		return "not tested (no stale write)"
 	}
@@ -124,9 +126,12 @@ func PrintScorecard(w io.Writer, s *Scorecard) {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	tw.Flush()
-	if s.Safe {
+	switch {
+	case s.Safe:
 		fmt.Fprintln(w, "verdict: SAFE with fencing")
-	} else {
+	case s.Inconclusive != "":
+		fmt.Fprintln(w, "verdict: INCONCLUSIVE: "+term.Text(s.Inconclusive))
+	default:
 		fmt.Fprintln(w, "verdict: NOT SHOWN SAFE")
 	}
 	fmt.Fprintln(w, wrap(s.Verdict, 100, "  ", "  "))

@@ -182,9 +182,13 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 		case exists(filepath.Join(dir, ScorecardJSON)):
 			e.Kind, e.Page = "scorecard", rel(ScorecardPage)
 			if sc, err := ReadScorecard(filepath.Join(dir, ScorecardJSON)); err == nil {
-				e.Outcome = "unsafe"
-				if sc.Safe {
+				switch {
+				case sc.Safe:
 					e.Outcome = "safe"
+				case sc.Inconclusive != "":
+					e.Outcome = "inconclusive"
+				default:
+					e.Outcome = "unsafe"
 				}
 				e.Summary = sc.Verdict
 			}

@@ -124,6 +124,8 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("ttl %v is too short: below 50ms the timing noise of a loaded machine decides the verdicts", s.TTL)
 	case s.Duration < 0:
 		return fmt.Errorf("duration must be positive, got %v", s.Duration)
+	case s.MinGrants < 0:
+		return fmt.Errorf("min grants must not be negative, got %d", s.MinGrants)
 	}
 	opts, err := splitOptions(reg, s)
 	if err != nil {
@@ -147,10 +149,10 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, registry.Names(Policies()))
 	}
 	if s.Policy == "careful" && !caps.ClientExpiry {
-		return fmt.Errorf("the careful policy needs a lease that knows its end by the client's clock: leases that implement harness.Expiring (ValidUntil), and backend %s's Shape.Lease does not", s.Backend)
+		return registry.Refuse("harness.Expiring (its leases)", "the careful policy needs a lease that knows its end by the client's clock, and backend %s's leases do not", s.Backend)
 	}
 	if res.NativeOnly && !slices.Contains(be.Native, res.Name) {
-		return fmt.Errorf("resource %s is native to the %s backend (registry.Backend.Native), not to %q", res.Name, strings.Join(reg.NativeOwners(res.Name), " or "), s.Backend)
+		return registry.Refuse("registry.Backend.Native", "resource %s is native to the %s backend, not to %q", res.Name, strings.Join(reg.NativeOwners(res.Name), " or "), s.Backend)
 	}
 	if caps.NoToken != "" && res.NeedsToken {
 		return fmt.Errorf("%w (backend %s: %s; resource %s fences on tokens)", ErrNoToken, s.Backend, caps.NoToken, res.Name)
@@ -354,9 +356,9 @@ func checkKeys(s Spec, backend string, caps registry.Caps, res registry.Resource
 	case s.Keys <= 1:
 		return nil
 	case !caps.Keyed:
-		return fmt.Errorf("backend %s does not support independent keys (--keys): it needs lockers that implement harness.KeyedLocker, and its Shape.Locker does not", backend)
+		return registry.Refuse("harness.KeyedLocker (its lockers)", "backend %s does not support independent keys (--keys): its lock client holds one lock only", backend)
 	case !res.Keyed:
-		return fmt.Errorf("resource %s does not support independent keys (--keys): it needs clients that implement harness.KeyedResourceClient, which its descriptor does not declare (registry.Resource.Keyed)", res.Name)
+		return registry.Refuse("registry.Resource.Keyed, with clients that are a harness.KeyedResourceClient", "resource %s does not support independent keys (--keys): it keeps one register only", res.Name)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package spec_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"testing"
 	"time"
 
@@ -25,14 +26,15 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown resource", spec.Spec{Resource: "s3"}, `unknown resource "s3"`},
 		{"unknown fault", spec.Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
 		{"negative ttl", spec.Spec{TTL: -1}, "ttl must be positive"},
+		{"negative min grants", spec.Spec{MinGrants: -1}, "min grants must not be negative"},
 		{"one client", spec.Spec{Clients: 1}, "clients must be between 2 and 64"},
 		{"bad fence", spec.Spec{Fence: "loose"}, `unknown fence "loose"`},
 		{"both kinds of faults", spec.Spec{Faults: []string{"pause"}, RandomFaults: []string{"pause"}}, "not both"},
-		{"careful without expiring leases", spec.Spec{Backend: "etcd", Policy: "careful"}, "harness.Expiring"},
+		{"careful without expiring leases", spec.Spec{Backend: "etcd", Policy: "careful"}, "the careful policy needs a lease that knows its end by the client's clock, and backend etcd's leases do not"},
 		{"native elsewhere", spec.Spec{Backend: "naive", Resource: "etcd-txn"}, "resource etcd-txn is native to the etcd backend"},
-		{"clock not owned", spec.Spec{Backend: "etcd", Faults: []string{"skew"}}, "registry.ServiceClocked"},
-		{"no cluster crash", spec.Spec{Backend: "naive", Faults: []string{"cluster-crash"}}, "harness.ClusterCrasher"},
-		{"no client process", spec.Spec{Backend: "naive", Faults: []string{"client-crash"}}, "harness.CrashableProcess"},
+		{"clock not owned", spec.Spec{Backend: "etcd", Faults: []string{"skew"}}, `fault "skew": backend etcd's server clock cannot be skewed`},
+		{"no cluster crash", spec.Spec{Backend: "naive", Faults: []string{"cluster-crash"}}, "which fencecheck cannot do to backend naive (one node or server at a time: crash)"},
+		{"no client process", spec.Spec{Backend: "naive", Faults: []string{"client-crash"}}, `fault "client-crash" kills a lock client that is a process of its own, and backend naive's clients run inside fencecheck`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := spec.Resolve(builtin.Registry(), tc.s)
@@ -92,7 +94,7 @@ func TestKeysSpec(t *testing.T) {
 		{"naive fenced", spec.Spec{Keys: 16}, ""},
 		{"naive-persisted toctou", spec.Spec{Backend: "naive-persisted", Resource: "toctou", Keys: 2}, ""},
 		{"negative", spec.Spec{Keys: -1}, "keys must be between 1 and 1024"},
-		{"etcd", spec.Spec{Backend: "etcd", Keys: 4}, "backend etcd does not support independent keys (--keys): it needs lockers that implement harness.KeyedLocker"},
+		{"etcd", spec.Spec{Backend: "etcd", Keys: 4}, "backend etcd does not support independent keys (--keys): its lock client holds one lock only"},
 		{"raft", spec.Spec{Backend: "raft", Keys: 4}, "backend raft does not support independent keys"},
 		{"sqlite", spec.Spec{Resource: "sqlite", Keys: 4}, "resource sqlite does not support independent keys"},
 	} {
@@ -137,7 +139,8 @@ func TestTokenlessBackend(t *testing.T) {
 	_, err = spec.Resolve(reg, spec.Spec{Backend: "tokenless", Resource: "unfenced", Faults: []string{"pause"}})
 	require.NoError(t, err)
 	_, err = spec.Resolve(reg, spec.Spec{Backend: "tokenless", Resource: "unfenced", Faults: []string{"crash"}})
-	require.ErrorContains(t, err, "does not implement harness.Crasher", "capabilities come from the Shape, not the name")
+	require.ErrorContains(t, err, "which fencecheck cannot do to backend tokenless", "capabilities come from the Shape, not the name")
+	require.Equal(t, []string{"harness.Crasher"}, registry.GoNames(err), "the Go name is kept for the Go front")
 }
 
 // A spec error is the user's input whichever stage finds it: errors.Is ErrSpec, one line.
@@ -150,4 +153,43 @@ func TestInputErrors(t *testing.T) {
 	e := spec.Error{Err: other}
 	require.ErrorIs(t, e, spec.ErrSpec)
 	require.Equal(t, "disk full", e.Error())
+}
+
+// goName matches a Go identifier of the harness in a message: the CLI's refusals say
+// what cannot be done in words, and leave the interface or field to the Go front.
+var goName = regexp.MustCompile(`\b(harness|registry)\.[A-Z]|\bShape\.|MultiMember`)
+
+// Every refusal the CLI can print for a built-in backend — each fault, in a targeted and
+// a random schedule, more members, keys, the careful policy — is in words, and carries
+// the Go names that would lift it for the Go front.
+func TestRefusalsInWords(t *testing.T) {
+	reg := builtin.Registry()
+	refused, named := 0, 0
+	for _, b := range reg.BackendNames() {
+		specs := []spec.Spec{
+			{Backend: b.Name, Members: 2},
+			{Backend: b.Name, Keys: 2},
+			{Backend: b.Name, Policy: "careful"},
+		}
+		for _, f := range reg.FaultNames() {
+			specs = append(specs, spec.Spec{Backend: b.Name, Faults: []string{f.Name}}, spec.Spec{Backend: b.Name, RandomFaults: []string{f.Name}, Duration: 20 * time.Second})
+		}
+		for _, s := range specs {
+			r, err := spec.Resolve(reg, s)
+			if err == nil {
+				for _, skipped := range r.Spec.Skipped {
+					require.NotRegexp(t, goName, skipped, "%+v", s)
+				}
+				continue
+			}
+			refused++
+			require.NotRegexp(t, goName, err.Error(), "%+v", s)
+			if len(registry.GoNames(err)) > 0 {
+				named++
+				require.Regexp(t, goName, registry.WithGoNames(err).Error(), "%+v", s)
+			}
+		}
+	}
+	require.Positive(t, refused)
+	require.Positive(t, named, "some refusals carry the Go name that would lift them")
 }

@@ -29,6 +29,12 @@ type Spec struct {
 	Clients  int
 	TTL      time.Duration
 	Duration time.Duration
+	// MinGrants, if set, bounds the workload by events as well: it goes on past Duration
+	// until that many acquires were granted, but no longer than MinGrantsCeiling past
+	// it, so that a run that needs N grants (a 32-bit counter that must wrap, figures
+	// over enough grants) has them however slow the machine. Omitted from JSON when 0,
+	// so that a plan's identity stays what it was for the runs that do not set it.
+	MinGrants int `json:",omitempty"`
 	// Seed of the workload and of a random schedule (0: DefaultSeed).
 	Seed int64
 	// RandomFaults, if set, replaces targeted faults with a random schedule drawn from
@@ -61,6 +67,9 @@ const (
 	// DefaultTTL is the TTL of a backend whose descriptor sets none.
 	DefaultTTL      = registry.DefaultTTL
 	DefaultDuration = 2 * time.Second
+	// MinGrantsCeiling is how long past its Duration a run with MinGrants waits for
+	// them: generous, for a loaded machine, and spent only when the grants do not come.
+	MinGrantsCeiling = time.Minute
 	// DefaultSeed is every run's seed when none is given: an ad-hoc run, a matrix
 	// cell and an evaluation run alike.
 	DefaultSeed int64 = 1

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +76,13 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	defer func() {
+		// A run that ended because ctx did says so first, in its cause's words (the CLI's
+		// names the signal), whatever part of the run noticed.
+		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+	}()
 	s := r.Spec
 	runID, err := newRunID()
 	if err != nil {
@@ -105,13 +113,20 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	for _, f := range faults {
 		maxHold = max(maxHold, f.MaxHold)
 	}
+	limit := maxHold + 10*time.Second
+	if s.MinGrants > 0 {
+		limit = max(limit, spec.MinGrantsCeiling)
+	}
 	run := history.Run{
 		Scenario: s.Name, Backend: s.Backend, Resource: s.Resource, Fence: res.Fence(),
-		Seed: s.Seed, TTLms: s.TTL.Milliseconds(),
-		Extra: map[string]any{"run_id": runID, "clients": s.Clients, "faults": s.Faults, "duration_ms": s.Duration.Milliseconds(), "members": s.Members, "policy": s.Policy},
+		Seed: s.Seed, TTLms: s.TTL.Milliseconds(), Faults: s.Faults,
+		Extra: map[string]any{"run_id": runID, "clients": s.Clients, "duration_ms": s.Duration.Milliseconds(), "members": s.Members, "policy": s.Policy},
 	}
 	if s.Keys > 1 {
 		run.Extra["keys"] = s.Keys
+	}
+	if s.MinGrants > 0 {
+		run.Extra["min_grants"] = s.MinGrants
 	}
 	if t, ok := be.(harness.Tokenless); ok {
 		run.NoToken = t.NoFencingToken()
@@ -120,7 +135,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		run.Extra["backend_settings"] = c.BackendSettings()
 	}
 	if sched, ok := r.Schedule(); ok {
-		run.Extra["random_faults"] = s.RandomFaults
+		run.RandomFaults = s.RandomFaults
 		run.Extra["schedule"] = sched.Items
 	}
 	// A long run writes its history to disk as it goes (a segmented history).
@@ -131,7 +146,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	start := time.Now()
 	h, err := runner.Run(ctx, runner.Config{
 		Run: run, Backend: be, Resource: res, Clients: s.Clients,
-		Duration: s.Duration, Tail: s.TTL, Limit: maxHold + 10*time.Second,
+		Duration: s.Duration, Tail: s.TTL, Limit: limit, MinGrants: s.MinGrants,
 		Faults: faults,
 		// A held write must outlive the longest hold, so it returns with its real status.
 		OpTimeout:      maxHold + 2*s.TTL + time.Second,
@@ -156,11 +171,14 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		}
 	}
 	if err != nil {
-		return nil, runError(err, h, opt.Dir, be)
+		return nil, runError(ctx, err, h, opt.Dir, be)
 	}
 	out = &Outcome{Spec: s, History: h, Workload: time.Since(start)}
 	if h.Ops == nil {
 		if err := checkSpilled(ctx, out, spill.Head, opt, log); err != nil {
+			return nil, err
+		}
+		if err := noGrant(out.Report, opt.Dir); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -183,14 +201,42 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		}
 	}
 	log.Info("scenario done", "name", s.Name, "workload", out.Workload, "check", out.Check)
+	if err := noGrant(rep, opt.Dir); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// ErrNoGrant marks a run in which acquires were made and every one failed: the clients
+// never got the lock from the service (it refused them, or they could not talk to it),
+// so the run tested nothing. It is a setup error (a spec error, exit 2), not a verdict.
+var ErrNoGrant = errors.New("no lock was granted")
+
+// noGrant is the setup error of a checked run without a grant, in one line: how many
+// acquires failed and the first one's error (escaped: it is the client's text), which
+// says what went wrong (a backend's connection error carries its hint, e.g. to add
+// sslmode=disable), and where the evidence is.
+func noGrant(rep *models.Report, dir string) error {
+	ev := rep.Evidence
+	if ev.Grants > 0 || ev.AcquireFailed == 0 {
+		return nil
+	}
+	first := ""
+	if ev.FirstAcquireError != "" {
+		first = ", the first with " + strconv.Quote(ev.FirstAcquireError)
+	}
+	where := ""
+	if dir != "" {
+		where = fmt.Sprintf(" (the history: %s)", filepath.Join(dir, "history.json"))
+	}
+	return spec.Error{Err: fmt.Errorf("setup error: %w in the run: all %d acquire(s) failed%s%s", ErrNoGrant, ev.AcquireFailed, first, where)}
 }
 
 // runError keeps the history recorded before a run failed (a client that broke, an
 // interrupt) and says where it is, in one line. A failure that is the user's (a client of
 // theirs that broke the protocol, registry.Input, or died: harness.Failing) means the run
 // could not be made as asked: a spec error, shown as it is.
-func runError(err error, h *history.History, dir string, be harness.Backend) error {
+func runError(ctx context.Context, err error, h *history.History, dir string, be harness.Backend) error {
 	where := ""
 	if h != nil && dir != "" {
 		path := filepath.Join(dir, "history.json")
@@ -199,6 +245,9 @@ func runError(err error, h *history.History, dir string, be harness.Backend) err
 		} else if werr := history.WriteFile(path, h); werr == nil {
 			where = fmt.Sprintf(" (the history so far, %d ops: %s)", len(h.Ops), path)
 		}
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w%s", cause, where)
 	}
 	if errors.Is(err, registry.ErrInput) {
 		return spec.Error{Err: fmt.Errorf("%w%s", err, where)}

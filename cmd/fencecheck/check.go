@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -38,6 +39,9 @@ type checkJSON struct {
 	StaleWrites []models.StaleWrite                `json:"stale_writes"`
 	LostUpdates []models.LostUpdate                `json:"lost_updates"`
 	Evidence    models.Evidence                    `json:"evidence"`
+	// Reason and Why say why an inconclusive outcome proves nothing (judge.Why).
+	Reason models.Reason `json:"reason,omitempty"`
+	Why    string        `json:"why,omitempty"`
 	// Trouble is set when the checkers disagree or a witness was not confirmed (exit 3).
 	Trouble string `json:"trouble,omitempty"`
 }
@@ -51,12 +55,15 @@ type checkResultJSON struct {
 	Porcupine     models.Opinion  `json:"porcupine,omitempty"`
 	PorcupineNote string          `json:"porcupine_note,omitempty"`
 	Explanation   string          `json:"explanation"`
+	Reason        models.Reason   `json:"reason,omitempty"`
+	Why           string          `json:"why,omitempty"`
 }
 
 // newCheckJSON is the JSON document of a checked history.
 func newCheckJSON(path string, rep *models.Report, code int) checkJSON {
 	doc := checkJSON{File: path, Outcome: reports.Outcome(rep), Exit: code, Verdicts: rep.Verdicts,
 		StaleWrites: rep.StaleWrites, LostUpdates: rep.LostUpdates, Evidence: rep.Evidence, Trouble: rep.Trouble()}
+	doc.Reason, doc.Why = judge.Why(rep)
 	if doc.StaleWrites == nil {
 		doc.StaleWrites = []models.StaleWrite{}
 	}
@@ -65,7 +72,7 @@ func newCheckJSON(path string, rep *models.Report, code int) checkJSON {
 	}
 	for _, r := range rep.Results {
 		doc.Results = append(doc.Results, checkResultJSON{Property: r.Property, Verdict: r.Verdict, Certified: r.Certified, Witness: r.Witness,
-			Porcupine: r.Porcupine, PorcupineNote: r.PorcupineNote, Explanation: r.Explanation})
+			Porcupine: r.Porcupine, PorcupineNote: r.PorcupineNote, Explanation: r.Explanation, Reason: r.Reason, Why: r.Why})
 	}
 	return doc
 }
@@ -142,10 +149,11 @@ checked; a streamed file malformed further on is reported when the check reaches
 	fs.Var(&f.budget, "porcupine-budget", "how long porcupine's second opinion may take beyond the direct analysis's answer; 0 skips it, -1 waits for it")
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
-		exitSafe:     "every file is safe under --fail-on",
-		exitViolated: "some file violates a property of --fail-on",
-		exitUsage:    "bad usage, or a file is missing or malformed (nothing is checked)",
-		exitInternal: "the checkers disagree, a violation's witness was not confirmed, or the checker timed out",
+		exitSafe:         "every file is safe under --fail-on",
+		exitViolated:     "some file violates a property of --fail-on",
+		exitUsage:        "bad usage, or a file is missing or malformed (nothing is checked)",
+		exitInternal:     "the checkers disagree, a violation's witness was not confirmed, or the checker timed out",
+		exitInconclusive: inconclusiveText + " (a file with no operation, no grant, no accepted write, or faults that never struck)",
 	})
 	return c
 }
@@ -201,6 +209,7 @@ func (a *app) check(ctx context.Context, f *checkFlags, files []string) error {
 		} else {
 			term.Fprintf(a.stdout, "== %s\n", path)
 			reports.Summary(a.stdout, hs[i], rep)
+			fmt.Fprintln(a.stdout, resultLine(c, rep))
 		}
 		if f.htmlDir != "" {
 			dir := filepath.Join(f.htmlDir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))

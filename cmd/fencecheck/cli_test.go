@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -432,4 +433,30 @@ func TestMissingProgramOtherCommands(t *testing.T) {
 		require.NotEqual(t, "redis", sc.Backend, sc.Name)
 	}
 	require.Regexp(t, `fencecheck soak: skipping [a-z0-9-, ]*redis-fenced-pause[a-z0-9-, ]*: redis-server not found`, errOut.String())
+}
+
+// The CLI's refusals say in words what cannot be done here, never a Go name (those are
+// for the Go front's errors).
+func TestRefusalsInWords(t *testing.T) {
+	t.Parallel()
+	goName := regexp.MustCompile(`\b(harness|registry)\.[A-Z]|\bShape\.|MultiMember|started value`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--backend", "naive", "--members", "3"}, "backend naive runs one member only here: --members must be 1, got 3"},
+		{[]string{"run", "--backend", "naive", "--fault", "cluster-crash"}, "which fencecheck cannot do to backend naive"},
+		{[]string{"run", "--backend", "naive", "--fault", "client-crash"}, "backend naive's clients run inside fencecheck"},
+		{[]string{"run", "--backend", "etcd", "--fault", "skew"}, "backend etcd's server clock cannot be skewed"},
+		{[]string{"run", "--backend", "etcd", "--keys", "2"}, "its lock client holds one lock only"},
+		{[]string{"run", "--backend", "etcd", "--policy", "careful"}, "backend etcd's leases do not"},
+		{[]string{"evaluate", "--backend", "naive", "--fault", "leader-isolation"}, "needs a lock-service cluster of at least 3 nodes (--members 3)"},
+		{[]string{"matrix", "--backend", "naive", "--resource", "fenced", "--fault", "cluster-crash", "--json"}, "which fencecheck cannot do to backend naive"},
+	} {
+		code, stdout, stderr := run(t, append(tc.args, "--out", t.TempDir())...)
+		out := stdout + stderr
+		require.Contains(t, out, tc.want, tc.args)
+		require.NotRegexp(t, goName, out, tc.args)
+		require.Contains(t, []int{exitSafe, exitUsage}, code, tc.args)
+	}
 }

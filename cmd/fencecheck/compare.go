@@ -36,7 +36,8 @@ type compareFlags struct {
 // and exit code.
 type compareJSON struct {
 	// Outcome: "complete" (every run decided), "unsafe" (a service with a fencing token
-	// let a stale write through the fence, or its tokens went backwards), "incomplete".
+	// let a stale write through the fence, or its tokens went backwards), "incomplete",
+	// "inconclusive" (every run decided, but a service's runs lack the evidence).
 	Outcome string `json:"outcome"`
 	Exit    int    `json:"exit"`
 	Page    string `json:"page"`
@@ -88,10 +89,11 @@ runs; 'fencecheck merge' judges the shards' runs into one comparison (docs/shard
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
-		exitSafe:     "every run was made and decided, and every service with a fencing token held with fencing (a shard: its runs completed and none showed fencing fail)",
-		exitViolated: "a service with a fencing token let a stale write through the fence, or its tokens went backwards",
-		exitUsage:    "bad input, no backend that can run here, or an interrupt",
-		exitInternal: "a run failed or the checker did not decide (fencecheck's own failure)",
+		exitSafe:         "every run was made and decided, and every service with a fencing token held with fencing (a shard: its runs completed and none showed fencing fail)",
+		exitViolated:     "a service with a fencing token let a stale write through the fence, or its tokens went backwards",
+		exitUsage:        "bad input, no backend that can run here, or an interrupt",
+		exitInternal:     "a run failed or the checker did not decide (fencecheck's own failure)",
+		exitInconclusive: inconclusiveText + ": a service's fenced runs had no stale write attempted, or one tested nothing",
 	})
 	return c
 }
@@ -226,7 +228,8 @@ func clientRows(values []string) ([]campaign.CompareRow, error) {
 // compareExit: 1 when a service with a fencing token was unsafe with fencing (a
 // service without a token is a finding of the comparison, not a failure of it); else 3
 // when a run failed or the checker did not decide, 2 when a run could not be made as
-// asked or the comparison was interrupted; else 0. A shard (or a partial merge: only
+// asked or the comparison was interrupted; 4 when every run was decided but a service's
+// runs lack the evidence (judge.VerdictInconclusive); else 0. A shard (or a partial merge: only
 // part of the runs, so no service's verdict is complete) is 0 when its runs completed
 // and none showed fencing fail.
 func compareExit(c *reports.Comparison, results []campaign.RunResult, interrupted, shard bool) int {
@@ -244,6 +247,9 @@ func compareExit(c *reports.Comparison, results []campaign.RunResult, interrupte
 	}
 	if code == exitSafe && !c.Complete && !shard {
 		code = exitInternal // no run failed, yet a verdict is undecided
+	}
+	if code == exitSafe && c.Outcome() == "inconclusive" {
+		code = exitInconclusive
 	}
 	return code
 }

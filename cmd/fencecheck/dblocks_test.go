@@ -56,7 +56,7 @@ func runDBLocks(t *testing.T) {
 		{"mariadb-lock", "unfenced", "skew", exitViolated, "runs its clock 2x fast", nil},
 		{"mariadb-lock", "fenced", "skew", exitSafe, "stale writes attempted 1, rejected 1, accepted 0", nil},
 		{"mariadb-lock", "unfenced", "skew", exitViolated, "result: UNSAFE", []string{"--policy", "careful"}},
-		{"mariadb-lock", "unfenced", "skew", exitUsage, "runs against servers given by --mariadb-lock-dsn (harness.External), so it takes client-side faults only", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
+		{"mariadb-lock", "unfenced", "skew", exitUsage, "runs against servers given by --mariadb-lock-dsn, so it takes client-side faults only", []string{"--mariadb-lock-dsn", "root@tcp(127.0.0.1:1)/db"}},
 	} {
 		fault := tc.fault
 		if fault == "" {
@@ -122,19 +122,16 @@ func TestRunDBLockInterrupted(t *testing.T) {
 			needBackend(t, backend)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			out := t.TempDir()
 			done := make(chan int, 1)
 			go func() {
 				var o, e strings.Builder
-				done <- Main(ctx, []string{"run", "--out", t.TempDir(), "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
+				done <- Main(ctx, []string{"run", "--out", out, "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
 			}()
-			deadline := time.Now().Add(60 * time.Second)
-			for len(proc.Descendants(os.Getpid())) == 0 {
-				require.True(t, time.Now().Before(deadline), "no server started")
-				time.Sleep(10 * time.Millisecond)
-			}
 			// Past the server's set-up (initdb, or mariadbd's first start) and into the
-			// workload, which lasts 30 s; an earlier interrupt must leave nothing either.
-			time.Sleep(5 * time.Second)
+			// workload, which lasts 30 s.
+			waitForWorkload(t, out)
+			require.NotEmpty(t, proc.Descendants(os.Getpid()), "no server started")
 			cancel()
 			select {
 			case <-done:

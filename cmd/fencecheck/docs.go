@@ -73,7 +73,12 @@ The same rule for every command:
 	fmt.Fprint(w, `
 When one command makes several runs (check of several files, matrix, evaluate, compare, soak), a
 proven violation (1) wins over fencecheck's own failure (3), which wins over a run that
-could not be made (2).
+could not be made (2), which wins over a run that proved nothing (4). A run in which every
+acquire failed is a setup error (2) naming the first error, not a verdict; a history, a
+scorecard, a comparison or a soak whose runs lack the evidence (no operation, no grant, no
+accepted write, the fault never struck, no stale write attempted: docs/checker.md,
+"Evidence") is inconclusive (4), never safe (0). A matrix still compares each cell with its
+expectation: a cell expected inconclusive that is inconclusive is as expected.
 
 A matrix, evaluate or soak too long for one machine runs in shards: `+"`--shard I/N`"+` on each
 of N machines runs every N-th run of the same plan into its own store, and `+"`fencecheck merge`"+`
@@ -90,15 +95,23 @@ stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error
 | run | the verdicts (as check), the scenario, seed and run folder | safe, unsafe, inconclusive, unknown |
 | check | one document per file per line | safe, unsafe, inconclusive, unknown |
 | matrix | matrix.json's fields and the index page | as-expected, differs, incomplete |
-| evaluate | scorecard.json's fields ([schema](scorecard.schema.json)) and the page | safe, unsafe, incomplete |
-| compare | compare.json's fields ([schema](compare.schema.json)) and the page | complete, unsafe, incomplete |
-| soak | the soak's result | as-expected, differs, incomplete |
-| merge | per merged campaign: its plan, its shards and their stores, the missing shards, and the document of its own command | as-expected, differs, incomplete |
+| evaluate | scorecard.json's fields ([schema](scorecard.schema.json)) and the page | safe, unsafe, inconclusive, incomplete |
+| compare | compare.json's fields ([schema](compare.schema.json)) and the page | complete, unsafe, inconclusive, incomplete |
+| soak | the soak's result | as-expected, differs, inconclusive, incomplete |
+| merge | per merged campaign: its plan, its shards and their stores, the missing shards, and the document of its own command | as-expected, differs, inconclusive, incomplete |
 | doctor | one entry per backend and resource, and the apt-get line | ready, missing |
 
+Each document has its JSON Schema: [run](run.schema.json), [check](check.schema.json),
+[matrix](matrix.schema.json), [evaluate](scorecard.schema.json), [compare](compare.schema.json),
+[soak](soak.schema.json), [merge](merge.schema.json), [doctor](doctor.schema.json). The error
+document ([schema](error.schema.json)) is printed on one line instead of the command's
+document whenever there is none to print: a flag or argument that cannot be parsed, a
+missing file, a backend that cannot run here (exit 2), fencecheck's own failure (exit 3);
+after check's lines it is the last line.
+
 A run's outcome says what the history shows about the protected data: unsafe (register or
-updates violated), unknown (the checker did not decide), inconclusive (held, but the fault
-never produced a stale write), safe. verdict.json in every run folder has the same
+updates violated), unknown (the checker did not decide), inconclusive (nothing violated,
+but the history lacks the evidence: `+"`why`"+` says which), safe. verdict.json in every run folder has the same
 `+"`outcome`"+` ([schema](verdict.schema.json)).
 
 ## Commands

@@ -46,6 +46,11 @@ func TestEscapeHistory(t *testing.T) {
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "the JSON stays valid:\n%s", stdout)
 
+	// The reason a history proves nothing quotes an op's error.
+	code, stdout, stderr = run(t, "check", "testdata/escape-failed.json")
+	require.Equal(t, exitInconclusive, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	requireNoControl(t, "check of failed acquires", stdout+stderr)
+
 	html := t.TempDir()
 	code, stdout, stderr = run(t, "check", "--html", html, src)
 	require.Equal(t, exitViolated, code, stderr)

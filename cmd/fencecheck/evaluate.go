@@ -35,8 +35,9 @@ type evaluateFlags struct {
 // outcome and exit code.
 type evaluateJSON struct {
 	// Outcome: "safe" (safe with fencing under every applicable fault), "unsafe",
-	// "incomplete" (some run failed or was not decided, or the evaluation was
-	// interrupted).
+	// "inconclusive" (nothing unsafe, but the fenced runs lack the evidence:
+	// Scorecard.Inconclusive says why), "incomplete" (some run failed or was not
+	// decided, or the evaluation was interrupted).
 	Outcome string `json:"outcome"`
 	Exit    int    `json:"exit"`
 	Page    string `json:"page"`
@@ -51,6 +52,8 @@ func evaluateDoc(sc *reports.Scorecard, code int, page string) evaluateJSON {
 		doc.Outcome = "safe"
 	case exitViolated:
 		doc.Outcome = "unsafe"
+	case exitInconclusive:
+		doc.Outcome = "inconclusive"
 	}
 	return doc
 }
@@ -85,10 +88,11 @@ backend, and what must our resource do? With a backend option naming an existing
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
-		exitSafe:     "safe with fencing under every applicable fault (a shard: its runs completed and none showed fencing fail)",
-		exitViolated: "not safe: fencing failed or tokens went backwards under some fault, or the backend has no fencing token",
-		exitUsage:    "bad input, a backend that cannot run here, or an interrupt",
-		exitInternal: "a run failed or the checker did not decide (fencecheck's own failure)",
+		exitSafe:         "safe with fencing under every applicable fault (a shard: its runs completed and none showed fencing fail)",
+		exitViolated:     "not safe: fencing failed or tokens went backwards under some fault, or the backend has no fencing token",
+		exitUsage:        "bad input, a backend that cannot run here, or an interrupt",
+		exitInternal:     "a run failed or the checker did not decide (fencecheck's own failure)",
+		exitInconclusive: inconclusiveText + ": no fenced run had a stale write attempted, or one tested nothing",
 	})
 	return c
 }
@@ -221,7 +225,8 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 
 // evaluateExit: 0 safe with fencing everywhere; 1 fencing or tokens failed somewhere (or
 // there is no token to fence with); else 3 when a run failed or the checker did not
-// decide, 2 when a run could not be made as asked or the evaluation was interrupted. A
+// decide, 2 when a run could not be made as asked or the evaluation was interrupted, 4
+// when every run was decided and none failed but the fence was not tested. A
 // shard (only part of the runs: no verdict on safety) is 0 when its runs completed
 // and none showed fencing fail.
 func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupted, shard bool) int {
@@ -244,6 +249,9 @@ func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupt
 	}
 	if interrupted {
 		code = worst(code, exitUsage)
+	}
+	if code == exitSafe && sc.Inconclusive != "" {
+		return exitInconclusive // decided, nothing unsafe, and no evidence either
 	}
 	if code == exitSafe && !shard {
 		code = exitInternal // not safe, yet no run failed: a verdict undecided

@@ -33,7 +33,7 @@ func setExitCodes(c *cobra.Command, codes exitCodes) {
 // exitCodesOf returns a command's exit codes in order (the root's when it sets none).
 func exitCodesOf(c *cobra.Command) [][2]string {
 	var out [][2]string
-	for code := exitSafe; code <= exitInternal; code++ {
+	for code := exitSafe; code <= exitInconclusive; code++ {
 		if what, ok := c.Annotations[exitAnnotation+strconv.Itoa(code)]; ok {
 			out = append(out, [2]string{strconv.Itoa(code), what})
 		}

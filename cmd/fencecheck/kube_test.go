@@ -74,18 +74,15 @@ func TestRunKubeLeaseInterrupted(t *testing.T) {
 	needBackend(t, kubelease.Name)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	out := t.TempDir()
 	done := make(chan int, 1)
 	go func() {
 		var o, e strings.Builder
-		done <- Main(ctx, []string{"run", "--out", t.TempDir(), "--backend", "kube-lease", "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
+		done <- Main(ctx, []string{"run", "--out", out, "--backend", "kube-lease", "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
 	}()
-	deadline := time.Now().Add(90 * time.Second)
-	for len(proc.Descendants(os.Getpid())) == 0 {
-		require.True(t, time.Now().Before(deadline), "no kube-apiserver started")
-		time.Sleep(10 * time.Millisecond)
-	}
-	// Into the set-up or the 30 s workload: an interrupt anywhere must leave nothing.
-	time.Sleep(3 * time.Second)
+	// Into the 30 s workload: the kube-apiserver and every client are up.
+	waitForWorkload(t, out)
+	require.NotEmpty(t, proc.Descendants(os.Getpid()), "no kube-apiserver started")
 	cancel()
 	select {
 	case <-done:

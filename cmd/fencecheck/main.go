@@ -4,9 +4,10 @@
 //
 // Exit codes, the same rule for every command: 0 safe (or everything as expected), 1
 // unsafe (a stale write got through, an update was lost, a run differs from its
-// expectation), 2 the run could not be made as asked (bad input or usage, a missing
-// program or service, an unreachable endpoint, an interrupt), 3 fencecheck's own failure
-// (the checkers disagree, the checker timed out, a bug).
+// expectation), 2 the run could not be made as asked (bad input or usage, an unusable
+// path, a missing program or service, an unreachable endpoint, an interrupt: Ctrl-C,
+// SIGTERM or SIGHUP), 3 fencecheck's own failure (the checkers disagree, the checker
+// timed out, a bug).
 package main
 
 //go:generate go run . gen-docs ../../docs/cli.md
@@ -14,12 +15,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,14 +44,63 @@ const (
 	exitViolated = 1
 	exitUsage    = 2
 	exitInternal = 3
+	// exitInconclusive: it ran, but the history lacks the evidence a verdict needs.
+	exitInconclusive = 4
 )
 
+// inconclusiveText is what exit 4 means, in every command's help that gives it.
+const inconclusiveText = "inconclusive: it ran, but proves nothing (no grant, the fault never struck, no stale write attempted); the line says which"
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible(context.Background())
 	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// stopSignals end a command the way Ctrl-C does: CI runners, Docker and Kubernetes stop a
+// job with SIGTERM, and a closed terminal sends SIGHUP.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// interruptible returns a context that ends at the first of stopSignals, with an
+// interrupt naming it as its cause (context.Cause); later ones are ignored while the
+// command stops its servers and writes what it has. stop restores the default
+// handling.
+func interruptible(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(interrupt{s})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interrupt is the cause of a context ended by a signal; it is a context.Canceled.
+type interrupt struct{ sig os.Signal }
+
+func (i interrupt) Error() string {
+	switch i.sig {
+	case os.Interrupt:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	case syscall.SIGHUP:
+		return "interrupted by SIGHUP"
+	}
+	return "interrupted by " + i.sig.String()
+}
+
+func (interrupt) Is(target error) bool { return target == context.Canceled }
 
 // app is one invocation of the CLI: the registry it resolves names in, and its outputs,
 // which mask every secret it was given (see secrets).
@@ -63,6 +116,8 @@ type app struct {
 	// that nothing from a file reaches the terminal raw.
 	bar io.Writer
 	red *redact.Redactor
+	// printed: the command's one JSON document is on stdout (no error document after it).
+	printed bool
 }
 
 func newApp(args []string, stdout, stderr io.Writer) *app {
@@ -78,7 +133,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := a.root()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	return a.exit(cmd, err)
+	return a.exit(cmd, args, err)
 }
 
 // root builds the command tree.
@@ -116,10 +171,11 @@ records what every client did, and checks the history for stale writes and lost 
 	root.SetFlagErrorFunc(a.flagError)
 	root.CompletionOptions.HiddenDefaultCmd = false
 	setExitCodes(root, exitCodes{
-		exitSafe:     "the protected data is safe (or every run is as expected)",
-		exitViolated: "unsafe: a stale write got through, an update was lost, or a run differs from its expectation",
-		exitUsage:    "the run could not be made as asked: bad input or usage, a missing program or service, an unreachable endpoint, an interrupt",
-		exitInternal: "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
+		exitSafe:         "the protected data is safe (or every run is as expected)",
+		exitViolated:     "unsafe: a stale write got through, an update was lost, or a run differs from its expectation",
+		exitUsage:        "the run could not be made as asked: bad input or usage, an unusable path, a missing program or service, an unreachable endpoint, an interrupt (Ctrl-C, SIGTERM, SIGHUP)",
+		exitInternal:     "fencecheck's own failure: the checkers disagree, the checker timed out, a bug (please report the history)",
+		exitInconclusive: inconclusiveText,
 	})
 	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(), a.compareCmd(),
 		a.soakCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd(), a.genWhichLockCmd())
@@ -223,16 +279,51 @@ func failed(err error) error {
 }
 
 // failer returns the function a command ends a failure with: with --json, stdout
-// also gets {"outcome": "error", "exit": N, "error": "..."}.
+// also gets the error document (printError).
 func (a *app) failer(asJSON bool) func(error) error {
 	return func(err error) error {
 		err = failed(err)
 		var ee *exitError
 		if asJSON && errors.As(err, &ee) {
-			_ = a.printJSON(errorJSON{Outcome: "error", Exit: ee.code, Error: oneLine(ee.msg)})
+			a.printError(ee)
 		}
 		return err
 	}
+}
+
+// printError prints the error document (docs/error.schema.json) on one line, unless the
+// command's document is on stdout or ee has no message (the output said why). After
+// check's lines it is the last line.
+func (a *app) printError(ee *exitError) {
+	if a.printed || ee.msg == "" {
+		return
+	}
+	a.printed = true
+	b, _ := json.Marshal(errorJSON{Outcome: "error", Exit: ee.code, Error: oneLine(ee.msg)})
+	_, _ = a.stdout.Write(append(b, '\n'))
+}
+
+// jsonAsked says whether cmd was given --json, also when its flags could not be parsed
+// (then the raw arguments up to "--" are read).
+func jsonAsked(cmd *cobra.Command, args []string) bool {
+	f := cmd.Flags().Lookup("json")
+	if f == nil {
+		return false
+	}
+	if f.Changed {
+		return f.Value.String() == "true"
+	}
+	asked := false
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(arg, "--json"); ok && (v == "" || v[0] == '=') {
+			b, err := strconv.ParseBool(strings.TrimPrefix(v, "="))
+			asked = v == "" || err == nil && b
+		}
+	}
+	return asked
 }
 
 // codeOf is the exit code of an error from a plan or a run: 2 when the run could not be
@@ -253,8 +344,10 @@ func message(err error) string {
 	return strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 }
 
-// exit prints what ended cmd and returns the exit code.
-func (a *app) exit(cmd *cobra.Command, err error) int {
+// exit prints what ended cmd and returns the exit code. A command given --json whose
+// document is not on stdout prints the error document there: a flag or argument it
+// could not parse, bad input, its own failure.
+func (a *app) exit(cmd *cobra.Command, args []string, err error) int {
 	if err == nil {
 		return exitSafe
 	}
@@ -266,6 +359,9 @@ func (a *app) exit(cmd *cobra.Command, err error) int {
 	path := "fencecheck"
 	if cmd != nil {
 		path = cmd.CommandPath()
+		if jsonAsked(cmd, args) {
+			a.printError(ee)
+		}
 	}
 	if ee.msg != "" {
 		fmt.Fprintf(a.stderr, "%s: %s\n", path, oneLine(ee.msg))

@@ -80,10 +80,11 @@ and the pages say which are missing).`,
 	fs.BoolVar(&f.partial, "partial", false, "merge the shards there are when some are missing; the pages say which")
 	jsonFlag(fs, &f.json, "each merged campaign")
 	setExitCodes(c, exitCodes{
-		exitSafe:     "merged, and every run as expected (a scorecard: safe with fencing; a comparison: every run decided, every service with a token held with fencing)",
-		exitViolated: "merged, and some run differs from its expectation (a scorecard: not safe; a comparison: a service with a token let a stale write through the fence)",
-		exitUsage:    "bad usage, or stores that cannot be merged: of different plans, a shard twice, a shard missing without --partial (nothing is written)",
-		exitInternal: "a merged run had failed, or the merged store could not be written",
+		exitSafe:         "merged, and every run as expected (a scorecard: safe with fencing; a comparison: every run decided, every service with a token held with fencing)",
+		exitViolated:     "merged, and some run differs from its expectation (a scorecard: not safe; a comparison: a service with a token let a stale write through the fence)",
+		exitUsage:        "bad usage, or stores that cannot be merged: of different plans, a shard twice, a shard missing without --partial (nothing is written)",
+		exitInternal:     "a merged run had failed, or the merged store could not be written",
+		exitInconclusive: inconclusiveText + " (a scorecard or comparison whose fenced runs had no stale write attempted; a soak run that tested nothing)",
 	})
 	return c
 }
@@ -126,9 +127,7 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 		switch {
 		case m.Soak != nil:
 			soakTable(out, &m.Soak.SoakResult)
-			if m.Soak.Mismatches() > 0 {
-				c = worst(c, exitViolated)
-			}
+			c = soakExit(&m.Soak.SoakResult, failed)
 			mc.Result = soakDoc(&m.Soak.SoakResult, c, false)
 		case m.Matrix != nil:
 			m.Matrix.Table(out)
@@ -156,6 +155,8 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 		switch {
 		case code == exitViolated:
 			doc.Outcome = "differs"
+		case code == exitInconclusive && !partial:
+			doc.Outcome = "inconclusive"
 		case code != exitSafe || partial:
 			doc.Outcome = "incomplete"
 		default:

@@ -11,6 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
@@ -84,10 +87,11 @@ makes it harmless.`,
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
-		exitSafe:     "safe: the protected data held (the properties of --fail-on)",
-		exitViolated: "unsafe: a stale write got through or an update was lost (a property of --fail-on violated)",
-		exitUsage:    "the run could not be made as asked: bad input, a missing program or service (with the line that installs it), an unreachable endpoint, an interrupt",
-		exitInternal: "fencecheck's own failure: the checkers disagree or timed out, or the run broke",
+		exitSafe:         "safe: the protected data held (the properties of --fail-on)",
+		exitViolated:     "unsafe: a stale write got through or an update was lost (a property of --fail-on violated)",
+		exitUsage:        "the run could not be made as asked: bad input, a missing program or service (with the line that installs it), an unreachable endpoint, a setup error (no acquire was granted: the line names the first error), an interrupt",
+		exitInternal:     "fencecheck's own failure: the checkers disagree or timed out, or the run broke",
+		exitInconclusive: inconclusiveText,
 	})
 	return c
 }
@@ -160,6 +164,17 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	}
 	o, runErr := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger, CheckTimeout: f.checkTimeout})
 	runErr = a.red.Error(runErr)
+	if runErr != nil && ctx.Err() != nil {
+		// An interrupt (Ctrl-C, SIGTERM, SIGHUP) is said as one, here and in the run's note.
+		msg := message(runErr)
+		if !strings.HasPrefix(msg, "interrupted") {
+			msg = "interrupted: " + msg
+		}
+		if !strings.Contains(msg, dir) {
+			msg += fmt.Sprintf(" (evidence so far: %s)", dir)
+		}
+		runErr = badInput("%s", msg)
+	}
 	if runErr != nil {
 		logger.Error("scenario failed", "err", runErr)
 	}
@@ -167,9 +182,6 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		fmt.Fprintln(a.stderr, "fencecheck run: warning:", err)
 	}
 	if runErr != nil {
-		if ctx.Err() != nil {
-			return fail(badInput("interrupted: %v (evidence so far: %s)", message(runErr), dir))
-		}
 		return fail(runErr)
 	}
 	if o.CloseErr != nil {
@@ -191,7 +203,7 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	fmt.Fprintf(out, "timing: workload %.2f s, check %.3f s\n", o.Workload.Seconds(), o.Check.Seconds())
 	fmt.Fprintf(out, "evidence: %s\n", dir)
 	fmt.Fprintf(out, "report: %s\n", filepath.Join(dir, reports.ReportFile))
-	fmt.Fprintln(out, resultLine(code))
+	fmt.Fprintln(out, resultLine(code, o.Report))
 	return withCode(code)
 }
 
@@ -291,18 +303,38 @@ func (a *app) runSpec(cmd *cobra.Command, f *runFlags, args []string) (spec.Spec
 	return sp, nil
 }
 
-func resultLine(code int) string {
+// resultLine is the last line of a checked run or history: what its exit code says,
+// and for an inconclusive one why (models' Why: the checker's own words, which quote a
+// client's error escaped).
+func resultLine(code int, rep *models.Report) string {
 	switch code {
 	case exitViolated:
 		return "result: UNSAFE: a stale write got through or an update was lost (exit 1)"
 	case exitInternal:
 		return "result: UNPROVEN: the checker timed out or the checkers disagree (exit 3)"
+	case exitInconclusive:
+		return term.Sprintf("result: INCONCLUSIVE: %s, so it proves nothing (exit 4)", inconclusiveWhy(rep)) // the why may quote an op's error
 	}
 	return "result: safe: the protected data held (exit 0)"
 }
 
-// printJSON writes v to stdout, indented.
+// inconclusiveWhy is why a report is inconclusive, in a phrase: its outcome's reason, or
+// the first inconclusive property's (--fail-on may name tokens or mutex).
+func inconclusiveWhy(rep *models.Report) string {
+	if _, why := judge.Why(rep); why != "" {
+		return why
+	}
+	for _, r := range rep.Results {
+		if r.Verdict == models.Inconclusive && r.Why != "" {
+			return fmt.Sprintf("%s: %s", r.Property, r.Why)
+		}
+	}
+	return "a property of --fail-on is inconclusive"
+}
+
+// printJSON writes v, the command's one document, to stdout, indented.
 func (a *app) printJSON(v any) error {
+	a.printed = true
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,17 +20,45 @@ import (
 // validator of the part of JSON Schema they use (a keyword it does not know fails the
 // test, so a schema cannot silently say more than is checked).
 
+// schemaDoc is one schema file; a $ref may point into another file of the same folder
+// ("scorecard.schema.json", "verdict.schema.json#/$defs/evidence"), read once.
 type schemaDoc struct {
-	root map[string]any
+	root  map[string]any
+	name  string
+	files *schemaFiles
+}
+
+// schemaFiles are the schema files of one folder, by name.
+type schemaFiles struct {
+	dir string
+	mu  sync.Mutex
+	got map[string]map[string]any
+}
+
+func (f *schemaFiles) load(name string) (map[string]any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if root, ok := f.got[name]; ok {
+		return root, nil
+	}
+	b, err := os.ReadFile(filepath.Join(f.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	var root map[string]any
+	if err := json.Unmarshal(b, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	f.got[name] = root
+	return root, nil
 }
 
 func loadSchema(t *testing.T, path string) schemaDoc {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	files := &schemaFiles{dir: filepath.Dir(path), got: map[string]map[string]any{}}
+	root, err := files.load(filepath.Base(path))
 	require.NoError(t, err)
-	var root map[string]any
-	require.NoError(t, json.Unmarshal(b, &root))
-	return schemaDoc{root: root}
+	return schemaDoc{root: root, name: filepath.Base(path), files: files}
 }
 
 // validate returns every place where doc breaks the schema.
@@ -37,6 +66,40 @@ func (s schemaDoc) validate(doc any) []string {
 	var errs []string
 	s.check(s.root, doc, "$", &errs)
 	return errs
+}
+
+// resolve finds a $ref: "#/json/pointer" in this file, "file.json" or
+// "file.json#/json/pointer" in another of the folder.
+func (s schemaDoc) resolve(ref string) (schemaDoc, map[string]any, error) {
+	file, pointer, _ := strings.Cut(ref, "#")
+	doc := s
+	if file != "" && file != s.name {
+		if strings.ContainsAny(file, "/:") {
+			return s, nil, fmt.Errorf("only files of the same folder: %s", ref)
+		}
+		root, err := s.files.load(file)
+		if err != nil {
+			return s, nil, err
+		}
+		doc = schemaDoc{root: root, name: file, files: s.files}
+	}
+	var at any = doc.root
+	if pointer != "" {
+		for _, seg := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+			obj, ok := at.(map[string]any)
+			if !ok {
+				return s, nil, fmt.Errorf("unresolved")
+			}
+			if at, ok = obj[strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)]; !ok {
+				return s, nil, fmt.Errorf("unresolved")
+			}
+		}
+	}
+	sch, ok := at.(map[string]any)
+	if !ok {
+		return s, nil, fmt.Errorf("not a schema")
+	}
+	return doc, sch, nil
 }
 
 var annotationKeywords = []string{"$schema", "$id", "$defs", "title", "description", "format"}
@@ -53,13 +116,32 @@ func (s schemaDoc) check(sch map[string]any, v any, at string, errs *[]string) {
 		switch k {
 		case "$ref":
 			ref := want.(string)
-			name, ok := strings.CutPrefix(ref, "#/$defs/")
-			def, found := s.root["$defs"].(map[string]any)[name]
-			if !ok || !found {
-				fail("unresolved $ref %s", ref)
+			doc, def, err := s.resolve(ref)
+			if err != nil {
+				fail("$ref %s: %v", ref, err)
 				continue
 			}
-			s.check(def.(map[string]any), v, at, errs)
+			doc.check(def, v, at, errs)
+		case "oneOf":
+			// Exactly one alternative matches; when none does, the errors of the one
+			// nearest to matching say why.
+			var matched []int
+			var nearest []string
+			for i, alt := range want.([]any) {
+				var altErrs []string
+				s.check(alt.(map[string]any), v, at, &altErrs)
+				if len(altErrs) == 0 {
+					matched = append(matched, i)
+				} else if nearest == nil || len(altErrs) < len(nearest) {
+					nearest = altErrs
+				}
+			}
+			switch {
+			case len(matched) == 0:
+				fail("matches none of oneOf; nearest: %s", strings.Join(nearest, "; "))
+			case len(matched) > 1:
+				fail("matches oneOf's alternatives %v, not exactly one", matched)
+			}
 		case "type":
 			var types []string
 			switch w := want.(type) {
@@ -84,6 +166,14 @@ func (s schemaDoc) check(sch map[string]any, v any, at string, errs *[]string) {
 		case "minimum":
 			if n, ok := v.(float64); ok && n < want.(float64) {
 				fail("%v below the minimum %v", n, want)
+			}
+		case "maximum":
+			if n, ok := v.(float64); ok && n > want.(float64) {
+				fail("%v above the maximum %v", n, want)
+			}
+		case "minLength":
+			if str, ok := v.(string); ok && float64(len([]rune(str))) < want.(float64) {
+				fail("%q shorter than %v", str, want)
 			}
 		case "required":
 			if obj, ok := v.(map[string]any); ok {
@@ -202,6 +292,22 @@ func TestSchemaValidatorFails(t *testing.T) {
 		require.NotEmpty(t, errs, tc.name)
 		require.Contains(t, strings.Join(errs, "\n"), tc.want, tc.name)
 	}
+	// The keywords of the --json documents' schemas: a $ref into another file, oneOf,
+	// maximum, minLength.
+	for _, tc := range []struct {
+		schema, doc, want string
+	}{
+		{"check.schema.json", `{"evidence": {"writes": -1}}`, "$.evidence.writes: -1 below the minimum"},
+		{"check.schema.json", `{"exit": 5}`, "$.exit: 5 above the maximum 4"},
+		{"error.schema.json", `{"outcome": "error", "exit": 2, "error": ""}`, `$.error: "" shorter than 1`},
+		{"merge.schema.json", `{"campaigns": [{"result": {"outcome": "as-expected"}}]}`, "$.campaigns[0].result: matches none of oneOf; nearest: "},
+		{"merge.schema.json", `{"campaigns": [{"result": {"runs": 1, "random": false, "scenarios": [], "outcome": "fine"}}]}`, "nearest: $.campaigns[0].result.outcome: fine is not one of"},
+	} {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(tc.doc), &v))
+		errs := loadSchema(t, filepath.Join("../../docs", tc.schema)).validate(v)
+		require.Contains(t, strings.Join(errs, "\n"), tc.want, "%s %s", tc.schema, tc.doc)
+	}
 }
 
 // verdict.json of real runs (with and without side effects), `check --json`'s verdicts
@@ -246,8 +352,5 @@ func TestSchemasMatchOutputs(t *testing.T) {
 	require.Equal(t, "safe", printed["outcome"])
 	require.Equal(t, float64(exitSafe), printed["exit"])
 	require.FileExists(t, printed["page"].(string))
-	delete(printed, "outcome")
-	delete(printed, "exit")
-	delete(printed, "page")
 	require.Empty(t, scorecard.validate(printed))
 }

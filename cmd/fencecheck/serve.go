@@ -22,7 +22,7 @@ func (a *app) serveCmd() *cobra.Command {
 		Short: "serve a results store on 127.0.0.1 for browsing",
 		Long: `Serves a results store (default ./fencecheck-results) on a loopback address for
 browsing: / is its index, always fresh; every report, matrix, scorecard and soak page is
-under it. Ctrl-C stops it.`,
+under it. Ctrl-C (or SIGTERM, SIGHUP) stops it.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError("want one folder, got %q", args)
@@ -36,7 +36,7 @@ under it. Ctrl-C stops it.`,
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8077", "loopback address to listen on (port 0: any free port)")
 	setExitCodes(c, exitCodes{
-		exitSafe:     "stopped by Ctrl-C",
+		exitSafe:     "stopped by Ctrl-C, SIGTERM or SIGHUP",
 		exitUsage:    "bad usage, a missing folder or an address that is not loopback",
 		exitInternal: "the server failed",
 	})

@@ -50,6 +50,24 @@ func newProcesses(before []int) []string {
 	return out
 }
 
+// workloadStarted says whether a run writing into the results store out has started
+// its workload (every client connected): the runner says so in the run's run.log.
+func workloadStarted(out string) bool {
+	logs, _ := filepath.Glob(filepath.Join(out, "*", "2*", "run.log"))
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); strings.Contains(string(b), "workload started") {
+			return true
+		}
+	}
+	return false
+}
+
+// waitForWorkload waits until workloadStarted(out), within a generous ceiling.
+func waitForWorkload(t *testing.T, out string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return workloadStarted(out) }, 90*time.Second, 10*time.Millisecond, "the run never started its workload")
+}
+
 func TestRunServices(t *testing.T) {
 	for _, tc := range []struct {
 		backend, resource, fault string
@@ -101,17 +119,14 @@ func TestRunInterruptedLeavesNoServer(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			before := proc.Descendants(os.Getpid())
+			out := t.TempDir()
 			done := make(chan int, 1)
 			go func() {
 				var o, e strings.Builder
-				done <- Main(ctx, []string{"run", "--out", t.TempDir(), "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
+				done <- Main(ctx, []string{"run", "--out", out, "--backend", backend, "--resource", "unfenced", "--fault", "pause", "--duration", "30s"}, &o, &e)
 			}()
-			deadline := time.Now().Add(30 * time.Second)
-			for len(newProcesses(before)) == 0 {
-				require.True(t, time.Now().Before(deadline), "no server started")
-				time.Sleep(10 * time.Millisecond)
-			}
-			time.Sleep(time.Second) // into the workload (the run lasts 30 s)
+			waitForWorkload(t, out) // the run lasts 30 s
+			require.NotEmpty(t, newProcesses(before), "no server started")
 			cancel()
 			select {
 			case <-done:

@@ -45,7 +45,30 @@ type soakJSON struct {
 
 // soakDoc is the --json document of a soak whose exit code is code.
 func soakDoc(res *campaign.SoakResult, code int, interrupted bool) soakJSON {
-	return soakJSON{Outcome: campaignOutcome(res.Mismatches(), res.Errors(), interrupted), Exit: code, SoakResult: res}
+	doc := soakJSON{Outcome: campaignOutcome(res.Mismatches(), res.Errors(), interrupted), Exit: code, SoakResult: res}
+	if n, _ := res.Untested(); n > 0 && doc.Outcome == "as-expected" {
+		doc.Outcome = "inconclusive"
+	}
+	return doc
+}
+
+// soakExit is a soak's exit code from its runs: 1 when a run differed from the
+// catalogue, else 3 when one failed to complete (unless failed, the code of the runs
+// that failed, says more), else 4 when one tested nothing (no grant, no accepted write,
+// the fault never struck), else 0.
+func soakExit(res *campaign.SoakResult, failed int) int {
+	n, _ := res.Untested()
+	switch {
+	case res.Mismatches() > 0:
+		return exitViolated
+	case res.Errors() > 0 && failed == exitSafe:
+		return exitInternal
+	case failed != exitSafe:
+		return failed
+	case n > 0:
+		return exitInconclusive
+	}
+	return exitSafe
 }
 
 func (a *app) soakCmd() *cobra.Command {
@@ -78,10 +101,11 @@ scenarios that cannot run here (each named on stderr with what it needs).`,
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	setExitCodes(c, exitCodes{
-		exitSafe:     "every run as the catalogue expects",
-		exitViolated: "some run differed from the catalogue",
-		exitUsage:    "bad input, a scenario asked for that cannot run here, or an interrupt",
-		exitInternal: "a run failed to complete (fencecheck's own failure)",
+		exitSafe:         "every run as the catalogue expects",
+		exitViolated:     "some run differed from the catalogue",
+		exitUsage:        "bad input, a scenario asked for that cannot run here, or an interrupt",
+		exitInternal:     "a run failed to complete (fencecheck's own failure)",
+		exitInconclusive: inconclusiveText + ": every run as expected, but one tested nothing (no grant, no accepted write, the fault never struck)",
 	})
 	return c
 }
@@ -157,13 +181,7 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		}
 		defer term.Fprintf(out, "soak page: %s\n", page)
 	}
-	code := failedCode
-	switch {
-	case res.Mismatches() > 0:
-		code = exitViolated
-	case res.Errors() > 0 && code == exitSafe:
-		code = exitInternal
-	}
+	code := soakExit(res, failedCode)
 	if interrupted {
 		code = worst(code, exitUsage)
 	}
@@ -182,6 +200,9 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 		fmt.Fprintf(a.stderr, "fencecheck soak: %d run(s) failed to complete (exit %d)\n", res.Errors(), code)
 	case interrupted:
 		fmt.Fprintf(a.stderr, "fencecheck soak: interrupted; the runs that finished are in the results (exit %d)\n", code)
+	case code == exitInconclusive:
+		n, first := res.Untested()
+		term.Fprintf(a.stderr, "fencecheck soak: %d run(s) tested nothing, the first: %s (exit %d)\n", n, first, code)
 	}
 	return withCode(code)
 }
@@ -285,10 +306,10 @@ func finishCampaign(store, dir string, plan *campaign.Plan) error {
 // soakTable prints one row per scenario.
 func soakTable(w io.Writer, res *campaign.SoakResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\truns\tdetect\tfalse alarm\tinconcl.\tdiffer\terrors\tfirst violation p50/p95/max\tcheck p50/p95/max\tops/s")
+	fmt.Fprintln(tw, "scenario\truns\tdetect\tfalse alarm\tinconcl.\tuntested\tdiffer\terrors\tfirst violation p50/p95/max\tcheck p50/p95/max\tops/s")
 	for _, s := range res.Scenarios {
-		term.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.0f\n", s.Scenario, s.Runs,
-			pct(s.DetectionRate), pct(s.FalseAlarmRate), pct(&s.InconclusiveRate), s.Mismatches, s.Errors,
+		term.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%.0f\n", s.Scenario, s.Runs,
+			pct(s.DetectionRate), pct(s.FalseAlarmRate), pct(&s.InconclusiveRate), s.Untested, s.Mismatches, s.Errors,
 			pctiles(s.TimeToFirstViolation), pctiles(s.Check), s.OpsPerSec)
 	}
 	tw.Flush()

@@ -1,8 +1,6 @@
 package faults
 
 import (
-	"fmt"
-
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -59,7 +57,7 @@ func (clientCrash) Meaning() string {
 }
 func (f clientCrash) Applies(t registry.Target) error {
 	if !t.Caps.ClientProcesses {
-		return fmt.Errorf("fault %q kills a lock client that is a process of its own: it needs lockers that implement harness.CrashableProcess, and backend %s's clients run inside fencecheck", f.Name(), t.Backend)
+		return registry.Refuse("harness.CrashableProcess (its lockers)", "fault %q kills a lock client that is a process of its own, and backend %s's clients run inside fencecheck", f.Name(), t.Backend)
 	}
 	return nil
 }

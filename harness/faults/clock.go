@@ -17,13 +17,13 @@ import (
 // SkewRate is how much faster a skewed clock fencecheck owns runs.
 const SkewRate = 20.0
 
-// clocksNotOwned says why a clock fault cannot reach the target's clocks, naming the
-// interface that would let it.
-func clocksNotOwned(name, needs string, t registry.Target) error {
+// clocksNotOwned says why a clock fault cannot reach the target's clocks: what the
+// fault does to the clock in words (want), the interface that would let it (needs).
+func clocksNotOwned(name, want, needs string, t registry.Target) error {
 	if t.Caps.FastClock {
-		return fmt.Errorf("fault %q: backend %s's clock is its server process's (registry.FastClocked), which fencecheck can only run fast from the start (skew), not step while it runs (that needs %s)", name, t.Backend, needs)
+		return registry.Refuse(needs, "fault %q: backend %s's server clock can only be run fast from the server's start (skew), not %s while it runs", name, t.Backend, want)
 	}
-	return fmt.Errorf("fault %q needs a service clock fencecheck owns: a backend that implements %s; backend %s's started value does not, so its server and clients read real time", name, needs, t.Backend)
+	return registry.Refuse(needs, "fault %q: backend %s's server clock cannot be %s: its server and clients read the machine's real time", name, t.Backend, want)
 }
 
 type skew struct{}
@@ -40,9 +40,9 @@ func (f skew) Applies(t registry.Target) error {
 	case t.Caps.ServiceClock:
 		return nil
 	case !t.Caps.FastClock:
-		return clocksNotOwned(f.Name(), "registry.ServiceClocked (or registry.FastClocked: a clock run fast from the server's start)", t)
+		return clocksNotOwned(f.Name(), "skewed", "registry.ServiceClocked (or registry.FastClocked: a clock run fast from the server's start)", t)
 	case t.Random:
-		return fmt.Errorf("fault %q: backend %s's server clock can only run fast from the server's start, for the whole run (registry.FastClocked): give it as a targeted fault (--fault), not in a random schedule", f.Name(), t.Backend)
+		return registry.Refuse("registry.FastClocked", "fault %q: backend %s's server clock can only run fast from the server's start, for the whole run: give it as a targeted fault (--fault), not in a random schedule", f.Name(), t.Backend)
 	}
 	return nil
 }
@@ -71,7 +71,7 @@ func (f skew) Action(_ registry.Target, b harness.Backend) nemesis.Action {
 		Kind: f.Name(),
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 			if sc == nil {
-				return "lock service", "", fmt.Errorf("backend %s is not a registry.ServiceClocked", b.Name())
+				return "lock service", "", registry.Refuse("registry.ServiceClocked", "backend %s's server clock cannot be skewed", b.Name())
 			}
 			target, c, err := sc.ServiceClock(ctx)
 			if err != nil {
@@ -126,7 +126,7 @@ func (f clockJump) Applies(t registry.Target) error {
 		return err
 	}
 	if !t.Caps.WallClock {
-		return clocksNotOwned(f.Name(), "registry.WallClocked", t)
+		return clocksNotOwned(f.Name(), "stepped back", "registry.WallClocked", t)
 	}
 	return nil
 }
@@ -147,7 +147,7 @@ func (f clockJump) Action(_ registry.Target, b harness.Backend) nemesis.Action {
 		Kind: f.Name(),
 		Start: func(_ context.Context, nem *nemesis.Nemesis, client int) (string, string, error) {
 			if wc == nil {
-				return "lock server", "", fmt.Errorf("backend %s is not a registry.WallClocked", b.Name())
+				return "lock server", "", registry.Refuse("registry.WallClocked", "backend %s's server wall clock cannot be stepped back", b.Name())
 			}
 			c := wc.WallClock()
 			if !wc.WallClockTokens() {

@@ -54,7 +54,7 @@ func ownService(name string, t registry.Target) error {
 	if t.Caps.External == "" {
 		return nil
 	}
-	return fmt.Errorf("fault %q acts on the lock service, which fencecheck must have started itself; backend %s runs against %s (harness.External), so it takes client-side faults only (%s)",
+	return registry.Refuse("harness.External", "fault %q acts on the lock service, which fencecheck must have started itself; backend %s runs against %s, so it takes client-side faults only (%s)",
 		name, t.Backend, t.Caps.External, strings.Join(t.ClientFaults, ", "))
 }
 
@@ -73,7 +73,7 @@ func needCluster(name string, t registry.Target) error {
 		// with more members.
 		return fmt.Errorf("fault %q needs a cluster of at least 3 %s servers (--members 3): a single server stopped or cut off grants nobody the lock, so the run could never show a stale write", name, t.Backend)
 	}
-	return fmt.Errorf("fault %q needs a lock-service cluster of at least 3 nodes: a backend whose started value is a harness.Cluster (leader, isolate, stall), run with --members 3; backend %s's is not", name, t.Backend)
+	return registry.Refuse("harness.Cluster", "fault %q needs a lock-service cluster of at least 3 nodes (--members 3) whose leader fencecheck can cut off or stall; backend %s is not one", name, t.Backend)
 }
 
 // leader returns the index of the service's leader (0 for a single server).

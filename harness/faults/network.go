@@ -59,7 +59,7 @@ func (f leaderIsolation) Action(_ registry.Target, b harness.Backend) nemesis.Ac
 		Kind: f.Name(),
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 			if cluster == nil {
-				return "lock service", "", fmt.Errorf("backend %s is not a harness.Cluster", b.Name())
+				return "lock service", "", registry.Refuse("harness.Cluster", "backend %s is not a cluster whose leader fencecheck can cut off", b.Name())
 			}
 			i, err := leader(ctx, b)
 			if err != nil {

@@ -31,7 +31,7 @@ func (f nodePause) Applies(t registry.Target) error {
 	case t.Caps.SingleProcess():
 		return nil
 	case !t.Caps.Cluster && !t.Caps.ProcessNodes:
-		return fmt.Errorf("fault %q stops the lock service: it needs a backend whose started value is a harness.ProcessNodes (its server processes are stopped with SIGSTOP) or a harness.Cluster of at least 3 nodes (--members 3, its leader stalls); backend %s's is neither", f.Name(), t.Backend)
+		return registry.Refuse("harness.ProcessNodes or harness.Cluster", "fault %q stops the lock service: it needs server processes fencecheck started (stopped with SIGSTOP) or a cluster of at least 3 nodes (--members 3, its leader stalls); backend %s has neither", f.Name(), t.Backend)
 	}
 	return needCluster(f.Name(), t)
 }
@@ -48,7 +48,7 @@ func (f nodePause) Action(t registry.Target, b harness.Backend) nemesis.Action {
 		Kind: f.Name(),
 		Start: func(ctx context.Context, nem *nemesis.Nemesis, _ int) (string, string, error) {
 			if cluster == nil {
-				return "lock service", "", fmt.Errorf("backend %s is not a harness.Cluster", b.Name())
+				return "lock service", "", registry.Refuse("harness.Cluster", "backend %s is not a cluster whose leader fencecheck can stall", b.Name())
 			}
 			i, err := leader(ctx, b)
 			if err != nil {
@@ -111,7 +111,7 @@ func (f crash) Applies(t registry.Target) error {
 		return err
 	}
 	if !t.Caps.Crasher {
-		return fmt.Errorf("fault %q needs a lock service fencecheck can crash and restart: backend %s's started value does not implement harness.Crasher", f.Name(), t.Backend)
+		return registry.Refuse("harness.Crasher", "fault %q crashes the lock service and restarts it, which fencecheck cannot do to backend %s", f.Name(), t.Backend)
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ func (f crash) Action(t registry.Target, b harness.Backend) nemesis.Action {
 		Kind: f.Name(),
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 			if crasher == nil {
-				return "lock service", "", fmt.Errorf("backend %s is not a harness.Crasher", b.Name())
+				return "lock service", "", registry.Refuse("harness.Crasher", "backend %s cannot be crashed and restarted by fencecheck", b.Name())
 			}
 			i, err := leader(ctx, b)
 			if err != nil {
@@ -187,7 +187,7 @@ func (f clusterCrash) Applies(t registry.Target) error {
 		return err
 	}
 	if !t.Caps.ClusterCrash {
-		return fmt.Errorf("fault %q crashes every node at once and restarts the whole service from its durable state: it needs a harness.ClusterCrasher, which backend %s's started value is not (one node or server at a time: crash)", f.Name(), t.Backend)
+		return registry.Refuse("harness.ClusterCrasher", "fault %q crashes every node at once and restarts the whole service from its durable state, which fencecheck cannot do to backend %s (one node or server at a time: crash)", f.Name(), t.Backend)
 	}
 	return nil
 }
@@ -197,7 +197,7 @@ func (f clusterCrash) Action(_ registry.Target, b harness.Backend) nemesis.Actio
 		Kind: f.Name(),
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 			if cc == nil {
-				return "lock service", "", fmt.Errorf("backend %s is not a harness.ClusterCrasher", b.Name())
+				return "lock service", "", registry.Refuse("harness.ClusterCrasher", "fencecheck cannot crash and restart every node of backend %s at once", b.Name())
 			}
 			// Restarted at once, so the lock is available again while the holder is
 			// still paused; every node comes back with its durable state.

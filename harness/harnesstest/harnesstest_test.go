@@ -196,3 +196,21 @@ func TestSuiteFailsOnALostCounter(t *testing.T) {
 	require.Contains(t, string(out), "tokens went back after Crash+Restart(keepData) of node 0: token 1 after 3 — persist the token counter (fsync) before granting")
 	require.NotContains(t, string(out), "--- FAIL: TestBrokenUserBackend/tokens-increase", "only the crash rule may fail")
 }
+
+// WaitRenewed returns at the first renewal confirmed after it was called: the lease's
+// end has moved on, and the lease is still held.
+func TestWaitRenewed(t *testing.T) {
+	m, err := startMemlock(300*time.Millisecond, false, false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, m.Close()) }()
+	le := Acquire(t, NewLocker(t, m, 0, m.Endpoints()...))
+	was := le.(harness.Expiring).ValidUntil()
+	WaitRenewed(t, le)
+	require.True(t, le.(harness.Expiring).ValidUntil().After(was))
+	select {
+	case <-le.Lost():
+		t.Fatal("lost while renewed")
+	default:
+	}
+	ReleaseOnce(t, le)
+}

@@ -70,6 +70,31 @@ func WaitClosed(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
+// WaitRenewed waits until a renewal of le was confirmed after the call: its end by the
+// client's clock (harness.Expiring) moves past what it was. A test that needs a renewal
+// waits for it rather than for a while that a loaded machine may not renew in. It fails
+// the test if le does not know its end, is lost first, or is not renewed within Ceiling.
+func WaitRenewed(t testing.TB, le harness.Lease) {
+	t.Helper()
+	e, ok := le.(harness.Expiring)
+	if !ok {
+		t.Fatalf("lease %d does not know its end (harness.Expiring): no renewal to wait for", le.Token())
+	}
+	was := e.ValidUntil()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	ceiling := time.After(Ceiling)
+	for !e.ValidUntil().After(was) {
+		select {
+		case <-le.Lost():
+			t.Fatalf("lease %d lost before a renewal was confirmed", le.Token())
+		case <-ceiling:
+			t.Fatalf("lease %d: no renewal confirmed within %v", le.Token(), Ceiling)
+		case <-tick.C:
+		}
+	}
+}
+
 // HeldAgainst checks that other cannot take the lock within wait while le holds it (a
 // wait past the TTL shows that renewals keep it), and that le was not lost meanwhile.
 func HeldAgainst(t testing.TB, le harness.Lease, other harness.Locker, wait time.Duration) {

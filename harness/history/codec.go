@@ -10,7 +10,7 @@ import (
 )
 
 // runFields are the Run fields with names of their own; everything else is Extra.
-var runFields = []string{"scenario", "backend", "resource", "fence", "seed", "ttl_ms", "no_fencing_token"}
+var runFields = []string{"scenario", "backend", "resource", "fence", "seed", "ttl_ms", "no_fencing_token", "faults", "random_faults"}
 
 type runAlias Run
 
@@ -61,6 +61,16 @@ func (r *Run) UnmarshalJSON(b []byte) error {
 func Encode(w io.Writer, h *History) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
+	if h.Ops == nil || h.Faults == nil { // a history lists both, empty if none
+		c := *h
+		if c.Ops == nil {
+			c.Ops = []Op{}
+		}
+		if c.Faults == nil {
+			c.Faults = []Fault{}
+		}
+		h = &c
+	}
 	return enc.Encode(h)
 }
 

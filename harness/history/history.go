@@ -103,9 +103,22 @@ type Run struct {
 	// random value): its grants carry the order in which the harness saw them granted
 	// (for the checker to tell stale writes, not a fence a resource could use), and the
 	// tokens property is violated by declaration rather than measured.
-	NoToken string         `json:"no_fencing_token,omitempty"`
-	Extra   map[string]any `json:"-"`
+	NoToken string `json:"no_fencing_token,omitempty"`
+	// Faults are the targeted faults the run asked for (fault names), RandomFaults the
+	// kinds of its random schedule; a history whose run asked for faults and recorded
+	// none in its faults member shows that no fault struck (the checker's verdicts are
+	// then inconclusive). Optional: absent in a run without faults and in hand-written
+	// files.
+	Faults       []string       `json:"faults,omitempty"`
+	RandomFaults []string       `json:"random_faults,omitempty"`
+	Extra        map[string]any `json:"-"`
 }
+
+// AskedForFaults reports whether the run asked for any fault, targeted or random.
+func (r Run) AskedForFaults() bool { return len(r.Faults) > 0 || len(r.RandomFaults) > 0 }
+
+// AskedFaults lists the faults the run asked for, targeted first.
+func (r Run) AskedFaults() []string { return append(slices.Clone(r.Faults), r.RandomFaults...) }
 
 // Fence rules.
 const (

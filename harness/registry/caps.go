@@ -180,7 +180,7 @@ func (b Backend) PlanCaps(s Settings) Caps {
 	if _, ok := sh.Backend.(harness.Tokenless); ok {
 		c.NoToken = b.Token
 		if c.NoToken == "" {
-			c.NoToken = "its Shape is a harness.Tokenless"
+			c.NoToken = "its grants carry no fencing token"
 		}
 	}
 	return c
@@ -277,7 +277,7 @@ func diffFields(want, got capFlags) string {
 func (b Backend) CheckSettings(s Settings) error {
 	s = s.WithOptions(b.Options)
 	if !b.MultiMember && s.Members != 1 {
-		return fmt.Errorf("backend %s is a single server: --members must be 1, got %d (a backend of more members declares registry.Backend.MultiMember)", b.Name, s.Members)
+		return Refuse("registry.Backend.MultiMember", "backend %s runs one member only here: --members must be 1, got %d", b.Name, s.Members)
 	}
 	if b.Check != nil {
 		return b.Check(s)

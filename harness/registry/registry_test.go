@@ -137,7 +137,7 @@ func TestInput(t *testing.T) {
 func TestCheckSettingsSingleServer(t *testing.T) {
 	b := Backend{Name: "one"}
 	require.NoError(t, b.CheckSettings(Settings{Members: 1}))
-	require.ErrorContains(t, b.CheckSettings(Settings{Members: 3}), "single server: --members must be 1")
+	require.ErrorContains(t, b.CheckSettings(Settings{Members: 3}), "runs one member only here: --members must be 1")
 	require.True(t, Backend{Options: []Option{{Name: "eps", External: true}}}.IsExternal(Settings{Options: map[string]string{"eps": "x"}}))
 	require.False(t, Backend{Options: []Option{{Name: "eps"}}}.IsExternal(Settings{Options: map[string]string{"eps": "x"}}))
 }

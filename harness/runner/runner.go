@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -27,11 +28,16 @@ type Config struct {
 	// Clients is the number of harness clients (default 3).
 	Clients int
 	// Duration is the least time the workload runs. The run goes on until every fault
-	// has fired and healed, plus Tail, but never past Duration+Limit.
+	// has fired and healed, plus Tail, and until MinGrants acquires were granted, but
+	// never past Duration+Limit.
 	Duration time.Duration
 	Tail     time.Duration
 	Limit    time.Duration
-	Faults   []nemesis.ClientFault
+	// MinGrants bounds the workload by events rather than by the machine's speed: a run
+	// that needs so many grants (a counter that must wrap, figures over enough grants)
+	// goes on until they were made, however slow the machine (0: no such bound).
+	MinGrants int
+	Faults    []nemesis.ClientFault
 	// OpTimeout bounds each read, write and release; AcquireTimeout each acquire.
 	OpTimeout      time.Duration
 	AcquireTimeout time.Duration
@@ -66,6 +72,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Duration <= 0 {
 		return fmt.Errorf("runner: duration must be positive, got %v", c.Duration)
+	}
+	if c.MinGrants < 0 {
+		return fmt.Errorf("runner: min grants must not be negative, got %d", c.MinGrants)
 	}
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = 5 * time.Second
@@ -111,6 +120,12 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 	if err != nil {
 		return nil, err
 	}
+	var grants atomic.Int64
+	rec.Watch(func(op history.Op) {
+		if op.Kind == history.Acquire && op.Status == history.OK {
+			grants.Add(1)
+		}
+	})
 	var links []*proxy.Link
 	defer func() {
 		for _, l := range links {
@@ -190,7 +205,8 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			w.Run(ctx, stop)
 		}()
 	}
-	waitForEnd(ctx, cfg, nem)
+	cfg.Logger.Info("workload started", "clients", cfg.Clients, "duration", cfg.Duration, "min_grants", cfg.MinGrants)
+	waitForEnd(ctx, cfg, nem, grants.Load)
 	close(stop)
 	nem.Heal()
 	wg.Wait()
@@ -211,8 +227,9 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 }
 
 // waitForEnd returns once the workload has run for Duration, every fault has fired and
-// healed, and Tail has passed since; or at Duration+Limit; or when ctx ends.
-func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis) {
+// healed, Tail has passed since, and grants() has reached MinGrants; or at
+// Duration+Limit; or when ctx ends.
+func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis, grants func() int64) {
 	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -225,7 +242,11 @@ func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis) {
 		}
 		el := time.Since(start)
 		if el >= cfg.Duration+cfg.Limit {
-			cfg.Logger.Warn("run hit its time limit with faults pending or active")
+			if g := grants(); g < int64(cfg.MinGrants) {
+				cfg.Logger.Warn("run hit its time limit before its grants were made", "grants", g, "min_grants", cfg.MinGrants)
+			} else {
+				cfg.Logger.Warn("run hit its time limit with faults pending or active")
+			}
 			return
 		}
 		if nem.Pending() || nem.Active() {
@@ -235,7 +256,7 @@ func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis) {
 		if quietSince.IsZero() {
 			quietSince = time.Now()
 		}
-		if el >= cfg.Duration && time.Since(quietSince) >= cfg.Tail {
+		if el >= cfg.Duration && time.Since(quietSince) >= cfg.Tail && grants() >= int64(cfg.MinGrants) {
 			return
 		}
 	}

@@ -2,13 +2,16 @@ package runner
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
@@ -18,20 +21,30 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(proctest.VerifyNoLeaks(m)) }
 
-// A run that records more ops than its Spill.After writes them to disk as it goes: the
-// segmented history holds every op, reads as a history, and checks to verdicts (a
-// fenced register without faults holds).
-func TestRunSpillsItsHistory(t *testing.T) {
+// startNaive starts a naive lock server and a fenced register, closed (and the closes
+// checked) when the test ends.
+func startNaive(t *testing.T) (*naive.Backend, harness.Resource) {
+	t.Helper()
 	be, err := naive.New(naive.Config{TTL: 200 * time.Millisecond})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, be.Close()) }()
+	t.Cleanup(func() { require.NoError(t, be.Close()) })
 	res, err := register.New(register.Fenced, history.FenceStrict)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, res.Close()) }()
+	t.Cleanup(func() { require.NoError(t, res.Close()) })
+	return be, res
+}
+
+// A run that records more ops than its Spill.After writes them to disk as it goes: the
+// segmented history holds every op, reads as a history, and checks to verdicts (a
+// fenced register without faults holds). The run is bounded by grants, not by time:
+// every grant is followed by its holder's read, write and release (a run stops its
+// clients between critical sections), so 100 grants are more than 200 ops on any machine.
+func TestRunSpillsItsHistory(t *testing.T) {
+	be, res := startNaive(t)
 	head := filepath.Join(t.TempDir(), "history.json")
 	run := history.Run{Scenario: "spill", Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}
 	h, err := Run(context.Background(), Config{
-		Run: run, Backend: be, Resource: res, Clients: 3, Duration: time.Second,
+		Run: run, Backend: be, Resource: res, Clients: 3, Duration: time.Millisecond, MinGrants: 100,
 		Spill: history.Spill{Head: head, After: 200, PerSegment: 100, Keep: 50},
 	})
 	require.NoError(t, err)
@@ -56,4 +69,28 @@ func TestRunSpillsItsHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, inMemory.Verdicts, checked.Report.Verdicts)
 	require.Equal(t, models.Held, checked.Report.Verdicts[models.Register])
+}
+
+// MinGrants bounds a run by events: with a Duration far too short for them, it still
+// ends only once that many acquires were granted; a negative count is refused.
+func TestRunMinGrants(t *testing.T) {
+	be, res := startNaive(t)
+	var log strings.Builder
+	h, err := Run(context.Background(), Config{
+		Run: history.Run{Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}, Backend: be, Resource: res,
+		Clients: 2, Duration: time.Millisecond, MinGrants: 25, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+	})
+	require.NoError(t, err)
+	grants := 0
+	for _, o := range h.Ops {
+		if o.Kind == history.Acquire && o.Status == history.OK {
+			grants++
+		}
+	}
+	require.GreaterOrEqual(t, grants, 25)
+	require.Contains(t, log.String(), "workload started")
+	require.NotContains(t, log.String(), "time limit")
+
+	_, err = Run(context.Background(), Config{Backend: be, Resource: res, Duration: time.Second, MinGrants: -1})
+	require.ErrorContains(t, err, "min grants must not be negative")
 }

@@ -76,7 +76,10 @@ type CompareRun struct {
 	Scenario string `json:"scenario"`
 	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), "error", or "not run"
 	// (a fenced run of a backend without a token).
-	Outcome  string                             `json:"outcome"`
+	Outcome string `json:"outcome"`
+	// Reason and Why say why an inconclusive run proves nothing (see Why).
+	Reason   models.Reason                      `json:"reason,omitempty"`
+	Why      string                             `json:"why,omitempty"`
 	Verdicts map[models.Property]models.Verdict `json:"verdicts,omitempty"`
 	TTLNanos int64                              `json:"ttl_ns"`
 
@@ -105,8 +108,9 @@ type CompareRun struct {
 // NewCompareRun summarizes a checked run at ttl.
 func NewCompareRun(resource, scenario string, ttl time.Duration, rep *models.Report) CompareRun {
 	ev := rep.Evidence
+	reason, why := Why(rep)
 	return CompareRun{
-		Resource: resource, Scenario: scenario, Outcome: Outcome(rep), Verdicts: rep.Verdicts, TTLNanos: ttl.Nanoseconds(),
+		Resource: resource, Scenario: scenario, Outcome: Outcome(rep), Reason: reason, Why: why, Verdicts: rep.Verdicts, TTLNanos: ttl.Nanoseconds(),
 		StaleAttempted: ev.StaleAttempted, StaleRejected: ev.StaleRejected, StaleAccepted: ev.StaleAccepted, Grants: ev.Grants,
 		ValidityGapNanos: ev.ValidityGapNanos, LongestNoAcceptedWriteNanos: ev.LongestNoAcceptedWriteNanos,
 		Superseded: ev.Superseded, Noticed: ev.Noticed, NeverNoticed: ev.NeverNoticed,
@@ -179,11 +183,15 @@ type ServiceRow struct {
 
 	// Judged by Judge:
 	// Verdict: "safe with fencing", "UNSAFE with fencing", "no fencing token",
-	// "incomplete".
+	// "incomplete", "inconclusive".
 	Verdict string `json:"verdict"`
-	// Safe: every fenced run held (or was not tested) and tokens stayed monotonic, and
-	// every run was decided.
+	// Safe: every fenced run held (or had no stale write attempted) and tokens stayed
+	// monotonic, every run was decided, and the fence was tested: some fenced run had
+	// stale writes attempted and rejected, and no run tested nothing.
 	Safe bool `json:"safe"`
+	// Inconclusive, when the verdict is, says why: no run showed fencing fail, but the
+	// runs lack the evidence.
+	Inconclusive string `json:"inconclusive,omitempty"`
 	// The worst figures over the faults' unfenced runs (the lock alone).
 	ValidityGapNanos int64 `json:"validity_gap_ns"`
 	NoticeDelayNanos int64 `json:"notice_delay_ns"`
@@ -199,6 +207,9 @@ const (
 	VerdictUnsafe     = "UNSAFE with fencing"
 	VerdictNoToken    = "no fencing token"
 	VerdictIncomplete = "incomplete"
+	// VerdictInconclusive: every run was decided and none showed fencing fail, but no
+	// stale write was attempted against the fence, or a run tested nothing.
+	VerdictInconclusive = "inconclusive"
 )
 
 // Judge fills every service's words, verdict, worst figures and paragraph.
@@ -228,6 +239,11 @@ func (c *Comparison) Judge() {
 func (s *ServiceRow) judge() {
 	bad, backwards, incomplete := false, false, !s.Baseline.Decided()
 	s.ValidityGapNanos, s.NoticeDelayNanos, s.NeverNoticed, s.TakeoverNanos = 0, 0, 0, 0
+	var untested []string // what tested nothing (a models.Reason that is Untested), with why
+	if b := s.Baseline; b.Outcome == OutcomeInconclusive && b.Reason.Untested() {
+		untested = append(untested, fmt.Sprintf("the run without a fault tested nothing (%s)", b.Why))
+	}
+	rejected, tested := 0, []string{}
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		f.UnfencedWord = unfencedWord(f.Unfenced)
@@ -244,6 +260,15 @@ func (s *ServiceRow) judge() {
 		}
 		if s.Facts.NoToken == "" && f.Fenced.Outcome == OutcomeUnsafe {
 			bad = true
+		}
+		for _, r := range []CompareRun{f.Unfenced, f.Fenced} {
+			if r.Outcome == OutcomeInconclusive && r.Reason.Untested() {
+				untested = append(untested, fmt.Sprintf("under %s the %s run tested nothing (%s)", f.Fault, r.Resource, r.Why))
+			}
+		}
+		if s.Facts.NoToken == "" {
+			rejected += f.Fenced.StaleRejected
+			tested = append(tested, f.Fault)
 		}
 		for _, r := range []CompareRun{f.Unfenced, f.Fenced} {
 			if s.Facts.NoToken == "" && r.Verdicts[models.Tokens] == models.Violated {
@@ -263,8 +288,16 @@ func (s *ServiceRow) judge() {
 		s.Verdict = VerdictUnsafe
 	case incomplete || len(s.Faults) == 0:
 		s.Verdict = VerdictIncomplete
+	case len(untested) > 0:
+		s.Verdict, s.Inconclusive = VerdictInconclusive, strings.Join(untested, "; ")
+	case rejected == 0:
+		s.Verdict = VerdictInconclusive
+		s.Inconclusive = fmt.Sprintf("no stale write was attempted against the fenced resource under any fault (%s)", list(tested))
 	default:
 		s.Verdict = VerdictSafe
+	}
+	if s.Verdict != VerdictInconclusive {
+		s.Inconclusive = ""
 	}
 	s.Safe = s.Verdict == VerdictSafe
 	s.Paragraph = Paragraph(*s)
@@ -344,6 +377,8 @@ func Paragraph(s ServiceRow) string {
 			why = append(why, fmt.Sprintf("under %s its tokens (%s) went backwards or repeated", list(backwards), s.Facts.Token))
 		}
 		p = append(p, fmt.Sprintf("%s is NOT safe even with a fenced resource: %s.", s.Name, strings.Join(why, "; ")))
+	case s.Verdict == VerdictInconclusive:
+		p = append(p, fmt.Sprintf("%s is not shown safe: no run showed fencing fail, but %s, so the fence was not put to the test and its verdict is inconclusive.", s.Name, s.Inconclusive))
 	default:
 		what := "no fault ran"
 		if len(incomplete) > 0 {
@@ -427,7 +462,8 @@ func (c *Comparison) Service(name string) (ServiceRow, bool) {
 
 // Outcome is the comparison's overall word: "unsafe" when a service with a fencing
 // token let a stale write through the fence or its tokens went backwards, "incomplete"
-// when a run failed or was not decided, else "complete".
+// when a run failed or was not decided, "inconclusive" when a service's runs lack the
+// evidence (its verdict is inconclusive), else "complete".
 func (c *Comparison) Outcome() string {
 	for _, s := range c.Services {
 		if s.Verdict == VerdictUnsafe {
@@ -436,6 +472,11 @@ func (c *Comparison) Outcome() string {
 	}
 	if !c.Complete {
 		return "incomplete"
+	}
+	for _, s := range c.Services {
+		if s.Verdict == VerdictInconclusive {
+			return "inconclusive"
+		}
 	}
 	return "complete"
 }

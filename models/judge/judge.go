@@ -16,8 +16,8 @@ import (
 const (
 	OutcomeUnsafe       = "unsafe"       // register or updates violated
 	OutcomeUnknown      = "unknown"      // the checker timed out on register or updates
-	OutcomeInconclusive = "inconclusive" // held, but the fault never produced a stale write
-	OutcomeSafe         = "safe"         // held, and the fault bit (or there was no fault)
+	OutcomeInconclusive = "inconclusive" // nothing violated, but the history lacks the evidence (Why)
+	OutcomeSafe         = "safe"         // held, and the fault bit (or a fault-free run tested it)
 )
 
 // Outcome classifies a report by what it says about the protected data.
@@ -32,6 +32,22 @@ func Outcome(rep *models.Report) string {
 		return OutcomeInconclusive
 	}
 	return OutcomeSafe
+}
+
+// Why says why a report's outcome is inconclusive: the reason register's (else
+// updates') verdict gives, as data and in a phrase for a line or a cell; "", "" when the
+// outcome is not inconclusive. A report written before reasons were recorded has an
+// empty phrase: "inconclusive" alone says it then.
+func Why(rep *models.Report) (models.Reason, string) {
+	if Outcome(rep) != OutcomeInconclusive {
+		return "", ""
+	}
+	for _, p := range []models.Property{models.Register, models.Updates} {
+		if r, ok := rep.Result(p); ok && r.Verdict == models.Inconclusive {
+			return r.Reason, r.Why
+		}
+	}
+	return "", ""
 }
 
 // Percentile is the nearest-rank percentile p (0..100) of sorted samples (0 when

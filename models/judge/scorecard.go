@@ -17,7 +17,10 @@ type ScoreRun struct {
 	Resource string `json:"resource"`
 	Scenario string `json:"scenario"`
 	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), or "error".
-	Outcome                     string                             `json:"outcome"`
+	Outcome string `json:"outcome"`
+	// Reason and Why say why an inconclusive run proves nothing (see Why).
+	Reason                      models.Reason                      `json:"reason,omitempty"`
+	Why                         string                             `json:"why,omitempty"`
 	Verdicts                    map[models.Property]models.Verdict `json:"verdicts,omitempty"`
 	StaleAccepted               int                                `json:"stale_accepted"`
 	StaleRejected               int                                `json:"stale_rejected"`
@@ -47,8 +50,9 @@ type ScoreRun struct {
 // NewScoreRun summarizes a checked run for the scorecard.
 func NewScoreRun(resource, scenario string, rep *models.Report, gaps []int64) ScoreRun {
 	ev := rep.Evidence
+	reason, why := Why(rep)
 	return ScoreRun{
-		Resource: resource, Scenario: scenario, Outcome: Outcome(rep), Verdicts: rep.Verdicts,
+		Resource: resource, Scenario: scenario, Outcome: Outcome(rep), Reason: reason, Why: why, Verdicts: rep.Verdicts,
 		StaleAccepted: ev.StaleAccepted, StaleRejected: ev.StaleRejected,
 		WritesAccepted: ev.WritesAccepted, WritesRefused: ev.WritesRefused, AcquireFailed: ev.AcquireFailed,
 		ValidityGapNanos: ev.ValidityGapNanos, LongestNoAcceptedWriteNanos: ev.LongestNoAcceptedWriteNanos,
@@ -71,6 +75,8 @@ type ScoreRow struct {
 	Unfenced string `json:"unfenced"`
 	// Fenced: did fencing hold ("held", "VIOLATED", "not tested", "unknown", "error").
 	Fenced string `json:"fenced"`
+	// Why says why the fenced run is "not tested" (its ScoreRun.Why).
+	Why string `json:"why,omitempty"`
 	// Native: the backend-native resource's result, like Fenced ("" when none).
 	Native string `json:"native,omitempty"`
 	// Tokens: "monotonic" or "WENT BACKWARDS" (or "unknown").
@@ -124,11 +130,17 @@ type Scorecard struct {
 	Rows []ScoreRow `json:"rows"`
 
 	// Judged by Judge:
-	// Safe: fencing held and tokens stayed monotonic under every applicable fault, and
-	// every run completed.
+	// Safe: fencing held and tokens stayed monotonic under every applicable fault, every
+	// run completed, and the fence was tested: some fenced run had stale writes
+	// attempted and rejected, and none tested nothing (a models.Reason that is
+	// Untested).
 	Safe bool `json:"safe"`
 	// Complete: every fenced run ran and was decided (no error, no checker timeout).
 	Complete bool `json:"complete"`
+	// Inconclusive, when set, says why a complete scorecard that shows nothing unsafe is
+	// not shown safe either: the fenced runs lack the evidence (none had a stale write
+	// attempted, or one tested nothing at all).
+	Inconclusive string `json:"inconclusive,omitempty"`
 	// Verdict is the plain-language verdict, one paragraph.
 	Verdict    string   `json:"verdict"`
 	Conditions []string `json:"conditions"`
@@ -170,7 +182,8 @@ func fencedWord(r ScoreRun) string {
 func (s *Scorecard) Judge() {
 	s.Format = ScorecardFormat
 	var all []int64
-	var unfencedBad, unfencedHeld, fencedBad, fencedInconclusive, fencedIncomplete, tokensBad, nativeBad, nativeRefused, nativeHeld []string
+	var unfencedBad, unfencedHeld, fencedBad, fencedInconclusive, fencedUntested, fencedIncomplete, tokensBad, nativeBad, nativeRefused, nativeHeld []string
+	untestedWhy := "" // the first fenced run that tested nothing: why
 	staleRejected, refused := 0, 0
 	var worstNoWrite int64
 	worstNoWriteFault := ""
@@ -224,6 +237,13 @@ func (s *Scorecard) Judge() {
 				fencedBad = append(fencedBad, r.Fault)
 			case OutcomeInconclusive:
 				fencedInconclusive = append(fencedInconclusive, r.Fault)
+				r.Why = f.Why
+				if f.Reason.Untested() {
+					fencedUntested = append(fencedUntested, r.Fault)
+					if untestedWhy == "" {
+						untestedWhy = f.Why
+					}
+				}
 			case OutcomeSafe:
 			default:
 				fencedIncomplete = append(fencedIncomplete, r.Fault)
@@ -247,7 +267,7 @@ func (s *Scorecard) Judge() {
 		if r.Tokens == "WENT BACKWARDS" {
 			tokensBad = append(tokensBad, r.Fault)
 		}
-		r.Safe = r.Fenced == "held" || r.Fenced == "not tested"
+		r.Safe = r.Fenced == "held" || r.Fenced == "not tested" && !slices.Contains(fencedUntested, r.Fault)
 		r.Safe = r.Safe && r.Tokens == "monotonic"
 	}
 	slices.Sort(all)
@@ -257,6 +277,17 @@ func (s *Scorecard) Judge() {
 	}
 	s.Complete = len(fencedIncomplete) == 0
 	s.Safe = s.NoToken == "" && len(s.Rows) > 0 && len(fencedBad) == 0 && len(tokensBad) == 0 && s.Complete
+	// Safe only on evidence: the fence must have rejected stale writes, and no fenced
+	// run may have tested nothing.
+	s.Inconclusive = ""
+	switch {
+	case !s.Safe:
+	case len(fencedUntested) > 0:
+		s.Inconclusive = fmt.Sprintf("under %s the fenced run tested nothing (%s)", list(fencedUntested), untestedWhy)
+	case staleRejected == 0:
+		s.Inconclusive = fmt.Sprintf("no stale write was attempted against the fenced resource under any fault (%s)", list(fencedInconclusive))
+	}
+	s.Safe = s.Safe && s.Inconclusive == ""
 
 	faults := make([]string, len(s.Rows))
 	for i, r := range s.Rows {
@@ -275,11 +306,17 @@ func (s *Scorecard) Judge() {
 			p = append(p, fmt.Sprintf("%s hands out no fencing token (%s): it cannot be made safe by fencing, so no fenced resource was run against it.", s.Backend, s.NoToken))
 		}
 	} else if s.Safe {
-		p = append(p, fmt.Sprintf("%s is safe to adopt with a fenced resource that uses %s as its fencing token: under every applicable fault (%s) the fence rejected every stale write (%d in all) and tokens stayed strictly increasing.",
-			s.Backend, s.Token, list(faults), staleRejected))
-		if len(fencedInconclusive) > 0 {
+		if len(fencedInconclusive) == 0 {
+			p = append(p, fmt.Sprintf("%s is safe to adopt with a fenced resource that uses %s as its fencing token: under every applicable fault (%s) the fence rejected every stale write (%d in all) and tokens stayed strictly increasing.",
+				s.Backend, s.Token, list(faults), staleRejected))
+		} else {
+			tested := slices.DeleteFunc(slices.Clone(faults), func(f string) bool { return slices.Contains(fencedInconclusive, f) })
+			p = append(p, fmt.Sprintf("%s is safe to adopt with a fenced resource that uses %s as its fencing token: under %s the fence rejected every stale write (%d in all) and tokens stayed strictly increasing.",
+				s.Backend, s.Token, list(tested), staleRejected))
 			p = append(p, fmt.Sprintf("Under %s no stale write was attempted against the fenced resource, so those runs did not test the fence.", list(fencedInconclusive)))
 		}
+	} else if s.Inconclusive != "" {
+		p = append(p, fmt.Sprintf("%s is NOT shown safe: nothing showed fencing fail, but %s, so the fence was not put to the test and the verdict is inconclusive.", s.Backend, s.Inconclusive))
 	} else {
 		var why []string
 		if len(fencedBad) > 0 {
@@ -290,6 +327,9 @@ func (s *Scorecard) Judge() {
 		}
 		if len(fencedIncomplete) > 0 {
 			why = append(why, fmt.Sprintf("under %s the evaluation did not finish (a run failed or the checker timed out), so safety there is not shown", list(fencedIncomplete)))
+		}
+		if len(fencedUntested) > 0 {
+			why = append(why, fmt.Sprintf("under %s the fenced run tested nothing (%s)", list(fencedUntested), untestedWhy))
 		}
 		if len(s.Rows) == 0 {
 			why = append(why, "no fault applies to it")

@@ -12,6 +12,9 @@ import (
 type SoakRun struct {
 	Seed     int64                              `json:"seed"`
 	Verdicts map[models.Property]models.Verdict `json:"verdicts,omitempty"`
+	// Reason and Why say why a run whose outcome is inconclusive proves nothing (Why).
+	Reason models.Reason `json:"reason,omitempty"`
+	Why    string        `json:"why,omitempty"`
 	// Diffs are the ways the run differed from the catalogue (empty in random mode).
 	Diffs []string `json:"diffs,omitempty"`
 	// Err is set when the run could not complete; it has no verdicts then.
@@ -40,6 +43,11 @@ type SoakStats struct {
 	FalseAlarmRate *float64 `json:"false_alarm_rate,omitempty"`
 	// InconclusiveRate is the share of runs with at least one inconclusive verdict.
 	InconclusiveRate float64 `json:"inconclusive_rate"`
+	// Untested counts the completed runs that tested nothing (a models.Reason that is
+	// Untested: no grant, no accepted write, the fault never struck), as expected or
+	// not; UntestedWhy is the first one's Why.
+	Untested    int    `json:"untested"`
+	UntestedWhy string `json:"untested_why,omitempty"`
 	// Mismatches counts runs whose verdicts or evidence differed from the catalogue;
 	// Errors counts runs that did not complete.
 	Mismatches int `json:"mismatches"`
@@ -66,6 +74,18 @@ func (r *SoakResult) Mismatches() int {
 		n += s.Mismatches
 	}
 	return n
+}
+
+// Untested is the number of runs, over all scenarios, that tested nothing; the first
+// one's scenario and why.
+func (r *SoakResult) Untested() (n int, first string) {
+	for _, s := range r.Scenarios {
+		if s.Untested > 0 && first == "" {
+			first = s.Scenario + ": " + s.UntestedWhy
+		}
+		n += s.Untested
+	}
+	return n, first
 }
 
 // Errors is the number of runs, over all scenarios, that did not complete.
@@ -111,6 +131,11 @@ func Summarise(name string, expected map[models.Property]models.Verdict, runs []
 			continue
 		}
 		done++
+		if r.Reason.Untested() {
+			if st.Untested++; st.UntestedWhy == "" {
+				st.UntestedWhy = r.Why
+			}
+		}
 		if len(r.Diffs) > 0 {
 			st.Mismatches++
 		}

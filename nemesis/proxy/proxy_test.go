@@ -517,9 +517,10 @@ func TestConcurrentModeFlips(t *testing.T) {
 
 	stop := make(chan struct{})
 	var flipper sync.WaitGroup
+	var flips atomic.Int64
 	flipper.Go(func() {
 		rng := rand.New(rand.NewPCG(3, 4))
-		for {
+		for ; ; flips.Add(1) {
 			select {
 			case <-stop:
 				l.Pass()
@@ -576,7 +577,8 @@ func TestConcurrentModeFlips(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond)
+	// A hundred flips under the streams, however slow the machine, not 300 ms' worth.
+	require.Eventually(t, func() bool { return flips.Load() >= 100 }, eventually, tick)
 	close(stop)
 	flipper.Wait()
 	clients.Wait()

@@ -37,7 +37,7 @@ func History(o Options) *history.History {
 	rng := rand.New(rand.NewPCG(7, uint64(o.Ops)))
 	h := &history.History{Format: history.Format, Run: history.Run{
 		Scenario: o.Scenario, Backend: "naive", Resource: "unfenced", Fence: history.FenceStrict, Seed: 7, TTLms: ttl.Milliseconds(),
-		Extra: map[string]any{"clients": clients, "faults": []string{"pause"}, "synthetic": true},
+		Faults: []string{"pause"}, Extra: map[string]any{"clients": clients, "synthetic": true},
 	}}
 	if o.Fenced {
 		h.Run.Resource = "fenced"

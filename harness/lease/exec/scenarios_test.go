@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,7 +100,9 @@ func TestRunExamples(t *testing.T) {
 }
 
 // TestRunBrokenClient: a client that breaks mid-run ends it with one line, the history
-// so far is kept, and no process survives.
+// so far is kept, and no process survives. The run is bounded by that event, not by
+// time: its Duration (a minute) is only a ceiling, and the client's break after its 20th
+// request ends it (harness.Failing), however slow the machine.
 func TestRunBrokenClient(t *testing.T) {
 	tests := []struct {
 		with     string
@@ -112,7 +116,7 @@ func TestRunBrokenClient(t *testing.T) {
 		t.Run(tt.with, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := "BREAK_AFTER=20 BREAK_WITH=" + tt.with + " sh " + execFile(t, "testdata/fake.sh")
-			_, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}}, trial.Options{Dir: dir})
+			_, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": cmd}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, trial.Options{Dir: dir})
 			require.Error(t, err)
 			require.NotContains(t, err.Error(), "\n")
 			require.Contains(t, err.Error(), tt.want)
@@ -131,24 +135,44 @@ func TestRunBrokenClient(t *testing.T) {
 	}
 }
 
-// TestRunInterrupted: a run cancelled mid-way (Ctrl-C) leaves no client process.
+// TestRunInterrupted: a run cancelled mid-way (Ctrl-C) leaves no client process. It is
+// cancelled once the workload has started (every client process is up: the runner says
+// so in its log), not after a fixed wait.
 func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
+	log := &syncBuffer{}
 	go func() {
-		// Cancel once the run is under way: every client process has started.
-		deadline := time.Now().Add(30 * time.Second)
-		for len(proc.Descendants(os.Getpid())) < 3 && time.Now().Before(deadline) {
+		deadline := time.Now().Add(ceiling)
+		for !strings.Contains(log.String(), "workload started") && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
 		cancel()
 	}()
-	_, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": "sh " + execFile(t, "testdata/fake.sh")}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, trial.Options{Dir: dir})
+	_, err := trial.Run(ctx, builtin.Registry(), spec.Spec{Backend: "exec", Options: map[string]string{"client-cmd": "sh " + execFile(t, "testdata/fake.sh")}, Resource: "fenced", Faults: []string{"pause"}, Duration: time.Minute}, trial.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(log, nil))})
 	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, log.String(), "workload started", "cancelled before the workload")
 	require.FileExists(t, filepath.Join(dir, "history.json"))
 	requireNoProcesses(t)
+}
+
+// syncBuffer is a log that the run writes and the test reads at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestRunSpecErrors(t *testing.T) {
@@ -169,7 +193,7 @@ func TestRunSpecErrors(t *testing.T) {
 		{spec.Spec{Backend: "exec", Options: x("lock-service", "zoo")}, `unknown lock service "zoo"`},
 		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "localhost")}, `"localhost" is not host:port`},
 		{spec.Spec{Backend: "exec", Options: x("client-timeout", "soon")}, "--client-timeout must be a duration"},
-		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "runs against servers given by --lock-endpoints (harness.External), so it takes client-side faults only"},
+		{spec.Spec{Backend: "exec", Options: x("lock-endpoints", "127.0.0.1:1"), Faults: []string{"crash"}}, "runs against servers given by --lock-endpoints, so it takes client-side faults only"},
 		{spec.Spec{Backend: "exec", Options: x(), Faults: []string{"leader-isolation"}}, "fault \"leader-isolation\" needs a lock-service cluster"},
 		{spec.Spec{Backend: "exec", Options: x("lock-service", "etcd"), TTL: 500 * time.Millisecond}, "lock service etcd: etcd leases are whole seconds"},
 		{spec.Spec{Backend: "exec", Options: x(), Policy: "careful"}, "the careful policy needs a lease that knows its end"},

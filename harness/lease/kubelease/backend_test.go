@@ -83,7 +83,7 @@ func TestResourceVersionTokens(t *testing.T) {
 		le := harnesstest.Acquire(t, l)
 		require.Greater(t, le.Token(), last, "grant %d", i)
 		last = le.Token()
-		time.Sleep(ttl / 2) // a few renewals
+		harnesstest.WaitRenewed(t, le) // a renewal writes too: the next token skips ahead
 		require.NoError(t, le.Release(context.Background()))
 	}
 }
@@ -103,7 +103,7 @@ func TestTakeoverWhenHolderStalls(t *testing.T) {
 	a, c := locker(t, b, link.Addr(), 0), locker(t, b, b.Endpoints()[0], 1)
 	for range 2 {
 		le := harnesstest.Acquire(t, a)
-		time.Sleep(ttl / 2) // renewed at least once
+		harnesstest.WaitRenewed(t, le) // the stall comes after a renewal
 		link.Stall()
 		stalled := time.Now()
 		le2 := harnesstest.Acquire(t, c)

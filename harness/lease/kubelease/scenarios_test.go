@@ -24,7 +24,7 @@ func TestKubeSpecErrors(t *testing.T) {
 		{"sub-second ttl", spec.Spec{Backend: "kube-lease", TTL: 500 * time.Millisecond}, "whole seconds, at least 1s"},
 		{"three members", spec.Spec{Backend: "kube-lease", Members: 3}, "--members must be 1"},
 		{"no leader", spec.Spec{Backend: "kube-lease", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
-		{"no clock", spec.Spec{Backend: "kube-lease", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
+		{"no clock", spec.Spec{Backend: "kube-lease", Faults: []string{"skew"}}, "server clock cannot be skewed: its server and clients read the machine's real time"},
 		{"missing binary", spec.Spec{Backend: "kube-lease", Options: map[string]string{kubelease.OptionAPIServer: "/nonexistent/kube-apiserver"}}, "/nonexistent/kube-apiserver"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

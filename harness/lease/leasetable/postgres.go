@@ -65,7 +65,7 @@ func (s *pgStore) connect(ctx context.Context) (*pgx.Conn, error) {
 	defer cancel()
 	c, err := pgx.ConnectConfig(cctx, s.conn.Copy())
 	if err != nil {
-		return nil, fmt.Errorf("%s: no PostgreSQL server answers at %s: %w", Name, s.addr, sqlsession.OneLine(err))
+		return nil, fmt.Errorf("%s: no PostgreSQL server answers at %s: %w", Name, s.addr, sqlsession.ConnectHint(sqlsession.OneLine(err)))
 	}
 	return c, nil
 }
@@ -144,6 +144,20 @@ type pgSession struct {
 	c  *pgx.Conn
 }
 
+// proxied is a copy of conn that dials host:port (a client's proxy link), its
+// fallbacks too: sslmode=prefer (the default) tries TLS first and then plaintext, and
+// both attempts must go through the link, never to the server itself.
+func proxied(conn *pgx.ConnConfig, host string, port uint16) *pgx.ConnConfig {
+	cfg := conn.Copy()
+	cfg.Host, cfg.Port = host, port
+	for i, fb := range cfg.Fallbacks {
+		f := *fb
+		f.Host, f.Port = host, port
+		cfg.Fallbacks[i] = &f
+	}
+	return cfg
+}
+
 func (p *pgSession) conn(ctx context.Context) (*pgx.Conn, error) {
 	if p.c != nil && !p.c.IsClosed() {
 		return p.c, nil
@@ -156,12 +170,11 @@ func (p *pgSession) conn(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: address %q: %w", harness.ErrNoEffect, Name, p.addr, err)
 	}
-	cfg := p.s.conn.Copy()
-	cfg.Host, cfg.Port, cfg.Fallbacks = host, uint16(n), nil
+	cfg := proxied(p.s.conn, host, uint16(n))
 	cfg.RuntimeParams["application_name"] = "fencecheck-lease-table"
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: connect: %w", harness.ErrNoEffect, Name, sqlsession.OneLine(err))
+		return nil, fmt.Errorf("%w: %s: connect: %w", harness.ErrNoEffect, Name, sqlsession.ConnectHint(sqlsession.OneLine(err)))
 	}
 	p.c = c
 	return c, nil

@@ -31,9 +31,9 @@ func TestSpecErrors(t *testing.T) {
 		{"no leader", spec.Spec{Backend: "mariadb-lock", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
 		// skew is mariadbd's clock run fast from its start: the private server only,
 		// targeted, and not a clock fencecheck can step.
-		{"skew on an existing server", spec.Spec{Backend: "mariadb-lock", Options: map[string]string{"mariadb-lock-dsn": "root@tcp(127.0.0.1:1)/db"}, Faults: []string{"skew"}}, "runs against servers given by --mariadb-lock-dsn (harness.External), so it takes client-side faults only"},
+		{"skew on an existing server", spec.Spec{Backend: "mariadb-lock", Options: map[string]string{"mariadb-lock-dsn": "root@tcp(127.0.0.1:1)/db"}, Faults: []string{"skew"}}, "runs against servers given by --mariadb-lock-dsn, so it takes client-side faults only"},
 		{"skew in a random schedule", spec.Spec{Backend: "mariadb-lock", RandomFaults: []string{"skew"}, Duration: 10 * time.Second}, "not in a random schedule"},
-		{"clock-jump on mariadb-lock", spec.Spec{Backend: "mariadb-lock", Faults: []string{"clock-jump"}}, "can only run fast from the start"},
+		{"clock-jump on mariadb-lock", spec.Spec{Backend: "mariadb-lock", Faults: []string{"clock-jump"}}, "can only be run fast from the server's start (skew), not stepped back while it runs"},
 		{"nothing at the dsn", spec.Spec{Backend: "mariadb-lock", Options: map[string]string{"mariadb-lock-dsn": "root@tcp(127.0.0.1:1)/db"}, Faults: []string{"pause"}}, "no MariaDB server answers at 127.0.0.1:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

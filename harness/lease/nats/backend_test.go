@@ -78,7 +78,7 @@ func TestLostWhenLinkStalls(t *testing.T) {
 	a, c := locker(t, b, link.Addr()), locker(t, b, b.Endpoints()[0])
 	for range 3 {
 		le := harnesstest.Acquire(t, a)
-		time.Sleep(ttl / 2) // renewed at least once
+		harnesstest.WaitRenewed(t, le) // the stall comes after a renewal
 		link.Stall()
 		le2 := harnesstest.Acquire(t, c)
 		granted := time.Now()

@@ -28,7 +28,7 @@ func TestSpecErrors(t *testing.T) {
 	}{
 		{"external node fault", spec.Spec{Backend: "nats", Options: map[string]string{nats.OptionURL: "nats://127.0.0.1:1"}, Faults: []string{"node-pause"}}, "takes client-side faults only"},
 		{"bad url", spec.Spec{Backend: "nats", Options: map[string]string{nats.OptionURL: "127.0.0.1:1"}}, "is not one nats://host:port"},
-		{"skew", spec.Spec{Backend: "nats", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
+		{"skew", spec.Spec{Backend: "nats", Faults: []string{"skew"}}, "server clock cannot be skewed: its server and clients read the machine's real time"},
 		{"short ttl", spec.Spec{Backend: "nats", TTL: 60 * time.Millisecond}, "at least 100ms (the bucket's MaxAge)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

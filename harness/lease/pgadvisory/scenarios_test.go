@@ -30,7 +30,7 @@ func TestSpecErrors(t *testing.T) {
 		{"pgbouncer tiny ttl", spec.Spec{Backend: "postgres-advisory-pgbouncer", TTL: 60 * time.Millisecond}, "below 100ms"},
 		{"pgbouncer on an existing server", spec.Spec{Backend: "postgres-advisory-pgbouncer", Options: map[string]string{"postgres-lock-dsn": "postgres://u@127.0.0.1:1/db"}}, "--postgres-lock-dsn is for the postgres-advisory or"},
 		{"node fault on an existing server", spec.Spec{Backend: "postgres-advisory", Options: map[string]string{"postgres-lock-dsn": "postgres://u@127.0.0.1:1/db"}, Faults: []string{"crash"}}, "--postgres-lock-dsn"},
-		{"skew on postgres-advisory", spec.Spec{Backend: "postgres-advisory", Faults: []string{"skew"}}, "needs a service clock fencecheck owns"},
+		{"skew on postgres-advisory", spec.Spec{Backend: "postgres-advisory", Faults: []string{"skew"}}, "server clock cannot be skewed: its server and clients read the machine's real time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := trial.Run(context.Background(), newReg(t), tc.s, trial.Options{})

@@ -30,10 +30,10 @@ func TestSpecErrors(t *testing.T) {
 		{"tokenless fenced", spec.Spec{Backend: "redis-notoken", Resource: "fenced"}, "cannot be made safe by fencing"},
 		{"tokenless toctou", spec.Spec{Backend: "redis-notoken", Resource: "toctou"}, "cannot be made safe by fencing"},
 		{"no leader", spec.Spec{Backend: "redis", Faults: []string{"leader-isolation"}}, "needs a lock-service cluster"},
-		{"no clock", spec.Spec{Backend: "redis", Faults: []string{"clock-jump"}}, "needs a service clock fencecheck owns"},
+		{"no clock", spec.Spec{Backend: "redis", Faults: []string{"clock-jump"}}, "server clock cannot be stepped back: its server and clients read the machine's real time"},
 		{"external node fault", spec.Spec{Backend: "redis", Options: map[string]string{redis.OptionAddrs: "127.0.0.1:1"}, Faults: []string{"crash"}}, "takes client-side faults only"},
 		{"two redis addrs", spec.Spec{Backend: "redis", Options: map[string]string{redis.OptionAddrs: "127.0.0.1:1,127.0.0.1:2"}}, "one server address, got 2"},
-		{"redis members", spec.Spec{Backend: "redis", Members: 3}, "single server: --members must be 1"},
+		{"redis members", spec.Spec{Backend: "redis", Members: 3}, "runs one member only here: --members must be 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := spec.Normalize(newReg(t), tc.s)

@@ -328,3 +328,26 @@ func (o oneLine) Error() string {
 }
 
 func (o oneLine) Unwrap() error { return o.err }
+
+// ConnectHint adds to an error of connecting to the database what to do about it,
+// where that is known: a PostgreSQL server that refused TLS (pgx's "server refused TLS
+// connection", for a DSN whose sslmode asks for TLS) is a plain server, and the DSN needs
+// sslmode=disable. Any other error is returned as it is; errors.Is and errors.As still
+// see err through the hint.
+func ConnectHint(err error) error {
+	if err != nil && strings.Contains(err.Error(), "server refused TLS connection") {
+		return hinted{err: err, hint: TLSRefusedHint}
+	}
+	return err
+}
+
+// TLSRefusedHint is ConnectHint's words for a server that refused TLS.
+const TLSRefusedHint = "the server refused TLS: add sslmode=disable to the DSN"
+
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h hinted) Error() string { return h.err.Error() + "; " + h.hint }
+func (h hinted) Unwrap() error { return h.err }

@@ -28,11 +28,10 @@ func newRealism(c Config, r *rand.Rand) *realism {
 
 // run adds the free-form run fields `fencecheck run` records.
 func (m *realism) run(run history.Run) history.Run {
-	run.Scenario, run.Backend = "generated-realistic", "naive"
+	run.Scenario, run.Backend, run.Faults = "generated-realistic", "naive", []string{"pause"}
 	run.Extra = map[string]any{
 		"run_id":      "run-" + m.tag,
 		"clients":     m.c.Clients + m.c.Observers,
-		"faults":      []any{"pause"},
 		"duration_ms": 43_200_000,
 		"members":     1,
 		"policy":      "trusting",
