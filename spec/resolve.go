@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -120,8 +119,8 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("clients must be between 2 and 64 (a stale write needs a second client), got %d", s.Clients)
 	case s.TTL < 0:
 		return fmt.Errorf("ttl must be positive, got %v", s.TTL)
-	case s.TTL < 50*time.Millisecond:
-		return fmt.Errorf("ttl %v is too short: below 50ms the timing noise of a loaded machine decides the verdicts", s.TTL)
+	case s.TTL < MinTTL:
+		return fmt.Errorf("ttl %v is too short: below %v the timing noise of a loaded machine decides the verdicts", s.TTL, MinTTL)
 	case s.Duration < 0:
 		return fmt.Errorf("duration must be positive, got %v", s.Duration)
 	case s.MinGrants < 0:

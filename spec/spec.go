@@ -75,6 +75,9 @@ const (
 	DefaultSeed int64 = 1
 	// MaxKeys bounds Spec.Keys.
 	MaxKeys = 1024
+	// MinTTL is the shortest TTL of any run: below it the timing noise of a loaded
+	// machine decides the verdicts. A backend may ask for more (its descriptor's Check).
+	MinTTL = 50 * time.Millisecond
 )
 
 // ErrSpec marks a spec that cannot run (bad name, bad value): a usage error.

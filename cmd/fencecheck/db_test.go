@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 )
 
 // etcd + SQLite under a pause exits 0 with a stale write rejected by
@@ -79,4 +84,47 @@ func TestRunPostgres(t *testing.T) {
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.Contains(t, stdout, "effects   VIOLATED")
 	require.Contains(t, stdout, "escaped the fence")
+}
+
+// A PostgreSQL that answers and refuses the user (a wrong password, a role that does not
+// exist) is named as such, with the server and the user and never the password, by each
+// command that takes a DSN: exit 2, one line, not "no PostgreSQL server answers".
+func TestRunWrongDatabasePassword(t *testing.T) {
+	t.Parallel()
+	needBackend(t, "postgres-advisory")
+	// Password authentication for everyone but the superuser the test sets up with.
+	hbaDir, err := os.MkdirTemp("", "fencecheck-hba-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(hbaDir) })
+	require.NoError(t, os.Chmod(hbaDir, 0o755)) // the server may run as the postgres user
+	hba := filepath.Join(hbaDir, "pg_hba.conf")
+	require.NoError(t, os.WriteFile(hba, []byte("host all postgres 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n"), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := pgadvisory.StartServer(ctx, pgadvisory.ServerConfig{Dir: t.TempDir(), Settings: []string{"hba_file=" + hba}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.Close()) }()
+	admin, err := pgx.Connect(ctx, srv.DSN())
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, "CREATE ROLE app LOGIN PASSWORD 'right-horse-battery'")
+	require.NoError(t, admin.Close(ctx))
+	require.NoError(t, err)
+
+	const password = "Tr0ub4dor-wrong"
+	for _, user := range []string{"app", "ghost"} {
+		dsn := "postgres://" + user + ":" + password + "@" + srv.Addr() + "/postgres?sslmode=disable"
+		want := "PostgreSQL at " + srv.Addr() + " refused user " + user + ": wrong password or no such user"
+		for _, args := range [][]string{
+			{"--backend", "postgres-advisory", "--postgres-lock-dsn", dsn},
+			{"--backend", "lease-table", "--lease-table-dsn", dsn},
+			{"--resource", "postgres", "--postgres-dsn", dsn},
+		} {
+			code, stdout, stderr := run(t, append([]string{"run", "--out", t.TempDir()}, args...)...)
+			require.Equal(t, exitUsage, code, "%v\nstdout:\n%s\nstderr:\n%s", args, stdout, stderr)
+			require.Contains(t, stderr, want, args)
+			require.NotContains(t, stderr, "answers", args)
+			require.NotContains(t, stdout+stderr, password, args)
+			require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %s", stderr)
+		}
+	}
 }

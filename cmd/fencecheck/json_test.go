@@ -73,7 +73,7 @@ func requireDocs(t *testing.T, tc jsonCase, code int, docs []any, stderr string)
 }
 
 // Every --json document validates against its schema in docs/: every command, every
-// outcome it gives on cheap runs (the naive backend, short TTLs, hand-written histories),
+// outcome it gives on cheap runs (the naive backend, short runs, hand-written histories),
 // an interrupt, and argument errors, which print the error document.
 func TestJSONMatchesSchemas(t *testing.T) {
 	t.Parallel()
@@ -81,9 +81,8 @@ func TestJSONMatchesSchemas(t *testing.T) {
 		t.Skip("runs some twenty short scenarios")
 	}
 	store := t.TempDir()
-	fast := []string{"--ttl", "50ms"}
 	runArgs := func(args ...string) []string {
-		return append(append([]string{"run", "--json", "--out", store, "--duration", "200ms"}, fast...), args...)
+		return append([]string{"run", "--json", "--out", store, "--duration", "500ms"}, args...)
 	}
 
 	// A real run's history, safe; a hand-written one with a fault that produced no stale
@@ -160,15 +159,15 @@ func TestJSONMatchesSchemas(t *testing.T) {
 		{name: "matrix bad flag", args: []string{"matrix", "--json", "--parallel", "many"}, outcome: "error"},
 		{name: "matrix unknown fault", args: []string{"matrix", "--json", "--fault", "meteor"}, outcome: "error"},
 
-		{name: "evaluate safe", args: append([]string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, fast...), schema: "scorecard.schema.json", outcome: "safe"},
-		{name: "evaluate unsafe", args: append([]string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "crash"}, fast...), schema: "scorecard.schema.json", outcome: "unsafe"},
-		{name: "evaluate interrupted", args: append([]string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, fast...), schema: "scorecard.schema.json", outcome: "incomplete", interrupted: true},
+		{name: "evaluate safe", args: []string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "scorecard.schema.json", outcome: "safe"},
+		{name: "evaluate unsafe", args: []string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "crash"}, schema: "scorecard.schema.json", outcome: "unsafe"},
+		{name: "evaluate interrupted", args: []string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "scorecard.schema.json", outcome: "incomplete", interrupted: true},
 		{name: "evaluate no backend", args: []string{"evaluate", "--json"}, outcome: "error"},
 		{name: "evaluate argument", args: []string{"evaluate", "--json", "naive"}, outcome: "error"},
 
-		{name: "compare complete", args: append([]string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, "--ttl", "500ms"), schema: "compare.schema.json", outcome: "complete"},
-		{name: "compare unsafe", args: append([]string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "crash"}, fast...), schema: "compare.schema.json", outcome: "unsafe"},
-		{name: "compare interrupted", args: append([]string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, fast...), schema: "compare.schema.json", outcome: "incomplete", interrupted: true},
+		{name: "compare complete", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "compare.schema.json", outcome: "complete"},
+		{name: "compare unsafe", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "crash"}, schema: "compare.schema.json", outcome: "unsafe"},
+		{name: "compare interrupted", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "compare.schema.json", outcome: "incomplete", interrupted: true},
 		{name: "compare unknown backend", args: []string{"compare", "--json", "--backend", "chubby"}, outcome: "error"},
 		{name: "compare bad ttl", args: []string{"compare", "--json", "--ttl", "-"}, outcome: "error"},
 

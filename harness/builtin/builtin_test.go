@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/internal/mdblock"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 func TestRegistryRefusesDuplicates(t *testing.T) {
@@ -104,5 +107,45 @@ func TestVersions(t *testing.T) {
 	redis, _ := reg.Backend("redis")
 	if v := redis.VersionOf(context.Background(), registry.Settings{Members: 1}); v != "" {
 		require.Regexp(t, `^Redis server v=\d`, v)
+	}
+}
+
+// The TTL line of a backend page is what a run accepts: a TTL at its bounds resolves, one
+// beyond them is refused before anything starts (exit 2), and no doc.md states figures of
+// its own about --ttl.
+func TestTTLRule(t *testing.T) {
+	reg := builtin.Registry()
+	for _, tc := range []struct {
+		backend, want string
+		ok, refused   []time.Duration
+	}{
+		{"naive", "default 500 ms; 50 ms or more", []time.Duration{spec.MinTTL, time.Hour}, []time.Duration{spec.MinTTL - time.Millisecond}},
+		{"lease-table", "default 500 ms; 50 ms or more", []time.Duration{spec.MinTTL}, []time.Duration{10 * time.Millisecond}},
+		{"raft", "default 500 ms; 50 ms to 1 h", []time.Duration{spec.MinTTL, time.Hour}, []time.Duration{20 * time.Millisecond, time.Hour + time.Millisecond}},
+		{"etcd", "default 1 s; whole seconds, 1 s or more", []time.Duration{time.Second, 5 * time.Second}, []time.Duration{1500 * time.Millisecond, 500 * time.Millisecond}},
+		{"redis", "default 500 ms; whole milliseconds, 50 ms or more", []time.Duration{spec.MinTTL}, []time.Duration{1500500 * time.Microsecond}},
+	} {
+		require.Equal(t, tc.want, builtin.TTLRule(reg, tc.backend), tc.backend)
+		for _, ttl := range tc.ok {
+			_, err := spec.Resolve(reg, spec.Spec{Backend: tc.backend, TTL: ttl})
+			require.NoError(t, err, "%s --ttl %v", tc.backend, ttl)
+		}
+		for _, ttl := range tc.refused {
+			_, err := spec.Resolve(reg, spec.Spec{Backend: tc.backend, TTL: ttl})
+			require.ErrorIs(t, err, spec.ErrSpec, "%s --ttl %v", tc.backend, ttl)
+		}
+	}
+	docs, err := filepath.Glob("../lease/*/doc.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, docs)
+	figures := regexp.MustCompile(`(?i)--ttl.*(at least|default|whole|[0-9] ?ms\b)`)
+	for _, f := range docs {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "`--ttl`") && strings.HasPrefix(line, "|") {
+				require.NotRegexp(t, figures, strings.ReplaceAll(line, "default and bounds", ""), "%s: the bounds of --ttl are generated into the page's registry entries", f)
+			}
+		}
 	}
 }

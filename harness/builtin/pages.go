@@ -1,14 +1,18 @@
 package builtin
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 //go:generate go run ./gendocs -root ../..
@@ -66,13 +70,10 @@ func backendPage(reg *registry.Registry, p Package) string {
 	var b strings.Builder
 	b.WriteString(generatedBy(p.Path + "/doc.md and the package's descriptors and scenarios"))
 	b.WriteString(strings.TrimRight(p.Doc, "\n") + "\n\n")
-	b.WriteString("## Registry entries\n\nAs the descriptors declare them (`Descriptor()` / `Descriptors()` in [`" + p.Path + "`](/" + p.Path + ")).\n\n")
-	b.WriteString("| backend | service | token | default TTL | members | options | needs |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("## Registry entries\n\nAs the descriptors declare them (`Descriptor()` / `Descriptors()` in [`" + p.Path + "`](/" + p.Path + ")); the TTLs are those a run accepts with no option given (fencecheck refuses any below " + words(spec.MinTTL) + ").\n\n")
+	b.WriteString("| backend | service | token | TTL (`--ttl`) | members | options | needs |\n|---|---|---|---|---|---|---|\n")
 	for _, d := range p.Backends {
-		ttl := registry.DefaultTTL
-		if d.TTL > 0 {
-			ttl = d.TTL
-		}
+		ttl := TTLRule(reg, d.Name)
 		members := fmt.Sprint(max(d.Members, 1))
 		if d.NodeFaultMembers > 0 {
 			members += fmt.Sprintf(" (%d for faults on the service)", d.NodeFaultMembers)
@@ -81,7 +82,7 @@ func backendPage(reg *registry.Registry, p Package) string {
 		for _, o := range d.Options {
 			opts = append(opts, "`--"+o.Name+"`")
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %v | %s | %s | %s |\n", d.Name, serviceCell(d), cell(d.Token), ttl, members, orNone(strings.Join(opts, ", ")), needsCell(d))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", d.Name, serviceCell(d), cell(d.Token), cell(ttl), members, orNone(strings.Join(opts, ", ")), needsCell(d))
 	}
 	if len(p.Scenarios) > 0 {
 		b.WriteString("\n## Catalogue scenarios\n\nDeclared in [`" + p.Path + "/scenarios.go`](/" + p.Path + "/scenarios.go) with the verdicts each must give; `go test ./scenarios/...` runs them. All scenarios: [expected-verdicts.md](../expected-verdicts.md).\n\n")
@@ -144,3 +145,77 @@ func orNone(s string) string {
 }
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+// ttlProbeMax is the longest TTL TTLRule asks about: a backend that accepts it has no
+// upper bound of its own.
+const ttlProbeMax = 1000 * time.Hour
+
+// TTLRule says which lease TTLs a run of the backend accepts with its default settings
+// (no option given), e.g. "default 2 s; whole seconds, 1 s or more": the default, the
+// granularity, the least and the most. It asks the tool — spec.Resolve, with fencecheck's
+// floor (spec.MinTTL) and the descriptor's Check — so a page cannot say other than what
+// a run does. A backend whose default settings do not resolve (one that needs an option)
+// gets its default only.
+func TTLRule(reg *registry.Registry, backend string) string {
+	r, err := spec.Resolve(reg, spec.Spec{Backend: backend, Resource: "unfenced"})
+	if err != nil {
+		d, _ := reg.Backend(backend)
+		ttl := cmp.Or(d.TTL, registry.DefaultTTL)
+		return "default " + words(ttl) + "; the options it needs set its bounds"
+	}
+	def := r.Spec.TTL
+	accepts := func(ttl time.Duration) bool {
+		_, err := spec.Resolve(reg, spec.Spec{Backend: backend, Resource: "unfenced", TTL: ttl})
+		return err == nil
+	}
+	// The granularity: the finest step from the default that is still accepted.
+	var step time.Duration
+	grain := ""
+	switch {
+	case accepts(def + time.Microsecond):
+	case accepts(def + time.Millisecond):
+		step, grain = time.Millisecond, "whole milliseconds, "
+	case accepts(def + time.Second):
+		step, grain = time.Second, "whole seconds, "
+	}
+	unit := max(step, time.Millisecond)
+	// The least: the smallest accepted whole number of units up to the default (the
+	// accepted TTLs are the multiples of step between a least and a most).
+	lo, hi := int64(0), int64(def/unit) // lo refused (a TTL of 0 is no TTL), hi accepted
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; accepts(time.Duration(mid) * unit) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	least := time.Duration(hi) * unit
+	top := ttlProbeMax / unit * unit
+	if accepts(top) {
+		return fmt.Sprintf("default %s; %s%s or more", words(def), grain, words(least))
+	}
+	lo, hi = int64(def/unit), int64(top/unit) // lo accepted, hi refused
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; accepts(time.Duration(mid) * unit) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return fmt.Sprintf("default %s; %s%s to %s", words(def), grain, words(least), words(time.Duration(lo)*unit))
+}
+
+// words writes a TTL for people: "50 ms", "1.5 s", "2 s", "1 h".
+func words(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+	case d >= time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + " ms"
+	}
+	return d.String()
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/internal/dbauth"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 )
 
@@ -64,6 +65,9 @@ func (s *pgStore) connect(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, err := pgx.ConnectConfig(cctx, s.conn.Copy())
+	if refused := dbauth.Postgres(s.addr, s.conn.User, err); refused != nil {
+		return nil, fmt.Errorf("%s: %w", Name, refused)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: no PostgreSQL server answers at %s: %w", Name, s.addr, sqlsession.ConnectHint(sqlsession.OneLine(err)))
 	}

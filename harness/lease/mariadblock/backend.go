@@ -30,6 +30,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/internal/dbauth"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
@@ -203,6 +204,9 @@ func (b *Backend) setup(ctx context.Context) error {
 	db := sql.OpenDB(c)
 	defer db.Close()
 	conn, err := db.Conn(sctx)
+	if refused := accessDenied(b.conn.Addr, b.conn.User, err); refused != nil {
+		return fmt.Errorf("%s: %w", Name, refused)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: no MariaDB server answers at %s: %w", Name, b.conn.Addr, err)
 	}
@@ -356,6 +360,16 @@ func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
 	}
 	if !keepData {
 		return b.setup(ctx)
+	}
+	return nil
+}
+
+// accessDenied is err as the server's refusal of user at addr when it refused the
+// credentials (MySQL error 1045, ER_ACCESS_DENIED_ERROR), else nil.
+func accessDenied(addr, user string, err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1045 {
+		return dbauth.Refusal("MariaDB", addr, user, me.Message, err)
 	}
 	return nil
 }

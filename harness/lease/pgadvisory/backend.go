@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/internal/dbauth"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
@@ -219,6 +220,9 @@ func (b *Backend) setup(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, err := pgx.ConnectConfig(sctx, b.conn.Copy())
+	if refused := dbauth.Postgres(b.addr, b.conn.User, err); refused != nil {
+		return fmt.Errorf("%s: %w", Name, refused)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: no PostgreSQL server answers at %s: %w", Name, b.addr, sqlsession.ConnectHint(sqlsession.OneLine(err)))
 	}

@@ -24,6 +24,9 @@ func Descriptor() registry.Backend {
 			if s.Members < 1 || s.Members > 7 {
 				return fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)
 			}
+			if s.TTL < MinTTL || s.TTL > MaxTTL {
+				return fmt.Errorf("raft: --ttl must be between %v and %v, got %v", MinTTL, MaxTTL, s.TTL)
+			}
 			return nil
 		},
 		Shape: func(registry.Settings) registry.Shape {

@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/fencecheck/fencecheck/harness/internal/dbauth"
 	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
 )
 
@@ -155,6 +156,9 @@ func New(ctx context.Context, cfg Config) (*sqldb.Resource, error) {
 	defer cancel()
 	if err := admin.PingContext(cctx); err != nil {
 		_ = admin.Close()
+		if refused := dbauth.Postgres(endpoint, base.User, err); refused != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, refused)
+		}
 		return nil, fmt.Errorf("%w: cannot connect to %s within %v: %v", ErrUnavailable, describe, timeout, err)
 	}
 	key, err := runKey()
