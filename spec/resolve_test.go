@@ -25,6 +25,8 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown resource", spec.Spec{Resource: "s3"}, `unknown resource "s3"`},
 		{"unknown fault", spec.Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
 		{"negative ttl", spec.Spec{TTL: -1}, "ttl must be positive"},
+		{"short ttl", spec.Spec{TTL: 10 * time.Millisecond}, "ttl 10ms is too short: below 50ms"},
+		{"long ttl", spec.Spec{TTL: 1000 * time.Hour, Faults: []string{"pause"}}, "ttl 1000h0m0s is too long: at most 1m0s for naive (a run would last at least 4000h0m0s"},
 		{"one client", spec.Spec{Clients: 1}, "clients must be between 2 and 64"},
 		{"bad fence", spec.Spec{Fence: "loose"}, `unknown fence "loose"`},
 		{"both kinds of faults", spec.Spec{Faults: []string{"pause"}, RandomFaults: []string{"pause"}}, "not both"},

@@ -59,7 +59,12 @@ type Spec struct {
 const (
 	DefaultClients = 3
 	// DefaultTTL is the TTL of a backend whose descriptor sets none.
-	DefaultTTL      = registry.DefaultTTL
+	DefaultTTL = registry.DefaultTTL
+	// MinTTL and MaxTTL bound a run's TTL: below MinTTL the timing noise of a loaded
+	// machine decides the verdicts; above MaxTTL (or a backend's own MaxTTL) a run
+	// lasts for ever, as every wait of it derives from the TTL.
+	MinTTL          = 50 * time.Millisecond
+	MaxTTL          = registry.MaxTTL
 	DefaultDuration = 2 * time.Second
 	// DefaultSeed is every run's seed when none is given: an ad-hoc run, a matrix
 	// cell and an evaluation run alike.

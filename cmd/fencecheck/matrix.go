@@ -136,6 +136,9 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	if err := checkParallel(f.parallel); err != nil {
 		return fail(err)
 	}
+	if err := writableDir("--out", f.out); err != nil {
+		return fail(err)
+	}
 	m := &reports.Matrix{Parallel: f.parallel}
 	var plan []plannedCell
 	var err error

@@ -47,6 +47,9 @@ func (a *app) serve(ctx context.Context, addr string, args []string) error {
 	if len(args) == 1 {
 		dir = args[0]
 	}
+	if dir == "" {
+		return badInput("the folder to serve is empty: give a results store")
+	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a folder", dir)
