@@ -93,6 +93,10 @@ type compareRow struct {
 	name    string
 	backend registry.Backend
 	options map[string]string
+	// asked: named by --backend, an extra row or an external option, so a comparison
+	// without it is incomplete (a recommended variant that cannot run here is only
+	// left out).
+	asked bool
 }
 
 // CompareName is the comparison's folder in the results store.
@@ -158,13 +162,13 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		probe := unfenced
 		base := cell(r, probe, nil)
 		if why := spec.Unavailable(reg, base); why != "" {
-			cmp.Skipped = append(cmp.Skipped, judge.SkippedEntry{Backend: r.name, Reason: why})
+			cmp.Skipped = append(cmp.Skipped, judge.SkippedEntry{Backend: r.name, Reason: why, Asked: r.asked})
 			continue
 		}
 		// The TTL must be the one the service grants: a run at another would not be on
 		// the same terms.
 		if _, _, err := spec.ResolveTTL(ctx, reg, base); err != nil {
-			cmp.Skipped = append(cmp.Skipped, judge.SkippedEntry{Backend: r.name, Reason: strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")})
+			cmp.Skipped = append(cmp.Skipped, judge.SkippedEntry{Backend: r.name, Reason: strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": "), Asked: r.asked})
 			continue
 		}
 		for _, f := range faults {
@@ -255,7 +259,7 @@ func compareRows(reg *registry.Registry, cfg CompareConfig) ([]compareRow, error
 	}
 	var rows []compareRow
 	for _, be := range bases {
-		rows = append(rows, compareRow{name: be.Name, backend: be, options: own(be, false)})
+		rows = append(rows, compareRow{name: be.Name, backend: be, options: own(be, false), asked: len(cfg.Backends) > 0})
 	}
 	for _, x := range cfg.Extra {
 		be, ok := reg.Backend(x.Backend)
@@ -275,7 +279,7 @@ func compareRows(reg *registry.Registry, cfg CompareConfig) ([]compareRow, error
 			}
 			opts[k] = v
 		}
-		rows = append(rows, compareRow{name: x.Name, backend: be, options: opts})
+		rows = append(rows, compareRow{name: x.Name, backend: be, options: opts, asked: true})
 	}
 	keys := slices.Sorted(maps.Keys(cfg.Options))
 	for _, k := range keys {
@@ -304,7 +308,7 @@ func compareRows(reg *registry.Registry, cfg CompareConfig) ([]compareRow, error
 				continue
 			}
 			be, _ := reg.Backend(name)
-			rows = append(rows, compareRow{name: name + "-external", backend: be, options: own(be, true)})
+			rows = append(rows, compareRow{name: name + "-external", backend: be, options: own(be, true), asked: true})
 		}
 	}
 	return rows, nil

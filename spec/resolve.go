@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -121,6 +122,9 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("ttl must be positive, got %v", s.TTL)
 	case s.TTL < MinTTL:
 		return fmt.Errorf("ttl %v is too short: below %v the timing noise of a loaded machine decides the verdicts", s.TTL, MinTTL)
+	case s.TTL > def.LongestTTL():
+		return fmt.Errorf("ttl %v is too long: at most %v for %s (a run would last at least %v: every wait of a run derives from the TTL)",
+			s.TTL, def.LongestTTL(), s.Backend, leastRunTime(s))
 	case s.Duration < 0:
 		return fmt.Errorf("duration must be positive, got %v", s.Duration)
 	case s.MinGrants < 0:
@@ -360,4 +364,14 @@ func checkKeys(s Spec, backend string, caps registry.Caps, res registry.Resource
 		return registry.Refuse("registry.Resource.Keyed, with clients that are a harness.KeyedResourceClient", "resource %s does not support independent keys (--keys): it keeps one register only", res.Name)
 	}
 	return nil
+}
+
+// leastRunTime is the least a run of s lasts: its workload, which with a fault waits for
+// it to strike (about a TTL) and heal (two TTLs at least), and a TTL's tail.
+func leastRunTime(s Spec) time.Duration {
+	work := s.Duration
+	if len(s.Faults) > 0 {
+		work = max(work, 3*s.TTL)
+	}
+	return work + s.TTL
 }

@@ -27,6 +27,8 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown fault", spec.Spec{Faults: []string{"meteor"}}, `unknown fault "meteor"`},
 		{"negative ttl", spec.Spec{TTL: -1}, "ttl must be positive"},
 		{"negative min grants", spec.Spec{MinGrants: -1}, "min grants must not be negative"},
+		{"short ttl", spec.Spec{TTL: 10 * time.Millisecond}, "ttl 10ms is too short: below 50ms"},
+		{"long ttl", spec.Spec{TTL: 1000 * time.Hour, Faults: []string{"pause"}}, "ttl 1000h0m0s is too long: at most 1m0s for naive (a run would last at least 4000h0m0s"},
 		{"one client", spec.Spec{Clients: 1}, "clients must be between 2 and 64"},
 		{"bad fence", spec.Spec{Fence: "loose"}, `unknown fence "loose"`},
 		{"both kinds of faults", spec.Spec{Faults: []string{"pause"}, RandomFaults: []string{"pause"}}, "not both"},

@@ -65,7 +65,12 @@ type Spec struct {
 const (
 	DefaultClients = 3
 	// DefaultTTL is the TTL of a backend whose descriptor sets none.
-	DefaultTTL      = registry.DefaultTTL
+	DefaultTTL = registry.DefaultTTL
+	// MinTTL and MaxTTL bound a run's TTL: below MinTTL the timing noise of a loaded
+	// machine decides the verdicts; above MaxTTL (or a backend's own MaxTTL) a run
+	// lasts for ever, as every wait of it derives from the TTL.
+	MinTTL          = 50 * time.Millisecond
+	MaxTTL          = registry.MaxTTL
 	DefaultDuration = 2 * time.Second
 	// MinGrantsCeiling is how long past its Duration a run with MinGrants waits for
 	// them: generous, for a loaded machine, and spent only when the grants do not come.
@@ -75,9 +80,6 @@ const (
 	DefaultSeed int64 = 1
 	// MaxKeys bounds Spec.Keys.
 	MaxKeys = 1024
-	// MinTTL is the shortest TTL of any run: below it the timing noise of a loaded
-	// machine decides the verdicts. A backend may ask for more (its descriptor's Check).
-	MinTTL = 50 * time.Millisecond
 )
 
 // ErrSpec marks a spec that cannot run (bad name, bad value): a usage error.

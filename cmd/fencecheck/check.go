@@ -163,6 +163,11 @@ func (a *app) check(ctx context.Context, f *checkFlags, files []string) error {
 	if err != nil {
 		return err
 	}
+	if f.htmlDir != "" {
+		if err := writableDir("--html", f.htmlDir); err != nil {
+			return err
+		}
+	}
 	// Open every file first: one that is missing or not a history is a usage error and
 	// nothing is checked. With --html each is read whole (the pages draw every op);
 	// otherwise models.CheckFile checks a large one as a stream.

@@ -77,7 +77,7 @@ runs; 'fencecheck merge' judges the shards' runs into one comparison (docs/shard
 	fs.StringSliceVar(&f.faults, "fault", nil, "faults every service runs under, comma-separated (default: "+strings.Join(campaign.CompareFaults(), ",")+"; each must apply to every service)")
 	fs.IntVar(&f.parallel, "parallel", defaultCompareParallel, "runs at a time, 1 to 8 (the runs at a time are of different services)")
 	seedFlag(fs, &f.seed, "every run's workload")
-	fs.DurationVar(&f.ttl, "ttl", campaign.DefaultCompareTTL, "lease TTL of every run (a service that would grant another is skipped)")
+	fs.DurationVar(&f.ttl, "ttl", campaign.DefaultCompareTTL, fmt.Sprintf("lease TTL of every run, %v to %v (a service that would grant another is skipped)", spec.MinTTL, spec.MaxTTL))
 	outFlag(fs, &f.out, defaultOut, "results store: runs go to DIR/<run>/<timestamp>/, the comparison to DIR/compare/<timestamp>/")
 	fs.StringVar(&f.out, "store", defaultOut, "")
 	_ = fs.MarkHidden("store") // --out's name in some scripts; the same flag
@@ -91,7 +91,7 @@ runs; 'fencecheck merge' judges the shards' runs into one comparison (docs/shard
 	setExitCodes(c, exitCodes{
 		exitSafe:         "every run was made and decided, and every service with a fencing token held with fencing (a shard: its runs completed and none showed fencing fail)",
 		exitViolated:     "a service with a fencing token let a stale write through the fence, or its tokens went backwards",
-		exitUsage:        "bad input, no backend that can run here, or an interrupt",
+		exitUsage:        "bad input, no backend that can run here, a backend asked for (--backend, --client, an external option) that cannot, or an interrupt",
 		exitInternal:     "a run failed or the checker did not decide (fencecheck's own failure)",
 		exitInconclusive: inconclusiveText + ": a service's fenced runs had no stale write attempted, or one tested nothing",
 	})
@@ -102,6 +102,9 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	ctx := cmd.Context()
 	reg := a.reg
 	fail := a.failer(f.json)
+	if err := writableDir("--out", f.out); err != nil {
+		return fail(err)
+	}
 	backends := trimList(f.backends)
 	for _, b := range backends {
 		if err := checkName("backend", b, a.backendNames()); err != nil {
@@ -196,6 +199,11 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 		reports.PrintComparison(out, cmpn)
 		fmt.Fprintf(out, "comparison: %s (took %s)\n", page, time.Duration(cmpn.Seconds*float64(time.Second)).Round(time.Second))
 	}
+	for _, s := range cmpn.Skipped {
+		if s.Asked {
+			fmt.Fprintf(a.stderr, "fencecheck compare: %s was asked for and cannot run here, so the comparison is incomplete: %s\n", s.Backend, s.Reason)
+		}
+	}
 	if interrupted {
 		fmt.Fprintln(a.stderr, "fencecheck compare: interrupted; the runs that finished are in the comparison")
 	}
@@ -227,7 +235,7 @@ func clientRows(values []string) ([]campaign.CompareRow, error) {
 
 // compareExit: 1 when a service with a fencing token was unsafe with fencing (a
 // service without a token is a finding of the comparison, not a failure of it); else 3
-// when a run failed or the checker did not decide, 2 when a run could not be made as
+// when a run failed or the checker did not decide, 2 when a run or a backend asked for could not be made as
 // asked or the comparison was interrupted; 4 when every run was decided but a service's
 // runs lack the evidence (judge.VerdictInconclusive); else 0. A shard (or a partial merge: only
 // part of the runs, so no service's verdict is complete) is 0 when its runs completed
@@ -244,6 +252,11 @@ func compareExit(c *reports.Comparison, results []campaign.RunResult, interrupte
 	}
 	if interrupted {
 		code = worst(code, exitUsage)
+	}
+	for _, s := range c.Skipped {
+		if s.Asked { // a backend asked for could not run as asked
+			code = worst(code, exitUsage)
+		}
 	}
 	if code == exitSafe && !c.Complete && !shard {
 		code = exitInternal // no run failed, yet a verdict is undecided

@@ -144,7 +144,7 @@ func TestCompareMissingProgram(t *testing.T) {
 	p, err := campaign.PlanCompare(context.Background(), newApp(nil, io.Discard, io.Discard).reg, nil, campaign.CompareConfig{Backends: []string{"naive", "redis"}})
 	require.NoError(t, err)
 	require.Len(t, p.Comparison.Services, 1)
-	require.Equal(t, []judge.SkippedEntry{{Backend: "redis", Reason: "redis-server not found (hidden by FENCECHECK_HIDE_PROGRAMS): apt-get install redis-server"}}, p.Comparison.Skipped)
+	require.Equal(t, []judge.SkippedEntry{{Backend: "redis", Reason: "redis-server not found (hidden by FENCECHECK_HIDE_PROGRAMS): apt-get install redis-server", Asked: true}}, p.Comparison.Skipped)
 }
 
 // --etcd-endpoints adds a row for the existing cluster beside the one fencecheck starts;

@@ -79,7 +79,7 @@ backend, and what must our resource do? With a backend option naming an existing
 	fs.StringSliceVar(&f.faults, "fault", nil, "faults to run, comma-separated (default: every fault that applies to the backend)")
 	autoParallelFlag(fs, &f.parallel, "runs")
 	seedFlag(fs, &f.seed, "every run's workload")
-	fs.DurationVar(&f.ttl, "ttl", 0, "lease TTL of every run (default: the backend's; an existing etcd cluster: the TTL it grants)")
+	fs.DurationVar(&f.ttl, "ttl", 0, fmt.Sprintf("lease TTL of every run, %v to %v (default: the backend's; an existing etcd cluster: the TTL it grants)", spec.MinTTL, spec.MaxTTL))
 	outFlag(fs, &f.out, defaultOut, "results store: runs go to DIR/<scenario>/<timestamp>/, the scorecard to DIR/evaluate-<backend>/<timestamp>/")
 	checkTimeoutFlag(fs, &f.checkTimeout, false)
 	jsonFlag(fs, &f.json, "the scorecard")
@@ -101,6 +101,9 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	ctx := cmd.Context()
 	reg := a.reg
 	fail := a.failer(f.json)
+	if err := writableDir("--out", f.out); err != nil {
+		return fail(err)
+	}
 	opts := f.options()
 	backend := f.backend
 	if backend == "" {

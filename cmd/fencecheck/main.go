@@ -184,8 +184,18 @@ records what every client did, and checks the history for stale writes and lost 
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
+			c.Use = "completion SHELL"
 			c.Short = "print the shell completion script for bash, zsh, fish or powershell"
-			setExitCodes(c, exitCodes{exitSafe: "printed", exitUsage: "bad usage"})
+			// A shell it has no script for is a usage error, not its help with exit 0.
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(_ *cobra.Command, args []string) error {
+				const shells = "bash, zsh, fish or powershell" // the list is the suggestion
+				if len(args) == 0 {
+					return usageError("name a shell: %s", shells)
+				}
+				return usageError("unknown shell %s: %s", args[0], shells)
+			}
+			setExitCodes(c, exitCodes{exitSafe: "printed", exitUsage: "bad usage: no shell, or one it has no script for"})
 		}
 	}
 	return root

@@ -96,12 +96,14 @@ func (a *app) matrixCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "matrix",
 		Short: "run backend × resource × fault cells against their expected verdicts",
-		Long: `Runs backend × resource × fault cells (or catalogue scenarios: --scenario), compares each
+		Long: fmt.Sprintf(`Runs backend × resource × fault cells (or catalogue scenarios: --scenario), compares each
 cell's verdicts with the catalogue's expectation (or, for cells not in it, the table in
 docs/expected-verdicts.md), and writes an index page into the results store
 (DIR/matrix/<timestamp>/index.html). A combination that cannot run is shown as n/a with the
-reason. Without --backend, the default rows are the backends that can run here (the others
-are named on stderr).`,
+reason. Without --backend, the rows are %s, which need nothing
+installed (one that cannot run here all the same is left out, named on stderr); name any
+other backend with --backend ('fencecheck doctor' says which can run here).`,
+			strings.ReplaceAll(defaultMatrixBackends(a.reg), ",", ", ")),
 		Example: `  fencecheck matrix
   fencecheck matrix --backend etcd,zookeeper --resource unfenced,fenced,etcd-txn --fault pause,partition
   fencecheck matrix --scenario all --parallel 2`,
@@ -135,6 +137,9 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	ctx := cmd.Context()
 	fail := a.failer(f.json)
 	if err := checkParallel(f.parallel); err != nil {
+		return fail(err)
+	}
+	if err := writableDir("--out", f.out); err != nil {
 		return fail(err)
 	}
 	m := &reports.Matrix{Parallel: f.parallel}

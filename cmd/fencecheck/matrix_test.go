@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -127,4 +130,22 @@ func TestNewCommandsBadInput(t *testing.T) {
 			require.NotContains(t, stderr, "panic")
 		})
 	}
+}
+
+// matrix's help names its default rows, and they need nothing installed, as it says:
+// on a bare machine every one of them can run.
+func TestMatrixDefaultRows(t *testing.T) {
+	t.Setenv(proc.HideEnv, "all")
+	reg := builtin.Registry()
+	rows := strings.Split(defaultMatrixBackends(reg), ",")
+	require.NotEmpty(t, rows)
+	for _, name := range rows {
+		b, ok := reg.Backend(name)
+		require.True(t, ok, name)
+		s := registry.Settings{TTL: b.TTL, Members: max(b.Members, 1), Clients: 3}
+		require.Empty(t, b.Unavailability(s), "default matrix row %s needs something installed", name)
+	}
+	code, stdout, _ := run(t, "matrix", "-h")
+	require.Equal(t, exitSafe, code)
+	require.Contains(t, strings.Join(strings.Fields(stdout), " "), "Without --backend, the rows are "+strings.Join(rows, ", ")+", which need nothing installed")
 }

@@ -91,6 +91,9 @@ and the pages say which are missing).`,
 
 func (a *app) merge(f *mergeFlags, stores []string) error {
 	fail := a.failer(f.json)
+	if err := writableDir("--store", f.store); err != nil {
+		return fail(err)
+	}
 	merged, err := campaign.Merge(campaign.MergeConfig{Stores: stores, Out: f.store, Partial: f.partial})
 	switch {
 	case errors.Is(err, campaign.ErrMerge):

@@ -144,6 +144,23 @@ func (a *app) report(ctx context.Context, out string, timeout time.Duration, arg
 	if out != "" && len(jobs) != 1 {
 		return badInput("--out takes exactly one history file")
 	}
+	// Every folder a page goes into can take it, before any is written.
+	what := "the report's folder"
+	if out != "" {
+		what = "--out"
+	}
+	for _, j := range jobs {
+		if err := writableDir(what, j.dir); err != nil {
+			return err
+		}
+	}
+	for _, dirs := range [][]string{matDirs, scDirs, cmpDirs, soakDirs, indexes} {
+		for _, d := range dirs {
+			if err := writableDir("the report's folder", d); err != nil {
+				return err
+			}
+		}
+	}
 	for _, j := range jobs {
 		rep, err := models.Check(ctx, j.h, models.Options{Timeout: timeout})
 		if err != nil {

@@ -73,7 +73,7 @@ makes it harmless.`,
 	deprecate(fs, "faults", "fault with --random")
 	fs.DurationVar(&f.interval, "interval", 0, "mean quiet time between faults of a random schedule (default 2x TTL)")
 	fs.IntVar(&f.clients, "clients", 0, fmt.Sprintf("number of clients (default %d)", spec.DefaultClients))
-	fs.DurationVar(&f.ttl, "ttl", 0, fmt.Sprintf("lease TTL (default: the backend's, else %v)", spec.DefaultTTL))
+	fs.DurationVar(&f.ttl, "ttl", 0, fmt.Sprintf("lease TTL, %v to %v (default: the backend's, else %v)", spec.MinTTL, spec.MaxTTL, spec.DefaultTTL))
 	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", spec.DefaultDuration))
 	seedFlag(fs, &f.seed, "the workload and the fault schedule")
 	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
@@ -123,6 +123,9 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	if err != nil {
 		return fail(err)
 	}
+	if err := writableDir("--out", f.out); err != nil {
+		return fail(err)
+	}
 	label := a.cat.Label(a.reg, sp)
 	// Bad input is reported before anything is written to the results store.
 	r, err := spec.Resolve(a.reg, sp)
@@ -141,13 +144,15 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		fmt.Fprintln(out, note)
 	}
 	sched, random := r.Schedule()
+	// The store passed writableDir: a folder it cannot make now is the machine's (a full
+	// disk, a mount gone), not fencecheck's failure.
 	dir, err := reports.NewRunDir(f.out, label, time.Now())
 	if err != nil {
-		return fail(&exitError{code: exitInternal, msg: err.Error()})
+		return fail(badInput("results store %s: %v", f.out, err))
 	}
 	logFile, err := os.Create(filepath.Join(dir, reports.RunLog))
 	if err != nil {
-		return fail(&exitError{code: exitInternal, msg: err.Error()})
+		return fail(badInput("results store %s: %v", f.out, err))
 	}
 	defer logFile.Close()
 	var logTo slog.Handler = slog.NewTextHandler(a.red.Writer(logFile), nil)

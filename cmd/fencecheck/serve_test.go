@@ -108,8 +108,46 @@ func TestServe(t *testing.T) {
 		require.NotEqual(t, http.StatusOK, status, p)
 		require.NotContains(t, body, "secret")
 	}
+	// What resolves outside the store is not in it: 404, as a missing file.
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "escape.txt")))
+	require.NoError(t, os.Symlink(filepath.Join(root, "gone"), filepath.Join(root, "dangling")))
+	for _, p := range []string{"escape/secret.txt", "escape/", "escape.txt", "dangling", "no-such-thing"} {
+		status, body = get(t, c, "GET", base+p)
+		require.Equal(t, http.StatusNotFound, status, p)
+		require.NotContains(t, body, "secret")
+	}
 	status, _ = get(t, c, "POST", base)
 	require.Equal(t, http.StatusMethodNotAllowed, status)
+
+	// The Host a browser sends must be the address serve listens on, by any of its
+	// loopback names: another name pointed at 127.0.0.1 (DNS rebinding) is refused.
+	port := strings.TrimSuffix(strings.TrimPrefix(base, "http://127.0.0.1:"), "/")
+	for host, want := range map[string]int{
+		"127.0.0.1:" + port:        http.StatusOK,
+		"localhost:" + port:        http.StatusOK,
+		"LocalHost:" + port:        http.StatusOK,
+		"[::1]:" + port:            http.StatusOK,
+		"attacker.example:" + port: http.StatusMisdirectedRequest,
+		"attacker.example":         http.StatusMisdirectedRequest,
+		"127.0.0.1":                http.StatusMisdirectedRequest,
+		"127.0.0.1:1":              http.StatusMisdirectedRequest,
+		"127.0.0.2:" + port:        http.StatusMisdirectedRequest,
+	} {
+		for _, p := range []string{"", "hand-written/latest/report.html"} {
+			req, err := http.NewRequest("GET", base+p, nil)
+			require.NoError(t, err)
+			req.Host = host
+			resp, err := c.Do(req)
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, want, resp.StatusCode, "Host %s, /%s", host, p)
+			if want != http.StatusOK {
+				require.NotContains(t, string(b), "hand-written", "Host %s", host)
+			}
+		}
+	}
 
 	// The index is generated on every request: a new run shows up at once.
 	copyHistory(t, "testdata/concurrent-legal.json", root, "added-later")

@@ -122,6 +122,11 @@ func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 	if !f.shard.Whole() && f.out == "" {
 		return fail(badInput("--shard %s needs a results store (--out DIR) for 'fencecheck merge' to combine", f.shard))
 	}
+	if f.out != "" { // empty: a temporary folder (documented)
+		if err := writableDir("--out", f.out); err != nil {
+			return fail(err)
+		}
+	}
 	var logTo io.Writer
 	if f.verbose {
 		logTo = a.stderr

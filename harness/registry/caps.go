@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -302,6 +303,15 @@ func (b Backend) Defaults(s Settings) Backend {
 		}
 	}
 	return b
+}
+
+// LongestTTL is the longest lease TTL a run of the backend takes: its MaxTTL, at most
+// MaxTTL.
+func (b Backend) LongestTTL() time.Duration {
+	if b.MaxTTL > 0 && b.MaxTTL < MaxTTL {
+		return b.MaxTTL
+	}
+	return MaxTTL
 }
 
 // IsExternal reports whether settings point the backend at servers fencecheck does not

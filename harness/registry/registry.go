@@ -30,6 +30,10 @@ import (
 // Defaults every descriptor may override.
 const (
 	DefaultTTL = 500 * time.Millisecond
+	// MaxTTL is the longest lease TTL a run takes (Backend.MaxTTL may lower it): every
+	// wait of a run derives from the TTL (a pause holds the lock two TTLs), so a longer
+	// one makes a run of hours that proves nothing a shorter one would not.
+	MaxTTL = time.Minute
 )
 
 // Option is one of a descriptor's own settings, given on the command line as
@@ -128,6 +132,8 @@ type Backend struct {
 	// (0: 1).
 	TTL     time.Duration
 	Members int
+	// MaxTTL is the longest TTL the service takes (0 or more than MaxTTL: MaxTTL).
+	MaxTTL time.Duration
 	// DefaultsFrom, if set, names the backend whose TTL, Members, NodeFaultMembers and
 	// DurableLeases a run takes with these settings (the exec backend: its lock
 	// service's, so that --lock-service etcd runs at etcd's 1 s).

@@ -27,7 +27,8 @@ type Comparison struct {
 	Services []ServiceRow   `json:"services"`
 	Skipped  []SkippedEntry `json:"skipped"`
 
-	// Judged by Judge: Complete when every run of every service ran and was decided.
+	// Judged by Judge: Complete when every run of every service ran and was decided,
+	// and no backend asked for was skipped.
 	Complete bool `json:"complete"`
 
 	// Sharding, when set, says the comparison is one shard of a plan, or merged shards.
@@ -47,6 +48,9 @@ type Machine struct {
 type SkippedEntry struct {
 	Backend string `json:"backend"`
 	Reason  string `json:"reason"`
+	// Asked: the backend was asked for by name (or by an option that points at it), so
+	// the comparison is incomplete without it.
+	Asked bool `json:"asked,omitempty"`
 }
 
 // Facts are what a backend's descriptor (and its Shape's interfaces) declare about its
@@ -221,6 +225,11 @@ func (c *Comparison) Judge() {
 	}
 	if c.Services == nil {
 		c.Services = []ServiceRow{}
+	}
+	for _, s := range c.Skipped {
+		if s.Asked {
+			c.Complete = false
+		}
 	}
 	for i := range c.Services {
 		s := &c.Services[i]
@@ -462,7 +471,7 @@ func (c *Comparison) Service(name string) (ServiceRow, bool) {
 
 // Outcome is the comparison's overall word: "unsafe" when a service with a fencing
 // token let a stale write through the fence or its tokens went backwards, "incomplete"
-// when a run failed or was not decided, "inconclusive" when a service's runs lack the
+// when a run failed or was not decided or a backend asked for could not run, "inconclusive" when a service's runs lack the
 // evidence (its verdict is inconclusive), else "complete".
 func (c *Comparison) Outcome() string {
 	for _, s := range c.Services {
