@@ -119,11 +119,11 @@ func TestTTLRule(t *testing.T) {
 		backend, want string
 		ok, refused   []time.Duration
 	}{
-		{"naive", "default 500 ms; 50 ms or more", []time.Duration{spec.MinTTL, time.Hour}, []time.Duration{spec.MinTTL - time.Millisecond}},
-		{"lease-table", "default 500 ms; 50 ms or more", []time.Duration{spec.MinTTL}, []time.Duration{10 * time.Millisecond}},
-		{"raft", "default 500 ms; 50 ms to 1 h", []time.Duration{spec.MinTTL, time.Hour}, []time.Duration{20 * time.Millisecond, time.Hour + time.Millisecond}},
-		{"etcd", "default 1 s; whole seconds, 1 s or more", []time.Duration{time.Second, 5 * time.Second}, []time.Duration{1500 * time.Millisecond, 500 * time.Millisecond}},
-		{"redis", "default 500 ms; whole milliseconds, 50 ms or more", []time.Duration{spec.MinTTL}, []time.Duration{1500500 * time.Microsecond}},
+		{"naive", "default 500 ms; 50 ms to 1 min", []time.Duration{spec.MinTTL, spec.MaxTTL}, []time.Duration{spec.MinTTL - time.Millisecond, spec.MaxTTL + time.Millisecond}},
+		{"lease-table", "default 500 ms; 50 ms to 1 min", []time.Duration{spec.MinTTL}, []time.Duration{10 * time.Millisecond}},
+		{"raft", "default 500 ms; 50 ms to 1 min", []time.Duration{spec.MinTTL, spec.MaxTTL}, []time.Duration{20 * time.Millisecond, time.Hour + time.Millisecond}},
+		{"etcd", "default 1 s; whole seconds, 1 s to 1 min", []time.Duration{time.Second, 5 * time.Second}, []time.Duration{1500 * time.Millisecond, 500 * time.Millisecond}},
+		{"redis", "default 500 ms; whole milliseconds, 50 ms to 1 min", []time.Duration{spec.MinTTL}, []time.Duration{1500500 * time.Microsecond}},
 	} {
 		require.Equal(t, tc.want, builtin.TTLRule(reg, tc.backend), tc.backend)
 		for _, ttl := range tc.ok {
