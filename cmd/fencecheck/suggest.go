@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/fencecheck/fencecheck/internal/editdist"
 )
 
 // suggest returns the known name a mistyped one most likely meant ("" when none is
@@ -19,7 +21,7 @@ func suggest(input string, known []string) string {
 	in := strings.ToLower(input)
 	for _, k := range known {
 		lk := strings.ToLower(k)
-		d := levenshtein(in, lk)
+		d := editdist.Levenshtein(in, lk)
 		switch {
 		case in == lk:
 			return k
@@ -57,25 +59,4 @@ func subsequence(a, b string) bool {
 		}
 	}
 	return i == len(a)
-}
-
-// levenshtein is the edit distance between a and b (bytes).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

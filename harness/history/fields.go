@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/fencecheck/fencecheck/internal/editdist"
 )
 
 // A v1 history is read strictly (docs/history-format.md, "Fields"): a member or field
@@ -393,28 +395,13 @@ func nearest(s string, names []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b (short names only).
+// editDistance is the edit distance between a and b, for short names only (a long
+// input is far from every field name).
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 64
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return editdist.Levenshtein(a, b)
 }
 
 // members tracks the members of a v1 document as they are read, in any order. A

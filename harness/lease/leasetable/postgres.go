@@ -148,20 +148,6 @@ type pgSession struct {
 	c  *pgx.Conn
 }
 
-// proxied is a copy of conn that dials host:port (a client's proxy link), its
-// fallbacks too: sslmode=prefer (the default) tries TLS first and then plaintext, and
-// both attempts must go through the link, never to the server itself.
-func proxied(conn *pgx.ConnConfig, host string, port uint16) *pgx.ConnConfig {
-	cfg := conn.Copy()
-	cfg.Host, cfg.Port = host, port
-	for i, fb := range cfg.Fallbacks {
-		f := *fb
-		f.Host, f.Port = host, port
-		cfg.Fallbacks[i] = &f
-	}
-	return cfg
-}
-
 func (p *pgSession) conn(ctx context.Context) (*pgx.Conn, error) {
 	if p.c != nil && !p.c.IsClosed() {
 		return p.c, nil
@@ -174,7 +160,7 @@ func (p *pgSession) conn(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: address %q: %w", harness.ErrNoEffect, Name, p.addr, err)
 	}
-	cfg := proxied(p.s.conn, host, uint16(n))
+	cfg := sqlsession.ProxiedPG(p.s.conn, host, uint16(n))
 	cfg.RuntimeParams["application_name"] = "fencecheck-lease-table"
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

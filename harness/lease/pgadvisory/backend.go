@@ -322,7 +322,7 @@ func (b *Backend) dial(ctx context.Context, addr string) (sqlsession.Session, er
 	if err != nil {
 		return nil, err
 	}
-	cfg := proxied(b.conn, host, uint16(p))
+	cfg := sqlsession.ProxiedPG(b.conn, host, uint16(p))
 	cfg.RuntimeParams["idle_session_timeout"] = strconv.FormatInt(b.cfg.TTL.Milliseconds(), 10)
 	cfg.RuntimeParams["application_name"] = "fencecheck-lock"
 	c, err := pgx.ConnectConfig(ctx, cfg)
@@ -330,20 +330,6 @@ func (b *Backend) dial(ctx context.Context, addr string) (sqlsession.Session, er
 		return nil, sqlsession.ConnectHint(err)
 	}
 	return &session{c: c, key: b.key, token: b.cfg.Token}, nil
-}
-
-// proxied is a copy of conn that dials host:port (a client's proxy link), its
-// fallbacks too: sslmode=prefer (the default) tries TLS first and then plaintext, and
-// both attempts must go through the link, never to the server itself.
-func proxied(conn *pgx.ConnConfig, host string, port uint16) *pgx.ConnConfig {
-	cfg := conn.Copy()
-	cfg.Host, cfg.Port = host, port
-	for i, fb := range cfg.Fallbacks {
-		f := *fb
-		f.Host, f.Port = host, port
-		cfg.Fallbacks[i] = &f
-	}
-	return cfg
 }
 
 // session is one pgx connection holding (or trying) the advisory lock.
