@@ -45,7 +45,7 @@ func TestZookeeperRefusals(t *testing.T) {
 	}{
 		{"node-pause standalone", spec.Spec{Backend: "zookeeper", Faults: []string{"node-pause"}}, "needs a cluster of at least 3 zookeeper servers (--members 3)"},
 		{"cluster-crash", spec.Spec{Backend: "zookeeper", Members: 3, Faults: []string{"cluster-crash"}}, `fault "cluster-crash"`},
-		{"clock-jump", spec.Spec{Backend: "zookeeper", Faults: []string{"clock-jump"}}, "only run fast from the start (skew), not step"},
+		{"clock-jump", spec.Spec{Backend: "zookeeper", Faults: []string{"clock-jump"}}, "can only be run fast from the server's start (skew), not stepped back while it runs"},
 		{"careful", spec.Spec{Backend: "zookeeper", Policy: "careful", Faults: []string{"pause"}}, "careful policy"},
 		{"members", spec.Spec{Backend: "zookeeper", Members: 2}, "--members must be 1, 3 or 5"},
 		{"external node fault", spec.Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: "127.0.0.1:2181"}, Faults: []string{"crash"}}, "which fencecheck must have started itself"},
