@@ -120,7 +120,7 @@ func TestCheckFileInvalid(t *testing.T) {
 		change func(h *history.History)
 		want   string
 	}{
-		{"bad status", func(h *history.History) { h.Ops[2500].Status = "maybe" }, `op 2501: field "status"`},
+		{"bad status", func(h *history.History) { h.Ops[2500].Status = "maybe" }, `op 2501 (ops[2500]): field "status"`},
 		{"duplicate value", func(h *history.History) {
 			prev := slices.IndexFunc(h.Ops[:writeAt], func(o history.Op) bool { return o.Kind == history.Write && o.ID > h.Ops[writeAt].ID-30 })
 			if prev < 0 {

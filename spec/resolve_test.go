@@ -195,3 +195,38 @@ func TestRefusalsInWords(t *testing.T) {
 	require.Positive(t, refused)
 	require.Positive(t, named, "some refusals carry the Go name that would lift them")
 }
+
+// SettleTTL with a service that grants more than asked: the default TTL becomes the
+// granted one, an explicit one is refused naming the TTL to use, and a granted TTL above
+// the longest a run takes is refused either way (no --ttl would do).
+func TestSettleTTL(t *testing.T) {
+	base := naive.Descriptors()[0]
+	for _, tc := range []struct {
+		name           string
+		granted, asked time.Duration
+		want, note     string
+	}{
+		{"default raised", 2 * time.Second, 0, "", "grants at least 2s leases (asked for the default"},
+		{"explicit raised", 2 * time.Second, time.Second, "this cluster grants at least 2s leases; use --ttl 2s", ""},
+		{"default above the cap", 2 * time.Minute, 0, "above the longest TTL a run takes (1m0s)", ""},
+		{"explicit above the cap", 2 * time.Minute, time.Second, "above the longest TTL a run takes (1m0s)", ""},
+		{"as asked", time.Second, time.Second, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := builtin.Registry()
+			d := base
+			d.Name = "granting"
+			d.GrantedTTL = func(context.Context, registry.Settings) (time.Duration, error) { return tc.granted, nil }
+			require.NoError(t, reg.AddBackend(d))
+			s, note, err := spec.ResolveTTL(context.Background(), reg, spec.Spec{Backend: "granting", TTL: tc.asked})
+			if tc.want != "" {
+				require.ErrorIs(t, err, spec.ErrSpec)
+				require.ErrorContains(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			require.Contains(t, note, tc.note)
+			require.Equal(t, tc.granted, s.TTL)
+		})
+	}
+}

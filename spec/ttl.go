@@ -30,6 +30,9 @@ func (r *Resolved) SettleTTL(ctx context.Context, asked Spec) (_ *Resolved, note
 		return r, "", Input(err)
 	case granted == r.Spec.TTL:
 		return r, "", nil
+	case granted > r.Backend.LongestTTL():
+		// No --ttl would do: a run at the granted TTL would be refused as too long.
+		return r, "", fmt.Errorf("%w: this cluster grants at least %v leases (asked for %v), above the longest TTL a run takes (%v): a run would wait that long for every expiry; lower the cluster's election timeout", ErrSpec, granted, r.Spec.TTL, r.Backend.LongestTTL())
 	case asked.TTL != 0 && granted > r.Spec.TTL:
 		return r, "", fmt.Errorf("%w: this cluster grants at least %v leases; use --ttl %v", ErrSpec, granted, granted)
 	case asked.TTL != 0:

@@ -145,7 +145,7 @@ func TestBadInput(t *testing.T) {
 		{"near command", []string{"rn"}, `unknown command "rn"; did you mean "run"?`},
 		{"truncated json", []string{"check", "testdata/truncated.json"}, "testdata/truncated.json: malformed history: truncated JSON"},
 		{"wrong type", []string{"check", "testdata/wrong-type.json"}, `field "ops.token": got JSON string, want int64`},
-		{"bad read_id", []string{"check", "testdata/bad-read-id.json"}, `op 1: field "read_id"`},
+		{"bad read_id", []string{"check", "testdata/bad-read-id.json"}, `op 1 (ops[0]): field "read_id"`},
 		{"misspelled field", []string{"check", "testdata/misspelled-token.json"}, `op 2 (ops[1]): field "tokn": unknown field (did you mean "token"?)`},
 		{"missing file", []string{"check", "testdata/nope.json"}, "testdata/nope.json"},
 		{"no files", []string{"check"}, "no history files"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -79,7 +80,10 @@ func (a *app) serve(ctx context.Context, addr string, args []string) error {
 	if err != nil {
 		return badInput("%v", err) // the address is taken: the user's to change
 	}
-	srv := &http.Server{Handler: hostOnly(ln.Addr().(*net.TCPAddr).Port, storeHandler(dir, root)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hostOnly(ln.Addr().(*net.TCPAddr).Port, storeHandler(dir, root)), ReadHeaderTimeout: 10 * time.Second,
+		// The server's own complaints (a bad TLS hello, a malformed request) quote what a
+		// peer sent: through a.stderr, escaped, not the log package's raw os.Stderr.
+		ErrorLog: log.New(a.stderr, "serve: ", 0)}
 	term.Fprintf(a.stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", dir, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

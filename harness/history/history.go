@@ -6,6 +6,7 @@ package history
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -172,10 +173,26 @@ type OpError struct {
 	ID    int
 	Field string
 	Msg   string
+	// Index is the op's place in the history's ops (from 0), when known (Indexed): ids
+	// need not be unique or in order in a hand-written file, an index is.
+	Index   int
+	Indexed bool
 }
 
 func (e *OpError) Error() string {
+	if e.Indexed {
+		return fmt.Sprintf("op %d (ops[%d]): field %q: %s", e.ID, e.Index, e.Field, e.Msg)
+	}
 	return fmt.Sprintf("op %d: field %q: %s", e.ID, e.Field, e.Msg)
+}
+
+// atIndex places an OpError of the i-th op; any other error is returned as it is.
+func atIndex(err error, i int) error {
+	var oe *OpError
+	if errors.As(err, &oe) && !oe.Indexed {
+		oe.Index, oe.Indexed = i, true
+	}
+	return err
 }
 
 // Validate checks that the history is internally consistent. The error names the op id
@@ -195,11 +212,11 @@ func (h *History) Validate() error {
 	for i := range h.Ops {
 		o := &h.Ops[i]
 		if err := o.Check(); err != nil {
-			return err
+			return atIndex(err, i)
 		}
 		if o.Kind == Write {
 			if prev, dup := values[o.Value]; dup {
-				return DuplicateValue(o, prev)
+				return atIndex(DuplicateValue(o, prev), i)
 			}
 			values[o.Value] = o.ID
 		}
@@ -214,7 +231,7 @@ func (h *History) Validate() error {
 			r = &h.Ops[j]
 		}
 		if err := o.CheckReadID(r); err != nil {
-			return err
+			return atIndex(err, i)
 		}
 	}
 	if err := h.validateEffects(ids); err != nil {
@@ -254,66 +271,66 @@ func (o *Op) Check() error {
 	switch o.Kind {
 	case Acquire, Release, Write, Read:
 	default:
-		return &OpError{o.ID, "kind", fmt.Sprintf("unknown kind %q (want acquire, release, write or read)", o.Kind)}
+		return &OpError{ID: o.ID, Field: "kind", Msg: fmt.Sprintf("unknown kind %q (want acquire, release, write or read)", o.Kind)}
 	}
 	switch o.Status {
 	case OK, Fail, Unknown:
 	case Rejected:
 		if o.Kind != Write {
-			return &OpError{o.ID, "status", fmt.Sprintf("status %q is for writes only, this op is a %s", o.Status, o.Kind)}
+			return &OpError{ID: o.ID, Field: "status", Msg: fmt.Sprintf("status %q is for writes only, this op is a %s", o.Status, o.Kind)}
 		}
 	default:
-		return &OpError{o.ID, "status", fmt.Sprintf("unknown status %q (want ok, fail, unknown or rejected)", o.Status)}
+		return &OpError{ID: o.ID, Field: "status", Msg: fmt.Sprintf("unknown status %q (want ok, fail, unknown or rejected)", o.Status)}
 	}
 	if o.Client < 0 {
-		return &OpError{o.ID, "client", fmt.Sprintf("negative client %d", o.Client)}
+		return &OpError{ID: o.ID, Field: "client", Msg: fmt.Sprintf("negative client %d", o.Client)}
 	}
 	if o.Call < 0 {
-		return &OpError{o.ID, "call", fmt.Sprintf("negative time %d", o.Call)}
+		return &OpError{ID: o.ID, Field: "call", Msg: fmt.Sprintf("negative time %d", o.Call)}
 	}
 	if o.Status == Unknown {
 		if o.Return != nil {
-			return &OpError{o.ID, "return", "an unknown op never returned: return must be null"}
+			return &OpError{ID: o.ID, Field: "return", Msg: "an unknown op never returned: return must be null"}
 		}
 	} else {
 		if o.Return == nil {
-			return &OpError{o.ID, "return", fmt.Sprintf("missing return time for a %s op", o.Status)}
+			return &OpError{ID: o.ID, Field: "return", Msg: fmt.Sprintf("missing return time for a %s op", o.Status)}
 		}
 		if *o.Return < o.Call {
-			return &OpError{o.ID, "return", fmt.Sprintf("return %d is before call %d", *o.Return, o.Call)}
+			return &OpError{ID: o.ID, Field: "return", Msg: fmt.Sprintf("return %d is before call %d", *o.Return, o.Call)}
 		}
 	}
 	if o.Kind == Write && o.Value == "" {
-		return &OpError{o.ID, "value", "a write must carry a non-empty value (\"\" is the initial value)"}
+		return &OpError{ID: o.ID, Field: "value", Msg: "a write must carry a non-empty value (\"\" is the initial value)"}
 	}
 	if o.Kind == Acquire && o.Status == OK && o.Token == 0 {
-		return &OpError{o.ID, "token", "an ok acquire must carry the granted token"}
+		return &OpError{ID: o.ID, Field: "token", Msg: "an ok acquire must carry the granted token"}
 	}
 	return nil
 }
 
 // DuplicateValue is the error for write o, whose value op prev already wrote.
 func DuplicateValue(o *Op, prev int) error {
-	return &OpError{o.ID, "value", fmt.Sprintf("value %q was already written by op %d; write values must be unique", o.Value, prev)}
+	return &OpError{ID: o.ID, Field: "value", Msg: fmt.Sprintf("value %q was already written by op %d; write values must be unique", o.Value, prev)}
 }
 
 // CheckReadID validates write o's read_id against r, the op it names (nil when no op
 // has that id).
 func (o *Op) CheckReadID(r *Op) error {
 	if o.Kind != Write {
-		return &OpError{o.ID, "read_id", "only writes carry read_id"}
+		return &OpError{ID: o.ID, Field: "read_id", Msg: "only writes carry read_id"}
 	}
 	if r == nil {
-		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which does not exist", *o.ReadID)}
+		return &OpError{ID: o.ID, Field: "read_id", Msg: fmt.Sprintf("names op %d, which does not exist", *o.ReadID)}
 	}
 	if r.Kind != Read || r.Client != o.Client {
-		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, which is not a read of client %d", r.ID, o.Client)}
+		return &OpError{ID: o.ID, Field: "read_id", Msg: fmt.Sprintf("names op %d, which is not a read of client %d", r.ID, o.Client)}
 	}
 	if r.Status != OK {
-		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read with status %s (want ok)", r.ID, r.Status)}
+		return &OpError{ID: o.ID, Field: "read_id", Msg: fmt.Sprintf("names op %d, a read with status %s (want ok)", r.ID, r.Status)}
 	}
 	if r.Key != o.Key {
-		return &OpError{o.ID, "read_id", fmt.Sprintf("names op %d, a read of key %q, but this write is to key %q", r.ID, r.Key, o.Key)}
+		return &OpError{ID: o.ID, Field: "read_id", Msg: fmt.Sprintf("names op %d, a read of key %q, but this write is to key %q", r.ID, r.Key, o.Key)}
 	}
 	return nil
 }
@@ -337,7 +354,7 @@ func newOpIndex(ops []Op) (opIndex, error) {
 	if x.byID != nil {
 		for i, o := range ops {
 			if _, dup := x.byID[o.ID]; dup {
-				return x, &OpError{o.ID, "id", "duplicate id"}
+				return x, &OpError{ID: o.ID, Field: "id", Msg: "duplicate id", Index: i, Indexed: true}
 			}
 			x.byID[o.ID] = i
 		}

@@ -30,6 +30,8 @@ type Scanner struct {
 	segmented bool
 	complete  bool
 	done      bool
+	// read is how many ops were read before this Read: where its ops stand in the file.
+	read int
 }
 
 type opSource interface {
@@ -156,9 +158,10 @@ func (s *Scanner) Read(dst []Op) (int, error) {
 	n, err := s.src.read(dst)
 	for i := range dst[:n] {
 		if cerr := dst[i].Check(); cerr != nil {
-			return i, fmt.Errorf("%s: %w", s.name, cerr)
+			return i, fmt.Errorf("%s: %w", s.name, atIndex(cerr, s.read+i))
 		}
 	}
+	s.read += n
 	switch {
 	case err == io.EOF:
 		s.done = true

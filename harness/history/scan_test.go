@@ -98,7 +98,7 @@ func TestScannerErrors(t *testing.T) {
 		{"not an object", `[1, 2]`, "line 1, column 1: want the history object"},
 		{"bad op", "{\"format\":\"fencecheck.history/v1\",\"run\":{},\"ops\":[\n{\"id\":1,\"client\":\"zero\",\"kind\":\"read\",\"call\":1,\"return\":2,\"status\":\"ok\"}]}", `line 2, column 24: field "ops.client": got JSON string, want int`},
 		{"op syntax", "{\"format\":\"fencecheck.history/v1\",\"run\":{},\"ops\":[\n{\"id\":1,,}]}", "line 2, column 9: invalid character ','"},
-		{"invalid op", `{"format":"fencecheck.history/v1","run":{},"ops":[{"id":4,"client":0,"kind":"cas","call":1,"return":2,"status":"ok"}]}`, `op 4: field "kind"`},
+		{"invalid op", `{"format":"fencecheck.history/v1","run":{},"ops":[{"id":4,"client":0,"kind":"cas","call":1,"return":2,"status":"ok"}]}`, `op 4 (ops[0]): field "kind"`},
 		{"wrong format", `{"format":"v0","run":{},"ops":[]}`, `field "format": got "v0"`},
 		{"bad fence", `{"format":"fencecheck.history/v1","run":{"fence":"loose"},"ops":[]}`, `field "run.fence"`},
 		{"bad fault", `{"format":"fencecheck.history/v1","run":{},"ops":[],"faults":[{"kind":"","target":"x","start":1,"end":null}]}`, `faults[0]: field "kind": empty`},
