@@ -36,7 +36,9 @@ const CompareBaselineGrants = 10
 
 // CompareFaults are the faults a comparison runs by default: client-side faults, which
 // apply to every service, including one fencecheck does not own (an external endpoint).
-func CompareFaults() []string { return []string{"pause", "partition"} }
+// Both partitions: the loud one closes the holder's connections (a session lock is
+// freed at once), the silent one leaves them open (only a session timeout frees it).
+func CompareFaults() []string { return []string{"pause", "partition", "silent-partition"} }
 
 // CompareConfig says what to compare.
 type CompareConfig struct {

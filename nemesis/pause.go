@@ -37,6 +37,12 @@ type ClientFault struct {
 	// connections close, new ones are refused) instead of stalling all its links; its
 	// link to the resource stays up.
 	Partition bool
+	// Silent, with Partition, makes the cut a quiet one: the client's links to the lock
+	// service stall instead (Link.Stall: no FIN, no RST, every connection stays open on
+	// both sides and the proxy's kernel goes on ACKing), so only an application-level
+	// timeout on either side ends the session; the bytes held are delivered at the heal,
+	// as TCP's retransmission would after a partition shorter than its timeout.
+	Silent bool
 	// ArmAfter is how long after the run starts the fault is armed, so that the run
 	// first shows some normal critical sections.
 	ArmAfter time.Duration
@@ -336,7 +342,7 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		}
 	}
 	for _, l := range links {
-		if f.Partition {
+		if f.Partition && !f.Silent {
 			l.Blackhole()
 		} else {
 			l.Stall()
@@ -409,6 +415,10 @@ func startDetail(f ClientFault, client int, p harness.PausePoint) string {
 	switch {
 	case f.NoLinks:
 		return fmt.Sprintf("struck when client %d reached %s", client, p)
+	case f.Partition && f.Silent && f.StopWorker:
+		return fmt.Sprintf("client %d's links to the lock service went silent at %s (bytes held both ways, no FIN or RST, connections left open; it can still reach the resource), and stopped there", client, p)
+	case f.Partition && f.Silent:
+		return fmt.Sprintf("client %d's links to the lock service went silent at %s (bytes held both ways, no FIN or RST, connections left open; it can still reach the resource), and carries on", client, p)
 	case f.Partition && f.StopWorker:
 		return fmt.Sprintf("client %d cut off from the lock service at %s (it can still reach the resource), and stopped there", client, p)
 	case f.Partition:

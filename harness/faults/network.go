@@ -46,6 +46,23 @@ func (f partition) Strike(t registry.Target, _ []registry.ServiceFault) nemesis.
 	return s
 }
 
+// silentPartition is partition without the connections closing: the network goes quiet
+// (a switch or a firewall dropping packets) rather than refusing, so the server keeps
+// the session, and whatever it holds, until an application-level timeout ends it.
+type silentPartition struct{}
+
+func (silentPartition) Name() string { return "silent-partition" }
+func (silentPartition) Meaning() string {
+	return "the holder's links to the lock service go silent (bytes held both ways, no FIN or RST: the connections stay open, so only a session or idle timeout notices) while it can still reach the resource, and it stalls in its critical section"
+}
+func (silentPartition) Applies(registry.Target) error { return nil }
+func (f silentPartition) Strike(t registry.Target, _ []registry.ServiceFault) nemesis.ClientFault {
+	s := strike(f.Name(), t)
+	s.Point, s.Partition, s.Silent = harness.PauseAfterRead, true, true
+	s.StopWorker = !t.Random
+	return s
+}
+
 type leaderIsolation struct{}
 
 func (leaderIsolation) Name() string { return "leader-isolation" }
