@@ -77,6 +77,12 @@ type Config struct {
 	// are PgBouncer's client connections, and the advisory lock is taken on whichever
 	// pooled server connection runs the statement. Not with DSN.
 	Bouncer bool
+	// IdleSessionTimeout is the idle_session_timeout each lock session asks for: 0 means
+	// the TTL (the client pings every TTL/3, so a healthy session never idles that long);
+	// negative asks for none and leaves the server's own setting (PostgreSQL's default
+	// is 0, no limit), under which a holder cut off by a silent network keeps its session
+	// and the lock until the network heals.
+	IdleSessionTimeout time.Duration
 
 	name string // the registered name (default Name)
 }
@@ -98,6 +104,9 @@ func (c Config) Validate() error {
 	case TokenSequence, TokenXact, TokenNone:
 	default:
 		return fmt.Errorf("%s: token must be %q, %q or %q, got %q", Name, TokenSequence, TokenXact, TokenNone, c.Token)
+	}
+	if c.IdleSessionTimeout > 0 && c.IdleSessionTimeout%time.Millisecond != 0 {
+		return fmt.Errorf("%s: idle_session_timeout %v must be whole milliseconds", Name, c.IdleSessionTimeout)
 	}
 	if c.DSN != "" {
 		if _, _, err := parseDSN(c.DSN); err != nil {
@@ -257,7 +266,8 @@ func (b *Backend) Name() string {
 	return Name
 }
 
-// LeaseTTL is the session's idle limit (registry.LeaseTimed).
+// LeaseTTL is the lease's TTL, the session's idle limit unless Config.IdleSessionTimeout
+// says otherwise (registry.LeaseTimed).
 func (b *Backend) LeaseTTL() time.Duration { return b.cfg.TTL }
 
 // Endpoints implements harness.Backend.
@@ -323,7 +333,12 @@ func (b *Backend) dial(ctx context.Context, addr string) (sqlsession.Session, er
 		return nil, err
 	}
 	cfg := sqlsession.ProxiedPG(b.conn, host, uint16(p))
-	cfg.RuntimeParams["idle_session_timeout"] = strconv.FormatInt(b.cfg.TTL.Milliseconds(), 10)
+	switch idle := b.cfg.IdleSessionTimeout; {
+	case idle == 0:
+		cfg.RuntimeParams["idle_session_timeout"] = strconv.FormatInt(b.cfg.TTL.Milliseconds(), 10)
+	case idle > 0:
+		cfg.RuntimeParams["idle_session_timeout"] = strconv.FormatInt(idle.Milliseconds(), 10)
+	}
 	cfg.RuntimeParams["application_name"] = "fencecheck-lock"
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

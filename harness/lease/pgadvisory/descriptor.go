@@ -22,6 +22,35 @@ func dsnOption() registry.Option {
 	}
 }
 
+// OptionIdle sets the lock sessions' idle_session_timeout instead of the TTL.
+const OptionIdle = "postgres-idle-session-timeout"
+
+func idleOption() registry.Option {
+	return registry.Option{
+		Name:  OptionIdle,
+		Usage: "idle_session_timeout of the postgres-advisory lock sessions (default: the TTL; a duration, or 0 or off for none, PostgreSQL's default: a holder cut off by a silent network then keeps the lock until the network heals)",
+	}
+}
+
+// idleTimeout reads OptionIdle: 0 for the TTL (not given), -1 for none.
+func idleTimeout(s registry.Settings) (time.Duration, error) {
+	v := s.Option(OptionIdle)
+	switch v {
+	case "":
+		return 0, nil
+	case "0", "off":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d%time.Millisecond != 0 {
+		return 0, fmt.Errorf("--%s %q will not do: give a duration in whole milliseconds (500ms, 2s), or 0 or off for none", OptionIdle, v)
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
+}
+
 // entries is what the backends' registry entries share with the other database locks.
 func entries() sqlsession.Entries {
 	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Needs: func(registry.Settings) []proc.Need { return []proc.Need{ServerNeed} }, LogName: "postgres.log"}
@@ -39,19 +68,27 @@ func Descriptors() []registry.Backend {
 			// A crash loses the commit records the WAL writer had not flushed, and the
 			// restarted server hands their transaction ids out again.
 			TokensResetOnCrash: tok == TokenXact,
-			Options:            []registry.Option{dsnOption()},
+			Options:            []registry.Option{dsnOption(), idleOption()},
 			Check: func(s registry.Settings) error {
 				if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
 					return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", name, s.TTL)
 				}
-				return nil
+				_, err := idleTimeout(s)
+				return err
 			},
 			Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
 			Setup: func(s registry.Settings) string {
-				if s.Option(OptionDSN) != "" {
-					return "an existing PostgreSQL, idle_session_timeout = TTL"
+				idle := "idle_session_timeout = TTL"
+				switch d, _ := idleTimeout(s); {
+				case d < 0:
+					idle = "no idle_session_timeout (PostgreSQL's default)"
+				case d > 0:
+					idle = "idle_session_timeout = " + d.String()
 				}
-				return "a private PostgreSQL cluster (Debian postgresql, initdb) on loopback, idle_session_timeout = TTL"
+				if s.Option(OptionDSN) != "" {
+					return "an existing PostgreSQL, " + idle
+				}
+				return "a private PostgreSQL cluster (Debian postgresql, initdb) on loopback, " + idle
 			},
 			Needs: entries().NeedsOf,
 			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
@@ -121,8 +158,12 @@ func shape(s registry.Settings, tok TokenKind) registry.Shape {
 }
 
 func start(ctx context.Context, env registry.Env, name string, tok TokenKind) (harness.Backend, error) {
+	idle, err := idleTimeout(env.Settings)
+	if err != nil {
+		return nil, registry.Input(err)
+	}
 	b, err := sqlsession.Start(ctx, env, entries(), func(dsn, dir string, log io.Writer) Config {
-		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, name: name}
+		return Config{TTL: env.TTL, Token: tok, DSN: dsn, Dir: dir, LogWriter: log, IdleSessionTimeout: idle, name: name}
 	}, Start)
 	noToken := ""
 	if tok == TokenNone {
