@@ -54,8 +54,8 @@ func TestPlanCompare(t *testing.T) {
 		for _, j := range p.Jobs {
 			count[j.Row]++
 		}
-		require.Equal(t, 5, count[0], "naive: baseline + 2 faults × 2 resources")
-		require.Equal(t, 3, count[1], "redlock has no token: baseline + 2 faults unfenced")
+		require.Equal(t, 7, count[0], "naive: baseline + 3 faults × 2 resources")
+		require.Equal(t, 4, count[1], "redlock has no token: baseline + 3 faults unfenced")
 		require.NotEmpty(t, p.Comparison.Services[1].Facts.NoToken)
 		// Interleaved: the first two runs are of different services.
 		require.NotEqual(t, p.Jobs[0].Row, p.Jobs[1].Row)

@@ -201,6 +201,10 @@ type Backend struct {
 	// (the grant compares the taker's clock with the holder's), so a client whose clock
 	// runs ahead takes a lock that is still held.
 	ClientClockExpiry bool
+	// SilentHolder, if set, says what frees a lock whose holder went quiet without
+	// closing its connections (silent-partition), and the setting a team must make for
+	// it to happen within about a TTL: the fact a comparison's paragraph names.
+	SilentHolder string
 	// Version, if set, says which version of the service these settings run ("etcd
 	// 3.6.5 (embedded)", "Redis server v=7.0.15"), learned from the program or the
 	// linked module; "" when it cannot be learned (an existing server).

@@ -14,7 +14,11 @@
 //     once the per-direction buffer is full the proxy stops reading, so TCP
 //     back-pressure holds the rest in the kernel. Nothing is dropped. New
 //     connections are accepted but the target is not dialled until the stall
-//     ends.
+//     ends. No FIN or RST is sent either way and both sides stay open, so a
+//     stall is a silent network: the proxy's kernel still ACKs and answers TCP
+//     keepalive probes, so only an application-level timeout notices it (the
+//     silent-partition fault). Bytes are held, not dropped: TCP loses none in a
+//     partition shorter than its retransmission timeout.
 //   - Blackhole: every open connection is closed (both sides) and new
 //     connections are closed right after accept, until Pass. A blackholed
 //     connection is closed, never resumed, so no byte stream ever has a hole

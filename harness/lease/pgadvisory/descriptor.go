@@ -51,6 +51,10 @@ func idleTimeout(s registry.Settings) (time.Duration, error) {
 	return d, nil
 }
 
+// silentHolder is what frees the lock of a holder gone quiet (TestSilentPartition).
+const silentHolder = "idle_session_timeout on the lock's sessions, about the TTL with the client pinging more often (this backend: = TTL, pings every TTL/3; next grant 0.51 s into a silent partition at TTL 500 ms); " +
+	"PostgreSQL's default is none, and then the silent holder keeps the lock until the network heals (10 s in the test), TCP keepalive ending it only after hours"
+
 // entries is what the backends' registry entries share with the other database locks.
 func entries() sqlsession.Entries {
 	return sqlsession.Entries{Option: OptionDSN, External: externalWords, Needs: func(registry.Settings) []proc.Need { return []proc.Need{ServerNeed} }, LogName: "postgres.log"}
@@ -64,7 +68,7 @@ func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenSequence,
-			Version: version,
+			Version: version, SilentHolder: silentHolder,
 			// A crash loses the commit records the WAL writer had not flushed, and the
 			// restarted server hands their transaction ids out again.
 			TokensResetOnCrash: tok == TokenXact,
@@ -112,7 +116,8 @@ const BouncerName = Name + "-pgbouncer"
 func bouncerDescriptor() registry.Backend {
 	return registry.Backend{
 		Name: BouncerName, Service: Name, Version: version,
-		Pool: fmt.Sprintf("PgBouncer in pool_mode = transaction with %d server connection", BouncerPoolSize),
+		SilentHolder: "the pooled server session idles only when every client is silent (idle_session_timeout set on PgBouncer's server connections); a silent holder's lock stays while any other client talks",
+		Pool:         fmt.Sprintf("PgBouncer in pool_mode = transaction with %d server connection", BouncerPoolSize),
 		Meaning: fmt.Sprintf("postgres-advisory with the clients behind a PgBouncer fencecheck starts in pool_mode = transaction (%d server connection): "+
 			"the session lock is taken on a pooled server connection every client shares; token = nextval", BouncerPoolSize),
 		Token: "nextval of a sequence in the granting statement",
