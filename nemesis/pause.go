@@ -416,9 +416,9 @@ func startDetail(f ClientFault, client int, p harness.PausePoint) string {
 	case f.NoLinks:
 		return fmt.Sprintf("struck when client %d reached %s", client, p)
 	case f.Partition && f.Silent && f.StopWorker:
-		return fmt.Sprintf("client %d's links to the lock service went silent at %s (bytes held both ways, no FIN or RST, connections left open; it can still reach the resource), and stopped there", client, p)
+		return fmt.Sprintf("client %d's links to the lock service went silent at %s (bytes held both ways, no FIN or RST, connections left open, and it can still reach the resource), and stopped there", client, p)
 	case f.Partition && f.Silent:
-		return fmt.Sprintf("client %d's links to the lock service went silent at %s (bytes held both ways, no FIN or RST, connections left open; it can still reach the resource), and carries on", client, p)
+		return fmt.Sprintf("client %d's links to the lock service went silent at %s (bytes held both ways, no FIN or RST, connections left open, and it can still reach the resource), and carries on", client, p)
 	case f.Partition && f.StopWorker:
 		return fmt.Sprintf("client %d cut off from the lock service at %s (it can still reach the resource), and stopped there", client, p)
 	case f.Partition:

@@ -19,22 +19,24 @@ import (
 var (
 	secs = `(\d+\.\d\d s)`
 
-	startStopped   = regexp.MustCompile(`^client (\d+) stopped at ([a-z-]+), all its links stalled$`)
-	startCutStop   = regexp.MustCompile(`^client (\d+) cut off from the lock service at ([a-z-]+) \(it can still reach the resource\), and stopped there$`)
-	startCutGo     = regexp.MustCompile(`^client (\d+) cut off from the lock service at ([a-z-]+) \(it can still reach the resource\), and carries on$`)
-	startHeld      = regexp.MustCompile(`^client (\d+)'s request at ([a-z-]+) held in the network$`)
-	startStruck    = regexp.MustCompile(`^struck when client (\d+) reached ([a-z-]+)$`)
-	healEarly      = regexp.MustCompile(`^healed early: the run ended$`)
-	healTimed      = regexp.MustCompile(`^healed (?:after its ` + secs + ` hold|at the end of its ` + secs + ` minimum hold|at its ` + secs + ` limit)$`)
-	healWrite      = regexp.MustCompile(`^healed when client (\d+)'s write #(\d+) was accepted at ` + secs + `$`)
-	healRefused    = regexp.MustCompile(`^healed when client (\d+)'s write #(\d+) was refused at ` + secs + `, after client (\d+)'s write #(\d+) was accepted at ` + secs + `$`)
-	acceptedNone   = regexp.MustCompile(`^no other client's write was accepted during it$`)
-	acceptedOne    = regexp.MustCompile(`^1 write by another client was accepted during it: client (\d+)'s write #(\d+) at ` + secs + `$`)
-	acceptedMany   = regexp.MustCompile(`^(\d+) writes by other clients were accepted during it, the first client (\d+)'s write #(\d+) at ` + secs + `$`)
-	heldUntilWrite = regexp.MustCompile(`^the other clients were held until client (\d+)'s write #(\d+) returned at ` + secs + `$`)
-	heldGaveUp     = regexp.MustCompile(`^the other clients were held until client (\d+)'s write #(\d+) gave up, its outcome unknown$`)
-	heldCap        = regexp.MustCompile(`^the other clients were held for ` + secs + `, the cap, waiting for client (\d+)'s next write$`)
-	heldEnd        = regexp.MustCompile(`^the other clients were held until the run ended$`)
+	startStopped    = regexp.MustCompile(`^client (\d+) stopped at ([a-z-]+), all its links stalled$`)
+	startCutStop    = regexp.MustCompile(`^client (\d+) cut off from the lock service at ([a-z-]+) \(it can still reach the resource\), and stopped there$`)
+	startCutGo      = regexp.MustCompile(`^client (\d+) cut off from the lock service at ([a-z-]+) \(it can still reach the resource\), and carries on$`)
+	startSilentStop = regexp.MustCompile(`^client (\d+)'s links to the lock service went silent at ([a-z-]+) \(bytes held both ways, no FIN or RST, connections left open, and it can still reach the resource\), and stopped there$`)
+	startSilentGo   = regexp.MustCompile(`^client (\d+)'s links to the lock service went silent at ([a-z-]+) \(bytes held both ways, no FIN or RST, connections left open, and it can still reach the resource\), and carries on$`)
+	startHeld       = regexp.MustCompile(`^client (\d+)'s request at ([a-z-]+) held in the network$`)
+	startStruck     = regexp.MustCompile(`^struck when client (\d+) reached ([a-z-]+)$`)
+	healEarly       = regexp.MustCompile(`^healed early: the run ended$`)
+	healTimed       = regexp.MustCompile(`^healed (?:after its ` + secs + ` hold|at the end of its ` + secs + ` minimum hold|at its ` + secs + ` limit)$`)
+	healWrite       = regexp.MustCompile(`^healed when client (\d+)'s write #(\d+) was accepted at ` + secs + `$`)
+	healRefused     = regexp.MustCompile(`^healed when client (\d+)'s write #(\d+) was refused at ` + secs + `, after client (\d+)'s write #(\d+) was accepted at ` + secs + `$`)
+	acceptedNone    = regexp.MustCompile(`^no other client's write was accepted during it$`)
+	acceptedOne     = regexp.MustCompile(`^1 write by another client was accepted during it: client (\d+)'s write #(\d+) at ` + secs + `$`)
+	acceptedMany    = regexp.MustCompile(`^(\d+) writes by other clients were accepted during it, the first client (\d+)'s write #(\d+) at ` + secs + `$`)
+	heldUntilWrite  = regexp.MustCompile(`^the other clients were held until client (\d+)'s write #(\d+) returned at ` + secs + `$`)
+	heldGaveUp      = regexp.MustCompile(`^the other clients were held until client (\d+)'s write #(\d+) gave up, its outcome unknown$`)
+	heldCap         = regexp.MustCompile(`^the other clients were held for ` + secs + `, the cap, waiting for client (\d+)'s next write$`)
+	heldEnd         = regexp.MustCompile(`^the other clients were held until the run ended$`)
 	// A client that is a process of its own (harness.PausableProcess, CrashableProcess):
 	// what was done to the process. PIDs are not in the ops; the stop and the continue
 	// must name the same group, and the time stopped must fit in the fault.
@@ -131,9 +133,9 @@ func (c *faultCheck) check() {
 // clause checks one clause and returns its kind, or "" if it is not understood.
 func (c *faultCheck) clause(p string, first bool) string {
 	if first {
-		for _, re := range []*regexp.Regexp{startStopped, startCutStop, startCutGo, startHeld, startStruck} {
+		for _, re := range []*regexp.Regexp{startStopped, startCutStop, startCutGo, startSilentStop, startSilentGo, startHeld, startStruck} {
 			if m := re.FindStringSubmatch(p); m != nil {
-				c.start(atoi(m[1]), m[2], re == startStopped || re == startCutStop)
+				c.start(atoi(m[1]), m[2], re == startStopped || re == startCutStop || re == startSilentStop)
 				return "start"
 			}
 		}
