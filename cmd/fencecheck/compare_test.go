@@ -25,7 +25,7 @@ import (
 // history.json in the store.
 func TestCompareFiguresMatchHistories(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 15 runs of three lock services")
+		t.Skip("runs 21 runs of three lock services")
 	}
 	t.Parallel()
 	out := t.TempDir()
