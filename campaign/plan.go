@@ -103,6 +103,8 @@ type PlanRun struct {
 	Fault    string            `json:"fault,omitempty"`
 	Cell     int               `json:"cell,omitempty"`
 	Row      int               `json:"row,omitempty"`
+	// Repeat is a comparison's run's place among its cell's runs (0-based).
+	Repeat int `json:"repeat,omitempty"`
 	Expect   *catalogue.Expect `json:"expect,omitempty"`
 
 	// The result, for a run of the store's shard that started:

@@ -53,7 +53,40 @@ func (v compareView) RunLink(r judge.CompareRun) string {
 	return "../../" + filepath.ToSlash(r.Dir) + "/" + ReportFile
 }
 
-// WordClass colours a verdict word.
+// RunLinks lists a cell's runs, each numbered and linked to its report where it has one,
+// with the outcome of a run that gave no verdict and its error.
+func (v compareView) RunLinks(runs []judge.CompareRun) template.HTML {
+	if len(runs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(`<span class="sub runs">runs:`)
+	for i, r := range runs {
+		label := fmt.Sprintf("%d", i+1)
+		if !r.Decided() {
+			label += " (" + r.Outcome + ")"
+		}
+		title := fmt.Sprintf("seed %d: %s", r.Seed, r.Outcome)
+		if r.Error != "" {
+			title += ": " + r.Error
+		}
+		if link := v.RunLink(r); link != "" {
+			fmt.Fprintf(&b, ` <a href="%s" title="%s">%s</a>`, template.HTMLEscapeString(link), template.HTMLEscapeString(title), template.HTMLEscapeString(label))
+		} else {
+			fmt.Fprintf(&b, ` <span title="%s">%s</span>`, template.HTMLEscapeString(title), template.HTMLEscapeString(label))
+		}
+	}
+	b.WriteString(`</span>`)
+	return template.HTML(b.String())
+}
+
+// D is a spread of durations in words.
+func (compareView) D(s judge.Spread[int64]) string { return judge.DurationWords(s) }
+
+// R is a spread of grants per second in words.
+func (compareView) R(s judge.Spread[float64]) string { return judge.RateWords(s) }
+
+// WordClass colours a verdict word (a word over several runs by its worst part).
 func (compareView) WordClass(word string) string {
 	switch word {
 	case "held", judge.VerdictSafe:
@@ -65,44 +98,62 @@ func (compareView) WordClass(word string) string {
 	case judge.NotRunWord:
 		return "na"
 	}
+	switch {
+	case strings.Contains(word, "VIOLATED"), strings.Contains(word, "stale writes got through"), strings.Contains(word, judge.RefusedValid):
+		return "bad"
+	case strings.Contains(word, " in "):
+		return "weak"
+	}
 	return "unknown"
 }
 
 // Chart is the inline SVG bar chart of every service's validity gap and notice delay
-// (the worst over the faults' unfenced runs), on one time axis.
+// (each its worst fault's, by median), on one time axis.
 func (v compareView) Chart() template.HTML {
 	return template.HTML(CompareChart(v.Comparison))
 }
 
 // CompareChart draws the chart as an SVG element: two bars per service (validity gap,
-// notice delay; a hatched full-width bar for "never").
+// notice delay) at the median of the worst fault, each with a whisker from the least to
+// the greatest run; a hatched full-width bar for "never".
 func CompareChart(c *Comparison) string {
 	const (
 		labelW, barW, rowH, top = 190, 560, 34, 28
 	)
 	var worst int64 = 1
 	for _, s := range c.Services {
-		worst = max(worst, s.ValidityGapNanos, s.NoticeDelayNanos)
+		worst = max(worst, s.ValidityGap.Max, s.NoticeDelay.Max)
 	}
+	x := func(ns int64) int { return int(int64(barW) * ns / worst) }
 	h := top + rowH*len(c.Services) + 24
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg id="compare-chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="validity gap and notice delay per service" font-family="system-ui, sans-serif" font-size="12">`, labelW+barW+120, h)
+	fmt.Fprintf(&b, `<svg id="compare-chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="validity gap and notice delay per service" font-family="system-ui, sans-serif" font-size="12">`, labelW+barW+260, h)
 	b.WriteString(`<defs><pattern id="never" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#c62828"/></pattern></defs>`)
 	fmt.Fprintf(&b, `<rect x="%d" y="6" width="10" height="10" fill="#1f5fbf"/><text x="%d" y="15">validity gap</text>`, labelW, labelW+14)
 	fmt.Fprintf(&b, `<rect x="%d" y="6" width="10" height="10" fill="#e08a00"/><text x="%d" y="15">notice delay (hatched: a holder never noticed)</text>`, labelW+110, labelW+124)
+	whisker := func(s judge.Spread[int64], y int) {
+		if s.N > 1 && s.Max > s.Min {
+			fmt.Fprintf(&b, `<line class="whisker" x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, labelW+x(s.Min), y+6, labelW+x(s.Max), y+6)
+		}
+	}
 	for i, s := range c.Services {
 		y := top + i*rowH
 		fmt.Fprintf(&b, `<g data-service="%s"><text x="0" y="%d">%s</text>`, template.HTMLEscapeString(s.Name), y+17, template.HTMLEscapeString(s.Name))
-		gw := int(int64(barW) * s.ValidityGapNanos / worst)
-		fmt.Fprintf(&b, `<rect class="gap" x="%d" y="%d" width="%d" height="12" fill="#1f5fbf"><title>validity gap %s</title></rect>`, labelW, y+2, max(gw, 1), Duration(s.ValidityGapNanos))
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`, labelW+max(gw, 1)+4, y+12, Duration(s.ValidityGapNanos))
+		gap := s.ValidityGap
+		gw := x(gap.Median)
+		fmt.Fprintf(&b, `<rect class="gap" x="%d" y="%d" width="%d" height="12" fill="#1f5fbf"><title>validity gap %s</title></rect>`, labelW, y+2, max(gw, 1), template.HTMLEscapeString(gap.Words()))
+		whisker(gap.Spread, y+2)
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`, labelW+max(gw, x(gap.Max), 1)+4, y+12, template.HTMLEscapeString(gap.Words()))
 		notice := s.NoticeWords()
-		nw, fill := int(int64(barW)*s.NoticeDelayNanos/worst), "#e08a00"
-		if notice == "never" {
+		nw, fill := x(s.NoticeDelay.Median), "#e08a00"
+		if s.NeverNoticed > 0 {
 			nw, fill = barW, "url(#never)"
 		}
-		fmt.Fprintf(&b, `<rect class="notice" x="%d" y="%d" width="%d" height="12" fill="%s"><title>notice delay %s</title></rect>`, labelW, y+16, max(nw, 1), fill, notice)
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text></g>`, labelW+max(nw, 1)+4, y+26, notice)
+		fmt.Fprintf(&b, `<rect class="notice" x="%d" y="%d" width="%d" height="12" fill="%s"><title>notice delay %s</title></rect>`, labelW, y+16, max(nw, 1), fill, template.HTMLEscapeString(notice))
+		if s.NeverNoticed == 0 {
+			whisker(s.NoticeDelay.Spread, y+16)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text></g>`, labelW+max(nw, x(s.NoticeDelay.Max), 1)+4, y+26, template.HTMLEscapeString(notice))
 	}
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`, labelW, top-2, labelW, h-20)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#666">0</text><text x="%d" y="%d" fill="#666" text-anchor="end">%s</text>`, labelW, h-6, labelW+barW, h-6, Duration(worst))
@@ -111,36 +162,33 @@ func CompareChart(c *Comparison) string {
 }
 
 // PrintComparison prints the comparison for a terminal: one line per service × fault,
-// the no-fault table, and each service's verdict.
+// the no-fault table, and each service's verdict. Every figure is the median over the
+// cell's runs with the least and greatest and n.
 func PrintComparison(w io.Writer, c *Comparison) {
-	term.Fprintf(w, "compare: %d services at TTL %s, faults %s (each without and with fencing)\n", len(c.Services), Duration(c.TTLNanos), strings.Join(c.Faults, ", "))
+	term.Fprintf(w, "compare: %d services at TTL %s, faults %s (each without and with fencing), %d run(s) per cell, seeds %s\n", len(c.Services), Duration(c.TTLNanos), strings.Join(c.Faults, ", "), c.Runs, seedWords(c.Seeds))
 	if c.Sharding != nil {
 		term.Fprintf(w, "compare: %s\n", c.Sharding.Line())
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "service\tfault\twithout fencing\twith fencing\tstale att/rej/acc\tvalidity gap\tnotice delay\ttakeover\tlongest no write")
+	fmt.Fprintln(tw, "service\tfault\twithout fencing\twith fencing\tstale att/rej/acc\tvalidity gap (of the fault's length)\tovershoot\tnotice delay\ttakeover\tlongest no write")
 	for _, s := range c.Services {
 		for _, f := range s.Faults {
-			u, fe := f.Unfenced, f.Fenced
-			stale := fmt.Sprintf("%d/%d/%d", u.StaleAttempted, u.StaleRejected, u.StaleAccepted)
-			if fe.Decided() {
-				stale += fmt.Sprintf(" | %d/%d/%d", fe.StaleAttempted, fe.StaleRejected, fe.StaleAccepted)
-			}
-			term.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, f.Fault, f.UnfencedWord, f.FencedWord, stale,
-				Duration(u.ValidityGapNanos), u.NoticeWords(), Duration(u.TakeoverNanos), Duration(max(u.LongestNoAcceptedWriteNanos, fe.LongestNoAcceptedWriteNanos)))
+			fg := f.Figures
+			term.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, f.Fault, f.UnfencedWord, f.FencedWord, staleWords(fg, " | "),
+				fg.GapWords(), judge.DurationWords(fg.Overshoot), fg.NoticeWords(), judge.DurationWords(fg.Takeover), judge.DurationWords(fg.LongestNoAcceptedWrite))
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "without faults:")
+	fmt.Fprintf(w, "without faults (each run alone; %d fault run(s) at a time):\n", c.Parallel)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\tacquire p50\tacquire p99\tgrants/s\tversion")
 	for _, s := range c.Services {
-		b := s.Baseline
-		if !b.Decided() {
-			term.Fprintf(tw, "%s\t%s\t\t\t%s\n", s.Name, b.Outcome, s.Version)
+		l := s.Latency
+		if l.AcquireP50.N == 0 {
+			term.Fprintf(tw, "%s\t%s\t\t\t%s\n", s.Name, baselineOutcome(s.Baseline), s.Version)
 			continue
 		}
-		term.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%s\n", s.Name, Duration(b.AcquireP50Nanos), Duration(b.AcquireP99Nanos), b.GrantsPerSecond, s.Version)
+		term.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, judge.DurationWords(l.AcquireP50), judge.DurationWords(l.AcquireP99), judge.RateWords(l.GrantsPerSecond), s.Version)
 	}
 	tw.Flush()
 	for _, s := range c.Services {
@@ -153,4 +201,35 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	for _, s := range c.Skipped {
 		term.Fprintf(w, "skipped %s: %s\n", s.Backend, s.Reason)
 	}
+}
+
+// staleWords is a fault's stale writes, summed over its runs, without | with fencing.
+func staleWords(fg judge.Figures, sep string) string {
+	u, f := fg.StaleUnfenced, fg.StaleFenced
+	out := fmt.Sprintf("%d/%d/%d", u.Attempted, u.Rejected, u.Accepted)
+	if f.Attempted > 0 || f.Rejected > 0 || f.Accepted > 0 {
+		out += fmt.Sprintf("%s%d/%d/%d", sep, f.Attempted, f.Rejected, f.Accepted)
+	}
+	return out
+}
+
+// baselineOutcome says why a row has no latency: its runs' outcomes.
+func baselineOutcome(runs []judge.CompareRun) string {
+	var words []string
+	for _, r := range runs {
+		words = append(words, r.Outcome)
+	}
+	if len(words) == 0 {
+		return judge.NotRunWord
+	}
+	return strings.Join(words, ", ")
+}
+
+// seedWords lists seeds, "1, 2, 3".
+func seedWords(seeds []int64) string {
+	parts := make([]string, len(seeds))
+	for i, s := range seeds {
+		parts[i] = fmt.Sprintf("%d", s)
+	}
+	return strings.Join(parts, ", ")
 }
