@@ -767,7 +767,10 @@ func faultSentence(s ServiceRow, f CompareFault) string {
 	if len(p) == 0 {
 		p = append(p, fmt.Sprintf("Under %s", f.Fault))
 	}
-	p[0] += fmt.Sprintf("; a superseded holder went on believing it held the lock %s after another client got it — as long as the fault lasted (%s), which the harness heals only after 2 × TTL, so the gap measures the fault more than the lock", DurationWords(fg.ValidityGap), DurationWords(fg.FaultLength))
+	p[0] += fmt.Sprintf("; a superseded holder went on believing it held the lock %s after another client got it", DurationWords(fg.ValidityGap))
+	if fg.FaultLength.N > 0 {
+		p[0] += fmt.Sprintf(", in faults that lasted %s (the harness heals a fault only after 2 × TTL, so a gap as long as the fault measures the heal more than the lock)", DurationWords(fg.FaultLength))
+	}
 	refuse := "the resource must refuse it"
 	if s.Facts.NoToken != "" {
 		refuse = "no resource can tell it from a valid one"

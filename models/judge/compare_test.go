@@ -155,7 +155,7 @@ func TestParagraphFromFacts(t *testing.T) {
 			verdict: VerdictSafe,
 			want: []string{"svc is safe to adopt with a fenced resource: send the key's revision with every write", "refused every stale write (1 in all)",
 				"declares nothing that resets the token", "a restarted server keeps its leases", "a stale write got through in every run (1 of 1)",
-				"held the lock 2.10 s (n=2) after another client got it — as long as the fault lasted (4.00 s (n=2))",
+				"held the lock 2.10 s (n=2) after another client got it, in faults that lasted 4.00 s (n=2)",
 				"learned it had lost the lock 400 ms (n=2)", "waited 2.50 s (n=2)", "3 ms (n=1) at the median and 9 ms (n=1) at p99", "at 1.5/s (n=1)",
 				"compare crashes no server and moves no clock; `fencecheck evaluate --backend be` runs"},
 			not: []string{"clock reading", "through PgBouncer", "careful client", "nothing known"},
