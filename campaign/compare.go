@@ -175,7 +175,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		seed = spec.DefaultSeed
 	}
 	seeds := CompareSeeds(seed, runs)
-	cmp := &judge.Comparison{TTLNanos: ttl.Nanoseconds(), Faults: slices.Clone(faults), Runs: runs, Seeds: seeds, Parallel: max(cfg.Parallel, 1), Machine: ThisMachine()}
+	cmp := &judge.Comparison{TTLNanos: ttl.Nanoseconds(), Faults: slices.Clone(faults), Runs: runs, Seeds: seeds, Parallel: max(cfg.Parallel, 1), BaselineAlone: true, Machine: ThisMachine()}
 	p := &ComparePlan{Name: CompareName, Comparison: cmp}
 	cell := func(r compareRow, resource string, fs []string) spec.Spec {
 		s := CellSpec(reg, cat, r.backend.Name, resource, fs, r.options)

@@ -179,7 +179,11 @@ func PrintComparison(w io.Writer, c *Comparison) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "without faults (each run alone; %d fault run(s) at a time):\n", c.Parallel)
+	if c.BaselineAlone {
+		fmt.Fprintf(w, "without faults (each run alone; %d fault run(s) at a time):\n", c.Parallel)
+	} else {
+		fmt.Fprintln(w, "without faults (beside the other runs):")
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "service\tacquire p50\tacquire p99\tgrants/s\tversion")
 	for _, s := range c.Services {

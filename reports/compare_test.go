@@ -21,7 +21,7 @@ func TestComparisonPage(t *testing.T) {
 	// Safe with fencing on evidence: the fence rejected a stale write.
 	rejected := func(r judge.CompareRun) judge.CompareRun { r.StaleAttempted, r.StaleRejected = 1, 1; return r }
 	c := &Comparison{
-		Started: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC), TTLNanos: 2e9, Faults: []string{"pause"}, Runs: 2, Seeds: []int64{1, 2}, Parallel: 3, Machine: judge.Machine{CPUs: 2, OS: "linux", Arch: "amd64", GoVersion: "go1.26"},
+		Started: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC), TTLNanos: 2e9, Faults: []string{"pause"}, Runs: 2, Seeds: []int64{1, 2}, Parallel: 3, BaselineAlone: true, Machine: judge.Machine{CPUs: 2, OS: "linux", Arch: "amd64", GoVersion: "go1.26"},
 		Services: []judge.ServiceRow{
 			{Name: "a<b", Service: "a", Backend: "a", Facts: judge.Facts{Token: "t"}, Baseline: []judge.CompareRun{run(judge.OutcomeSafe, 0), run(judge.OutcomeSafe, 0)},
 				Faults: []judge.CompareFault{{Fault: "pause", Unfenced: []judge.CompareRun{run(judge.OutcomeUnsafe, 1), run(judge.OutcomeUnsafe, 1)},

@@ -30,10 +30,13 @@ type Comparison struct {
 	Seeds []int64 `json:"seeds"`
 	// Parallel is how many fault runs went at a time; the runs without a fault ran
 	// alone, so that their latency measures the lock and not the other runs.
-	Parallel int            `json:"parallel"`
-	Machine  Machine        `json:"machine"`
-	Services []ServiceRow   `json:"services"`
-	Skipped  []SkippedEntry `json:"skipped"`
+	Parallel int `json:"parallel"`
+	// BaselineAlone: the runs without a fault ran alone (a comparison saved before they
+	// did says false, and its pages do not claim it).
+	BaselineAlone bool           `json:"baseline_alone"`
+	Machine       Machine        `json:"machine"`
+	Services      []ServiceRow   `json:"services"`
+	Skipped       []SkippedEntry `json:"skipped"`
 
 	// Judged by Judge: Complete when every run of every service ran and was decided,
 	// and no backend asked for was skipped.
@@ -196,12 +199,12 @@ func SpreadOf[T int64 | float64](samples []T) Spread[T] {
 }
 
 // Words says the spread with f for one value: "1.20 s (900 ms–1.50 s, n=10)", "1.20 s
-// (n=3)" when every run gave the same, "—" when none gave it.
+// (n=3)" when every run gave the same (in words), "—" when none gave it.
 func (s Spread[T]) Words(f func(T) string) string {
 	switch {
 	case s.N == 0:
 		return "—"
-	case s.Min == s.Max:
+	case s.Min == s.Max, f(s.Min) == f(s.Max):
 		return fmt.Sprintf("%s (n=%d)", f(s.Median), s.N)
 	}
 	return fmt.Sprintf("%s (%s–%s, n=%d)", f(s.Median), f(s.Min), f(s.Max), s.N)
@@ -468,7 +471,7 @@ func (c *Comparison) Judge() {
 	}
 	for i := range c.Services {
 		s := &c.Services[i]
-		s.judge(c.Runs)
+		s.judge(c.Runs, c.BaselineAlone)
 		if !allDecided(s.Baseline) {
 			c.Complete = false
 		}
@@ -510,7 +513,7 @@ func runsWord(words []string) string {
 	return strings.Join(parts, ", ")
 }
 
-func (s *ServiceRow) judge(runs int) {
+func (s *ServiceRow) judge(runs int, alone bool) {
 	bad, backwards, incomplete := false, false, !allDecided(s.Baseline)
 	var untested []string // what tested nothing (a models.Reason that is Untested), with why
 	for _, b := range s.Baseline {
@@ -600,7 +603,10 @@ func (s *ServiceRow) judge(runs int) {
 		s.Inconclusive = ""
 	}
 	s.Safe = s.Verdict == VerdictSafe
-	s.Paragraph = Paragraph(*s, runs)
+	// A raw run error (an exec client's reason for having no token) may name its
+	// process and temporary folder: neither belongs in what a team reads.
+	s.Facts.NoToken = Scrub(s.Facts.NoToken)
+	s.Paragraph = Scrub(Paragraph(*s, runs, alone))
 }
 
 func unfencedWord(r CompareRun) string {
@@ -631,12 +637,12 @@ func NotTested(backend string) string {
 }
 
 // Paragraph derives what a service's figures mean for a caller from its declared facts
-// and its judged runs (runs per cell): which token makes it safe, what breaks that token
+// and its judged runs (runs per cell; alone: the runs without a fault ran alone): which token makes it safe, what breaks that token
 // as declared, and per fault what the gap, notice delay, takeover, overshoot and the
 // baseline latency were. A claim is made only where every run of the row supports it;
 // where the runs differ the paragraph says in how many it held. No backend is named in
 // its rules; only the row's own name and declared words appear.
-func Paragraph(s ServiceRow, runs int) string {
+func Paragraph(s ServiceRow, runs int, alone bool) string {
 	var p []string
 	var faults, fencedBad, backwards, incomplete []string
 	rejected := 0
@@ -734,8 +740,12 @@ func Paragraph(s ServiceRow, runs int) string {
 		}
 	}
 	if l := s.Latency; l.AcquireP50.N > 0 {
-		p = append(p, fmt.Sprintf("Without faults, with nothing else running, an acquire took %s at the median and %s at p99, and the service granted locks at %s to the contending clients.",
-			DurationWords(l.AcquireP50), DurationWords(l.AcquireP99), RateWords(l.GrantsPerSecond)))
+		beside := ", with nothing else running,"
+		if !alone {
+			beside = " (beside other runs of the comparison)"
+		}
+		p = append(p, fmt.Sprintf("Without faults%s an acquire took %s at the median and %s at p99, and the service granted locks at %s to the contending clients.",
+			beside, DurationWords(l.AcquireP50), DurationWords(l.AcquireP99), RateWords(l.GrantsPerSecond)))
 	}
 	p = append(p, NotTested(s.Backend))
 	return strings.Join(p, " ")

@@ -218,7 +218,7 @@ func TestParagraphFromFacts(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Comparison{TTLNanos: 2e9, Runs: 1, Services: []ServiceRow{{Name: "svc", Backend: "be", Facts: tc.facts, Baseline: base, Faults: tc.faults}}}
+			c := Comparison{TTLNanos: 2e9, Runs: 1, BaselineAlone: true, Services: []ServiceRow{{Name: "svc", Backend: "be", Facts: tc.facts, Baseline: base, Faults: tc.faults}}}
 			c.Judge()
 			s := c.Services[0]
 			require.Equal(t, tc.verdict, s.Verdict)
