@@ -160,7 +160,7 @@ func TestJSONMatchesSchemas(t *testing.T) {
 		{name: "matrix unknown fault", args: []string{"matrix", "--json", "--fault", "meteor"}, outcome: "error"},
 
 		{name: "evaluate safe", args: []string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "scorecard.schema.json", outcome: "safe"},
-		{name: "evaluate unsafe", args: []string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "crash", "--runs", "1"}, schema: "scorecard.schema.json", outcome: "unsafe"},
+		{name: "evaluate unsafe", args: []string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "crash"}, schema: "scorecard.schema.json", outcome: "unsafe"},
 		{name: "evaluate interrupted", args: []string{"evaluate", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "scorecard.schema.json", outcome: "incomplete", interrupted: true},
 		{name: "evaluate no backend", args: []string{"evaluate", "--json"}, outcome: "error"},
 		{name: "evaluate argument", args: []string{"evaluate", "--json", "naive"}, outcome: "error"},
