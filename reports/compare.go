@@ -1,9 +1,11 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -33,9 +35,97 @@ func WriteComparison(dir string, c *Comparison) error {
 	return render(filepath.Join(dir, ComparePage), "compare.tmpl", compareView{Comparison: c, Generated: time.Now().Format("2006-01-02 15:04:05 MST")})
 }
 
-// ReadComparison reads a compare.json.
+// ReadComparison reads a compare.json: the current format, or one of
+// fencecheck.compare/v1 (one run per cell), read as a comparison of one run per cell
+// whose runs without a fault did not run alone, judged again.
 func ReadComparison(path string) (*Comparison, error) {
-	return readDocument(path, ComparisonFormat, func(c *Comparison) string { return c.Format })
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if head.Format != comparisonV1 {
+		return readDocument(path, ComparisonFormat, func(c *Comparison) string { return c.Format })
+	}
+	c, err := comparisonFromV1(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// comparisonV1 is compare.json's format before each cell ran several times.
+const comparisonV1 = "fencecheck.compare/v1"
+
+// comparisonFromV1 reads a v1 comparison: each cell's one run becomes a list of one (at
+// the default seed, which v1 comparisons ran at), the row's maxima are dropped (Judge
+// derives the figures from the runs), and the comparison is judged again.
+func comparisonFromV1(b []byte) (*Comparison, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	list := func(v any) []any { return []any{v} }
+	services, _ := doc["services"].([]any)
+	for _, sv := range services {
+		s, ok := sv.(map[string]any)
+		if !ok {
+			continue
+		}
+		s["baseline"] = list(s["baseline"])
+		for _, k := range []string{"validity_gap_ns", "notice_delay_ns", "never_noticed", "takeover_ns"} {
+			delete(s, k)
+		}
+		faults, _ := s["faults"].([]any)
+		for _, fv := range faults {
+			if f, ok := fv.(map[string]any); ok {
+				f["unfenced"], f["fenced"] = list(f["unfenced"]), list(f["fenced"])
+			}
+		}
+	}
+	doc["format"], doc["runs"], doc["seeds"], doc["baseline_alone"] = ComparisonFormat, 1, []int64{spec1Seed}, false
+	if _, ok := doc["parallel"]; !ok {
+		doc["parallel"] = 1 // not recorded by v1
+	}
+	nb, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var c Comparison
+	if err := json.Unmarshal(nb, &c); err != nil {
+		return nil, err
+	}
+	for i := range c.Services {
+		for _, r := range allCompareRuns(&c.Services[i]) {
+			r.Seed = spec1Seed
+		}
+	}
+	c.Judge()
+	return &c, nil
+}
+
+// spec1Seed is the seed every v1 comparison ran at (spec.DefaultSeed then and now).
+const spec1Seed = 1
+
+func allCompareRuns(s *judge.ServiceRow) []*judge.CompareRun {
+	var out []*judge.CompareRun
+	for k := range s.Baseline {
+		out = append(out, &s.Baseline[k])
+	}
+	for k := range s.Faults {
+		for i := range s.Faults[k].Unfenced {
+			out = append(out, &s.Faults[k].Unfenced[i])
+		}
+		for i := range s.Faults[k].Fenced {
+			out = append(out, &s.Faults[k].Fenced[i])
+		}
+	}
+	return out
 }
 
 type compareView struct {

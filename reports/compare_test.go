@@ -60,3 +60,29 @@ func TestComparisonPage(t *testing.T) {
 	require.Contains(t, term.String(), "without faults (each run alone; 3 fault run(s) at a time)")
 	require.Contains(t, table, "Not compared here: x.")
 }
+
+// A compare.json of the format before each cell ran several times reads as a comparison
+// of one run per cell, judged again.
+func TestReadComparisonV1(t *testing.T) {
+	v1 := `{"format":"fencecheck.compare/v1","started":"2026-12-02T01:00:00Z","seconds":1,"ttl_ns":2000000000,"faults":["pause"],
+"machine":{"cpus":2,"os":"linux","arch":"amd64","go_version":"go1.26"},"skipped":[],"complete":true,
+"services":[{"name":"a","service":"a","backend":"a","recommended":true,"setup":"","version":"","facts":{"token":"t","tokens_reset_on_crash":false,"token_from_clock":false,"client_clock_expiry":false,"durable_leases":false,"client_expiry":false},
+"baseline":{"resource":"unfenced","scenario":"b","outcome":"safe","ttl_ns":2000000000,"grants":10,"acquire_p50_ns":3000000,"acquire_p99_ns":9000000,"grants_per_second":2},
+"faults":[{"fault":"pause","meaning":"m","unfenced":{"resource":"unfenced","scenario":"u","outcome":"unsafe","ttl_ns":2000000000,"stale_attempted":1,"stale_accepted":1,"superseded":1,"never_noticed":1,"validity_gap_ns":2000000000,"takeover_ns":2100000000},
+"fenced":{"resource":"fenced","scenario":"f","outcome":"safe","ttl_ns":2000000000,"stale_attempted":1,"stale_rejected":1,"superseded":1,"noticed":1,"notice_delay_ns":5000000,"validity_gap_ns":1000000000,"takeover_ns":2000000000},
+"unfenced_verdict":"x","fenced_verdict":"y"}],
+"verdict":"safe with fencing","safe":true,"validity_gap_ns":2000000000,"notice_delay_ns":0,"never_noticed":1,"takeover_ns":2100000000,"paragraph":"old"}]}`
+	path := filepath.Join(t.TempDir(), CompareJSON)
+	require.NoError(t, os.WriteFile(path, []byte(v1), 0o644))
+	c, err := ReadComparison(path)
+	require.NoError(t, err)
+	require.Equal(t, ComparisonFormat, c.Format)
+	require.Equal(t, 1, c.Runs)
+	require.False(t, c.BaselineAlone)
+	s := c.Services[0]
+	require.Len(t, s.Baseline, 1)
+	require.Equal(t, "stale writes got through", s.Faults[0].UnfencedWord, "judged again")
+	require.Equal(t, judge.Spread[int64]{Median: 1e9, Min: 1e9, Max: 2e9, N: 2}, s.Faults[0].Figures.ValidityGap)
+	require.Contains(t, s.Paragraph, "beside other runs of the comparison")
+	require.NotEqual(t, "old", s.Paragraph)
+}
