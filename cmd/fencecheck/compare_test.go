@@ -69,6 +69,8 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 		require.Equal(t, ev.NoticeDelayNanos, r.NoticeDelayNanos, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.NeverNoticed, r.NeverNoticed, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.TakeoverNanos, r.TakeoverNanos, "%s %s", svc, r.Scenario)
+		require.Equal(t, ev.OvershootNanos, r.OvershootNanos, "%s %s", svc, r.Scenario)
+		require.Equal(t, ev.Estimated, r.Estimated, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.AcquireP50Nanos, r.AcquireP50Nanos, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.GrantsPerSecond, r.GrantsPerSecond, "%s %s", svc, r.Scenario)
 	}
@@ -109,6 +111,9 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 			require.Equal(t, judge.SpreadOf(gaps), f.Figures.ValidityGap, "%s %s: the fenced twin counts", s.Name, f.Fault)
 			require.Equal(t, 4, f.Figures.Runs, "%s %s", s.Name, f.Fault)
 			require.Equal(t, 4, f.Figures.FaultLength.N, "%s %s", s.Name, f.Fault)
+			if s.Name == "raft" { // its leases keep their end (harness.Expiring): every holder recorded it
+				require.Equal(t, f.Figures.Superseded, f.Figures.Overshoot.N, "%s %s", s.Name, f.Fault)
+			}
 		}
 		require.NotEmpty(t, s.Takeover.Fault, s.Name)
 		require.Contains(t, s.Paragraph, "`fencecheck evaluate --backend "+s.Backend+"`", s.Name)
