@@ -77,8 +77,10 @@ func (a *app) compareCmd() *cobra.Command {
 		Long: `Runs the recommended variant of every lock service that can run on this machine (or the
 backends given with --backend) on the same terms: one lease TTL, the same client-side faults
 (a pause of the holder, a partition of the holder from the lock service), each against an
-unfenced and a fenced register, and once without a fault for acquire latency and throughput.
-Writes one comparison into the results store (DIR/compare/<timestamp>/compare.html and
+unfenced and a fenced register, and without a fault for acquire latency and throughput
+(those runs alone, nothing beside them). Every cell runs --runs times (default 5, at seeds
+--seed, --seed+1, ...), and every figure is shown per fault as the median over the runs with
+the least-greatest and n. Writes one comparison into the results store (DIR/compare/<timestamp>/compare.html and
 compare.json) and prints it as a table. A backend that cannot run here is listed with why.
 An option naming an existing service (--etcd-endpoints, --redis-addrs, ...) adds a row for
 it; --client-cmd adds your exec client's row. With --shard I/N it makes only that shard's
