@@ -50,6 +50,10 @@ type Campaign struct {
 	// Shard, if set, runs only the shard's specs of the plan (Shard.Owns); the others'
 	// results carry ErrNotInShard.
 	Shard Shard
+	// Alone, if set, names the runs that go with nothing else running: they run one at
+	// a time before the others (a comparison's runs without a fault, whose latency must
+	// measure the lock and not the runs beside it).
+	Alone func(i int) bool
 	// Started and Finished, if set, are called around each run (from the runs'
 	// goroutines, possibly at the same time).
 	Started  func(i int, label string)
@@ -102,7 +106,32 @@ func (c Campaign) Run(ctx context.Context, specs []spec.Spec) (results []RunResu
 			}
 		})
 	}
+	// The runs that go alone first, one at a time, before any other starts.
+	var rest []int
 	for _, i := range order {
+		if c.Alone == nil || !c.Alone(i) {
+			rest = append(rest, i)
+			continue
+		}
+		if !c.Shard.Owns(i) {
+			results[i] = RunResult{Label: c.label(specs[i]), Err: ErrNotInShard}
+			continue
+		}
+		label := c.label(specs[i])
+		if ctx.Err() != nil {
+			interrupted = true
+			results[i] = RunResult{Label: label, Err: ErrInterrupted}
+			continue
+		}
+		if c.Started != nil {
+			c.Started(i, label)
+		}
+		results[i] = c.runOne(ctx, specs[i], label)
+		if c.Finished != nil {
+			c.Finished(i, results[i])
+		}
+	}
+	for _, i := range rest {
 		if !c.Shard.Owns(i) {
 			results[i] = RunResult{Label: c.label(specs[i]), Err: ErrNotInShard}
 			continue

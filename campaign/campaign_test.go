@@ -2,8 +2,10 @@ package campaign
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -126,4 +128,47 @@ func TestCampaignOrder(t *testing.T) {
 	require.Equal(t, []int{1, 3, 0, 2}, c.order(specs, 2))
 	require.GreaterOrEqual(t, DefaultParallel(), 2)
 	require.LessOrEqual(t, DefaultParallel(), 8)
+}
+
+// The runs that go alone (a comparison's runs without a fault) run one at a time with
+// nothing else running, before the others; the rest go Parallel at a time.
+func TestCampaignAlone(t *testing.T) {
+	specs := []spec.Spec{
+		{Backend: "naive", Resource: "unfenced", Seed: 1},
+		{Backend: "naive", Resource: "unfenced", Seed: 2},
+		{Backend: "naive", Resource: "unfenced", Seed: 3},
+		{Backend: "naive", Resource: "unfenced", Seed: 4},
+	}
+	alone := func(i int) bool { return i == 1 || i == 3 }
+	var mu sync.Mutex
+	running, aloneRunning := 0, false
+	var order []int
+	var problems []string
+	results, interrupted := Campaign{
+		Registry: builtin.Registry(), Store: t.TempDir(), Parallel: 3, Alone: alone,
+		Started: func(i int, _ string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if aloneRunning || (alone(i) && running > 0) {
+				problems = append(problems, fmt.Sprintf("run %d started beside %d other(s)", i, running))
+			}
+			running++
+			aloneRunning = aloneRunning || alone(i)
+			order = append(order, i)
+		},
+		Finished: func(i int, _ RunResult) {
+			mu.Lock()
+			defer mu.Unlock()
+			running--
+			if alone(i) {
+				aloneRunning = false
+			}
+		},
+	}.Run(context.Background(), specs)
+	require.False(t, interrupted)
+	for _, r := range results {
+		require.NoError(t, r.Err)
+	}
+	require.Empty(t, problems)
+	require.Equal(t, []int{1, 3}, order[:2], "the runs that go alone come first")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models/judge"
@@ -34,6 +35,20 @@ const DefaultCompareTTL = 2 * time.Second
 // grants, not on how much a loaded machine got done in its three TTLs.
 const CompareBaselineGrants = 10
 
+// MaxCompareRuns is the most runs per cell a comparison makes (CompareConfig.Runs): at
+// 2 × 5 + 1 runs per service and run, 50 runs of a dozen services already take hours.
+const MaxCompareRuns = 50
+
+// CompareSeeds are the workload seeds of a comparison's runs per cell: the k-th run of
+// every cell at seed + k, so the first is the seed itself and one seed gives one plan.
+func CompareSeeds(seed int64, runs int) []int64 {
+	out := make([]int64, runs)
+	for k := range out {
+		out[k] = seed + int64(k)
+	}
+	return out
+}
+
 // CompareFaults are the faults a comparison runs by default: client-side faults, which
 // apply to every service, including one fencecheck does not own (an external endpoint).
 // Both partitions: the loud one closes the holder's connections (a session lock is
@@ -54,8 +69,14 @@ type CompareConfig struct {
 	TTL time.Duration
 	// Faults to run (empty: CompareFaults); each must apply to every compared backend.
 	Faults []string
-	// Seed of every run's workload (0: spec.DefaultSeed).
+	// Seed of every run's workload (0: spec.DefaultSeed): the first of each cell's
+	// runs; the k-th runs at Seed + k (CompareSeeds).
 	Seed int64
+	// Runs is how many times each cell runs, 1 to MaxCompareRuns (0: 1).
+	Runs int
+	// Parallel is how many fault runs the campaign makes at a time, recorded in the
+	// comparison (the runs without a fault run alone: CompareJob.Alone).
+	Parallel int
 	// Extra are rows of their own beside the compared backends: a backend with options
 	// of its own, such as several lock clients of one backend (each exec client with
 	// its command and its lock service).
@@ -78,9 +99,15 @@ type CompareJob struct {
 	Fault    string
 	Resource string
 	Spec     spec.Spec
-	// Step is the run's place among its row's runs (0: the run without a fault).
+	// Step is the run's place among its row's runs (the runs without a fault first).
 	Step int
+	// Run is the run's place among its cell's runs (0-based; its seed is Seeds[Run]).
+	Run int
 }
+
+// Alone reports whether the job runs with nothing else running: a run without a fault,
+// whose latency and throughput must measure the lock, not the other runs.
+func (j CompareJob) Alone() bool { return j.Fault == "" }
 
 // ComparePlan is a comparison before it runs.
 type ComparePlan struct {
@@ -134,6 +161,13 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 			return nil, fmt.Errorf("%w: unknown fault %q (known: %s)", spec.ErrSpec, f, registry.Names(reg.FaultNames()))
 		}
 	}
+	runs := cfg.Runs
+	if runs == 0 {
+		runs = 1
+	}
+	if runs < 0 || runs > MaxCompareRuns {
+		return nil, fmt.Errorf("%w: --runs must be 1 to %d, got %d", spec.ErrSpec, MaxCompareRuns, cfg.Runs)
+	}
 	rows, err := compareRows(reg, cfg)
 	if err != nil {
 		return nil, err
@@ -142,7 +176,8 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 	if seed == 0 {
 		seed = spec.DefaultSeed
 	}
-	cmp := &judge.Comparison{TTLNanos: ttl.Nanoseconds(), Faults: slices.Clone(faults), Machine: ThisMachine()}
+	seeds := CompareSeeds(seed, runs)
+	cmp := &judge.Comparison{TTLNanos: ttl.Nanoseconds(), Faults: slices.Clone(faults), Runs: runs, Seeds: seeds, Parallel: max(cfg.Parallel, 1), BaselineAlone: true, Machine: ThisMachine()}
 	p := &ComparePlan{Name: CompareName, Comparison: cmp}
 	cell := func(r compareRow, resource string, fs []string) spec.Spec {
 		s := CellSpec(reg, cat, r.backend.Name, resource, fs, r.options)
@@ -153,6 +188,21 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		}
 		s.Name = fmt.Sprintf("compare-%s-%s-%s", r.name, resource, label)
 		return s
+	}
+	// The k-th run of a cell: its seed, and a name of its own beyond the first.
+	nth := func(s spec.Spec, k int) spec.Spec {
+		s.Seed = seeds[k]
+		if k > 0 {
+			s.Name += fmt.Sprintf("-run%d", k+1)
+		}
+		return s
+	}
+	notRun := func(resource string) []judge.CompareRun {
+		out := make([]judge.CompareRun, runs)
+		for k := range out {
+			out[k] = judge.CompareRun{Resource: resource, Outcome: judge.NotRunWord, Run: k, Seed: seeds[k]}
+		}
+		return out
 	}
 	for _, r := range rows {
 		set := registry.Settings{TTL: ttl, Members: max(r.backend.Defaults(registry.Settings{Options: r.options}).Members, 1), Options: r.options}
@@ -188,14 +238,12 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 				Pool: r.backend.Pool, ClientClockExpiry: r.backend.ClientClockExpiry,
 				DurableLeases: def.DurableLeases, ClientExpiry: caps.ClientExpiry, External: caps.External,
 			},
-			Baseline: judge.CompareRun{Resource: probe, Outcome: judge.NotRunWord},
+			Baseline: notRun(probe),
 		}
 		for _, f := range faults {
 			fault, _ := reg.Fault(f)
 			row.Faults = append(row.Faults, judge.CompareFault{
-				Fault: f, Meaning: fault.Meaning(),
-				Unfenced: judge.CompareRun{Resource: unfenced, Outcome: judge.NotRunWord},
-				Fenced:   judge.CompareRun{Resource: fenced, Outcome: judge.NotRunWord},
+				Fault: f, Meaning: fault.Meaning(), Unfenced: notRun(unfenced), Fenced: notRun(fenced),
 			})
 		}
 		i := len(cmp.Services)
@@ -203,11 +251,16 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		// Enough grants for the latency and throughput figures: three TTLs, and at least
 		// CompareBaselineGrants however slow the machine.
 		base.Duration, base.MinGrants = 3*ttl, CompareBaselineGrants
-		jobs := []CompareJob{{Row: i, Resource: probe, Spec: base}}
-		for _, f := range faults {
-			jobs = append(jobs, CompareJob{Row: i, Fault: f, Resource: unfenced, Spec: cell(r, unfenced, []string{f})})
-			if caps.NoToken == "" {
-				jobs = append(jobs, CompareJob{Row: i, Fault: f, Resource: fenced, Spec: cell(r, fenced, []string{f})})
+		var jobs []CompareJob
+		for k := range runs {
+			jobs = append(jobs, CompareJob{Row: i, Resource: probe, Spec: nth(base, k), Run: k})
+		}
+		for k := range runs {
+			for _, f := range faults {
+				jobs = append(jobs, CompareJob{Row: i, Fault: f, Resource: unfenced, Spec: nth(cell(r, unfenced, []string{f}), k), Run: k})
+				if caps.NoToken == "" {
+					jobs = append(jobs, CompareJob{Row: i, Fault: f, Resource: fenced, Spec: nth(cell(r, fenced, []string{f}), k), Run: k})
+				}
 			}
 		}
 		for k := range jobs {
@@ -332,6 +385,9 @@ func ThisMachine() judge.Machine {
 	return m
 }
 
+// Alone reports whether the plan's i-th run goes with nothing else running (Campaign.Alone).
+func (p *ComparePlan) Alone(i int) bool { return i >= 0 && i < len(p.Jobs) && p.Jobs[i].Alone() }
+
 // Specs lists the plan's runs, for a Campaign.
 func (p *ComparePlan) Specs() []spec.Spec {
 	out := make([]spec.Spec, len(p.Jobs))
@@ -352,42 +408,64 @@ func (p *ComparePlan) Judge(results []RunResult, store string, started time.Time
 			continue // another shard's run: it stays "not run"
 		}
 		row := &cmp.Services[j.Row]
+		if j.Run < 0 || j.Run >= len(row.Baseline) {
+			continue // not a run of this comparison's plan
+		}
 		var run judge.CompareRun
 		switch {
 		case res.Err != nil && errors.Is(res.Err, spec.ErrNoToken):
 			// A backend that learns only as it runs that it has no token (an exec client).
-			row.Facts.NoToken = strings.TrimPrefix(res.Err.Error(), spec.ErrSpec.Error()+": ")
+			row.Facts.NoToken = judge.Scrub(strings.TrimPrefix(res.Err.Error(), spec.ErrSpec.Error()+": "))
 			run = judge.CompareRun{Resource: j.Resource, Scenario: res.Label, Outcome: judge.NotRunWord}
 		case res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil:
-			run = judge.ErrorRun(j.Resource, res.Label, errText(res.Err))
+			run = judge.ErrorRun(j.Resource, res.Label, judge.Scrub(errText(res.Err)))
 		default:
 			run = judge.NewCompareRun(j.Resource, res.Label, res.Outcome.Spec.TTL, res.Outcome.Report)
-			if h := res.Outcome.History; h != nil && h.Run.NoToken != "" {
-				row.Facts.NoToken = h.Run.NoToken
+			if h := res.Outcome.History; h != nil {
+				if h.Run.NoToken != "" {
+					row.Facts.NoToken = judge.Scrub(h.Run.NoToken)
+				}
+				run.FaultNanos = longestFault(h.Faults)
 			}
+		}
+		run.Run = j.Run
+		if j.Run < len(cmp.Seeds) {
+			run.Seed = cmp.Seeds[j.Run]
 		}
 		if res.Dir != "" {
 			run.Dir = RelTo(store, res.Dir)
 		}
 		run.Seconds = res.Took.Seconds()
 		if j.Fault == "" {
-			row.Baseline = run
+			row.Baseline[j.Run] = run
 			continue
 		}
 		for k := range row.Faults {
-			if row.Faults[k].Fault != j.Fault {
-				continue
-			}
-			if j.Resource == unfenced {
-				row.Faults[k].Unfenced = run
-			} else {
-				row.Faults[k].Fenced = run
+			f := &row.Faults[k]
+			switch {
+			case f.Fault != j.Fault || j.Run >= len(f.Unfenced) || j.Run >= len(f.Fenced):
+			case j.Resource == unfenced:
+				f.Unfenced[j.Run] = run
+			default:
+				f.Fenced[j.Run] = run
 			}
 		}
 	}
 	cmp.Seconds = time.Since(started).Seconds()
 	cmp.Judge()
 	return cmp
+}
+
+// longestFault is the longest fault's length in a history (start to heal; a fault that
+// never healed does not count).
+func longestFault(faults []history.Fault) int64 {
+	var out int64
+	for _, f := range faults {
+		if f.End != nil {
+			out = max(out, *f.End-f.Start)
+		}
+	}
+	return out
 }
 
 // Record is the plan as the results store records it (plan.json) for a comparison of
@@ -408,13 +486,15 @@ func (p *ComparePlan) Record(reg *registry.Registry, cat catalogue.Catalogue, sh
 		TTL      int64
 		Faults   []string
 		Services []service
-	}{c.TTLNanos, c.Faults, services})
+		Runs     int
+		Seeds    []int64
+	}{c.TTLNanos, c.Faults, services, c.Runs, c.Seeds})
 	if err != nil {
 		return nil, err
 	}
 	plan.Compare = c
 	for i, j := range p.Jobs {
-		plan.Runs[i].Fault, plan.Runs[i].Row = j.Fault, j.Row
+		plan.Runs[i].Fault, plan.Runs[i].Row, plan.Runs[i].Repeat = j.Fault, j.Row, j.Run
 	}
 	return plan, nil
 }
@@ -424,24 +504,34 @@ func (p *ComparePlan) Record(reg *registry.Registry, cat catalogue.Catalogue, sh
 func planned(c *judge.Comparison) *judge.Comparison {
 	out := *c
 	out.Faults = slices.Clone(c.Faults)
+	out.Seeds = slices.Clone(c.Seeds)
 	out.Skipped = slices.Clone(c.Skipped)
 	out.Services = slices.Clone(c.Services)
 	out.Sharding = nil
 	for i := range out.Services {
 		s := &out.Services[i]
 		s.Options = cloneOptions(s.Options)
-		s.Baseline = judge.CompareRun{Resource: s.Baseline.Resource, Outcome: judge.NotRunWord}
+		s.Baseline = notRunYet(s.Baseline)
 		s.Faults = slices.Clone(s.Faults)
 		for k := range s.Faults {
 			f := &s.Faults[k]
-			f.Unfenced = judge.CompareRun{Resource: f.Unfenced.Resource, Outcome: judge.NotRunWord}
-			f.Fenced = judge.CompareRun{Resource: f.Fenced.Resource, Outcome: judge.NotRunWord}
-			f.UnfencedWord, f.FencedWord = "", ""
+			f.Unfenced, f.Fenced = notRunYet(f.Unfenced), notRunYet(f.Fenced)
+			f.UnfencedWord, f.FencedWord, f.Figures = "", "", judge.Figures{}
 		}
-		s.Verdict, s.Safe, s.Paragraph = "", false, ""
-		s.ValidityGapNanos, s.NoticeDelayNanos, s.NeverNoticed, s.TakeoverNanos = 0, 0, 0, 0
+		s.Verdict, s.Safe, s.Paragraph, s.Inconclusive = "", false, "", ""
+		s.ValidityGap, s.Overshoot, s.NoticeDelay, s.Takeover = judge.Worst{}, judge.Worst{}, judge.Worst{}, judge.Worst{}
+		s.NeverNoticed, s.NeverFaults, s.Latency = 0, nil, judge.Latency{}
 	}
 	return &out
+}
+
+// notRunYet copies a cell's runs as not run yet: their resource, place and seed.
+func notRunYet(runs []judge.CompareRun) []judge.CompareRun {
+	out := make([]judge.CompareRun, len(runs))
+	for k, r := range runs {
+		out[k] = judge.CompareRun{Resource: r.Resource, Outcome: judge.NotRunWord, Run: r.Run, Seed: r.Seed}
+	}
+	return out
 }
 
 // RedactComparison masks the secrets a comparison may hold (an existing service's DSN in
@@ -454,8 +544,10 @@ func RedactComparison(r *redact.Redactor, c *judge.Comparison) {
 			s.Options[k] = r.String(v)
 		}
 		s.Setup, s.Version = r.String(s.Setup), r.String(s.Version)
-		for _, run := range append([]*judge.CompareRun{&s.Baseline}, faultRuns(s)...) {
-			run.Error = r.String(run.Error)
+		s.Facts.NoToken = judge.Scrub(r.String(s.Facts.NoToken))
+		s.Paragraph = judge.Scrub(r.String(s.Paragraph))
+		for _, run := range allRuns(s) {
+			run.Error = judge.Scrub(r.String(run.Error))
 		}
 	}
 	for i := range c.Skipped {
@@ -463,10 +555,20 @@ func RedactComparison(r *redact.Redactor, c *judge.Comparison) {
 	}
 }
 
-func faultRuns(s *judge.ServiceRow) []*judge.CompareRun {
+// allRuns lists every run of a service, the runs without a fault first.
+func allRuns(s *judge.ServiceRow) []*judge.CompareRun {
 	var out []*judge.CompareRun
+	for k := range s.Baseline {
+		out = append(out, &s.Baseline[k])
+	}
 	for k := range s.Faults {
-		out = append(out, &s.Faults[k].Unfenced, &s.Faults[k].Fenced)
+		f := &s.Faults[k]
+		for i := range f.Unfenced {
+			out = append(out, &f.Unfenced[i])
+		}
+		for i := range f.Fenced {
+			out = append(out, &f.Fenced[i])
+		}
 	}
 	return out
 }
@@ -494,6 +596,10 @@ func Compare(ctx context.Context, cfg CompareConfig, c Campaign) (cmp *judge.Com
 	if err != nil {
 		return nil, "", false, err
 	}
+	if c.Alone == nil {
+		c.Alone = p.Alone
+	}
+	p.Comparison.Parallel = max(c.Parallel, 1)
 	results, interrupted := c.Run(ctx, p.Specs())
 	cmp = p.Judge(results, c.Store, started)
 	RedactComparison(c.Redact, cmp)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	redis "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // The plan of a comparison, before anything runs: which rows, which runs, which
@@ -59,6 +61,40 @@ func TestPlanCompare(t *testing.T) {
 		require.NotEmpty(t, p.Comparison.Services[1].Facts.NoToken)
 		// Interleaved: the first two runs are of different services.
 		require.NotEqual(t, p.Jobs[0].Row, p.Jobs[1].Row)
+		require.Equal(t, 1, p.Comparison.Runs)
+		require.Equal(t, []int64{spec.DefaultSeed}, p.Comparison.Seeds)
+	})
+
+	t.Run("every cell runs --runs times, the k-th at seed + k, the runs without a fault alone", func(t *testing.T) {
+		p, err := PlanCompare(ctx, reg, nil, CompareConfig{Backends: []string{"naive", "raft"}, Runs: 3, Seed: 40, Parallel: 2})
+		require.NoError(t, err)
+		c := p.Comparison
+		require.Equal(t, 3, c.Runs)
+		require.Equal(t, []int64{40, 41, 42}, c.Seeds)
+		require.Equal(t, 2, c.Parallel)
+		require.Len(t, p.Jobs, 2*3*7, "2 services × 3 runs × (baseline + 3 faults × 2 resources)")
+		names := map[string]bool{}
+		perCell := map[string][]int64{}
+		for i, j := range p.Jobs {
+			require.False(t, names[j.Spec.Name], "each run has a name of its own: %s", j.Spec.Name)
+			names[j.Spec.Name] = true
+			require.Equal(t, c.Seeds[j.Run], j.Spec.Seed, j.Spec.Name)
+			require.Equal(t, j.Fault == "", p.Alone(i), j.Spec.Name)
+			key := fmt.Sprintf("%d/%s/%s", j.Row, j.Fault, j.Resource)
+			perCell[key] = append(perCell[key], j.Spec.Seed)
+		}
+		require.Len(t, perCell, 2*7)
+		for k, seeds := range perCell {
+			require.ElementsMatch(t, []int64{40, 41, 42}, seeds, k)
+		}
+		for _, s := range c.Services {
+			require.Len(t, s.Baseline, 3)
+			for _, f := range s.Faults {
+				require.Len(t, f.Unfenced, 3)
+				require.Len(t, f.Fenced, 3)
+				require.Equal(t, int64(42), f.Fenced[2].Seed)
+			}
+		}
 	})
 
 	t.Run("an external option adds a row", func(t *testing.T) {
@@ -97,6 +133,8 @@ func TestPlanCompare(t *testing.T) {
 			{CompareConfig{Backends: []string{"naive"}, Faults: []string{"leader-isolation"}}, `fault "leader-isolation" does not apply to naive`},
 			{CompareConfig{Backends: []string{"naive"}, Options: map[string]string{"redis-addrs": "127.0.0.1:1"}}, "--redis-addrs is for the redis"},
 			{CompareConfig{Backends: []string{"etcd"}, TTL: 1500e6}, "no backend to compare can run here (etcd: etcd leases are whole seconds"},
+			{CompareConfig{Backends: []string{"naive"}, Runs: -1}, "--runs must be 1 to 50, got -1"},
+			{CompareConfig{Backends: []string{"naive"}, Runs: MaxCompareRuns + 1}, "--runs must be 1 to 50, got 51"},
 		} {
 			_, err := PlanCompare(ctx, reg, nil, tc.cfg)
 			require.ErrorContains(t, err, tc.want)
@@ -107,13 +145,15 @@ func TestPlanCompare(t *testing.T) {
 func TestRedactComparison(t *testing.T) {
 	c := &judge.Comparison{
 		Services: []judge.ServiceRow{{Options: map[string]string{"postgres-lock-dsn": "postgres://app:hunter2@127.0.0.1:5432/db"},
-			Setup: "an existing PostgreSQL at postgres://app:hunter2@127.0.0.1:5432/db", Faults: []judge.CompareFault{{Fenced: judge.CompareRun{Error: "dial postgres://app:hunter2@127.0.0.1:1/db"}}}}},
+			Setup: "an existing PostgreSQL at postgres://app:hunter2@127.0.0.1:5432/db", Faults: []judge.CompareFault{{Fenced: []judge.CompareRun{{Error: "dial postgres://app:hunter2@127.0.0.1:1/db"}, {Error: "client (pid 4242) exited: /tmp/fc-1/x.sock"}}}}}},
 		Skipped: []judge.SkippedEntry{{Backend: "x", Reason: "password=hunter2 refused"}},
 	}
 	RedactComparison(nil, c)
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
 	require.NotContains(t, string(b), "hunter2")
+	require.NotContains(t, string(b), "/tmp/")
+	require.NotContains(t, string(b), "4242")
 	require.Contains(t, string(b), "127.0.0.1:5432")
 }
 
@@ -136,6 +176,7 @@ func TestCompareRecord(t *testing.T) {
 		require.Equal(t, j.Row, whole.Runs[i].Row)
 		require.Equal(t, j.Fault, whole.Runs[i].Fault)
 		require.Equal(t, j.Resource, whole.Runs[i].Resource)
+		require.Equal(t, j.Run, whole.Runs[i].Repeat)
 	}
 	other, err := PlanCompare(context.Background(), reg, nil, CompareConfig{Backends: []string{"naive", "naive-persisted"}, Faults: []string{"pause"}, TTL: 3 * DefaultCompareTTL})
 	require.NoError(t, err)
@@ -149,10 +190,10 @@ func TestCompareRecord(t *testing.T) {
 	}
 	results[0] = RunResult{Label: "x", Err: errors.New("boom")}
 	cmp := p.Judge(results, t.TempDir(), time.Now())
-	require.Equal(t, "error", cmp.Services[p.Jobs[0].Row].Baseline.Outcome)
-	require.Equal(t, judge.NotRunWord, cmp.Services[p.Jobs[1].Row].Baseline.Outcome, "another shard's run stays not run")
+	require.Equal(t, "error", cmp.Services[p.Jobs[0].Row].Baseline[0].Outcome)
+	require.Equal(t, judge.NotRunWord, cmp.Services[p.Jobs[1].Row].Baseline[0].Outcome, "another shard's run stays not run")
 	for _, s := range whole.Compare.Services {
-		require.Equal(t, judge.NotRunWord, s.Baseline.Outcome, "the record holds no result")
+		require.Equal(t, judge.NotRunWord, s.Baseline[0].Outcome, "the record holds no result")
 		require.Empty(t, s.Verdict)
 	}
 

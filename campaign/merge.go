@@ -585,7 +585,7 @@ func writeMergedScorecard(dir, store string, p *Plan, results []RunResult, shard
 func writeMergedComparison(dir, store string, p *Plan, results []RunResult, sharding *judge.Sharding) (*judge.Comparison, string, error) {
 	cp := &ComparePlan{Name: p.Name, Comparison: planned(p.Compare)}
 	for _, pr := range p.Runs {
-		cp.Jobs = append(cp.Jobs, CompareJob{Row: pr.Row, Fault: pr.Fault, Resource: pr.Resource})
+		cp.Jobs = append(cp.Jobs, CompareJob{Row: pr.Row, Fault: pr.Fault, Resource: pr.Resource, Run: pr.Repeat})
 	}
 	out := cp.Judge(results, store, p.Started)
 	RedactComparison(nil, out)

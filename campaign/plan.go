@@ -99,11 +99,13 @@ type PlanRun struct {
 	// of a matrix run's cell in Plan.Matrix.Cells; Expect a matrix cell's expectation.
 	// A comparison's run has its Fault ("" for the run without a fault) and Row, the
 	// index of its service in Plan.Compare.Services.
-	Scenario string            `json:"scenario,omitempty"`
-	Fault    string            `json:"fault,omitempty"`
-	Cell     int               `json:"cell,omitempty"`
-	Row      int               `json:"row,omitempty"`
-	Expect   *catalogue.Expect `json:"expect,omitempty"`
+	Scenario string `json:"scenario,omitempty"`
+	Fault    string `json:"fault,omitempty"`
+	Cell     int    `json:"cell,omitempty"`
+	Row      int    `json:"row,omitempty"`
+	// Repeat is a comparison's run's place among its cell's runs (0-based).
+	Repeat int               `json:"repeat,omitempty"`
+	Expect *catalogue.Expect `json:"expect,omitempty"`
 
 	// The result, for a run of the store's shard that started:
 	// Dir is its folder relative to the store's root.

@@ -98,6 +98,7 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		}
 		return
 	}
+	w.noteValidity(acq, lease)
 	acq.Done(history.OK, lease.Token(), "", "")
 	unwatch := w.watchLoss(acq.ID(), lease)
 	defer w.release(ctx, key, lease, unwatch)
@@ -126,6 +127,7 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		v += "@" + w.ValueTag
 	}
 	wr := w.Rec.BeginKey(key, w.ID, history.Write, lease.Token(), v, &readID)
+	w.noteValidity(wr, lease)
 	wctx, cancel := context.WithTimeout(ctx, w.OpTimeout)
 	accepted, err := w.write(wctx, key, lease, v)
 	cancel()
@@ -136,6 +138,17 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		wr.Done(history.OK, lease.Token(), v, "")
 	default:
 		wr.Done(history.Rejected, lease.Token(), v, "refused by the fence")
+	}
+}
+
+// noteValidity records on op the lease's own estimate of its end, when it keeps one
+// (the overshoot figure: how long after the next grant that estimate still said the
+// lock was held).
+func (w *Worker) noteValidity(op *history.Pending, lease Lease) {
+	if e, ok := lease.(Expiring); ok {
+		if until := e.ValidUntil(); !until.IsZero() {
+			op.ValidUntil(until)
+		}
 	}
 }
 

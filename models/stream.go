@@ -36,10 +36,11 @@ type sop struct {
 	readID  int
 	hasRead bool
 	key     string
+	valid   int64 // the op's valid_until (0: none)
 }
 
 func toSop(o *history.Op) sop {
-	s := sop{id: o.ID, client: o.Client, kind: o.Kind, status: o.Status, call: o.Call, ret: o.End(), token: o.Token, value: o.Value, key: o.Key}
+	s := sop{id: o.ID, client: o.Client, kind: o.Kind, status: o.Status, call: o.Call, ret: o.End(), token: o.Token, value: o.Value, key: o.Key, valid: o.ValidUntil}
 	if o.ReadID != nil {
 		s.readID, s.hasRead = *o.ReadID, true
 	}
@@ -48,7 +49,7 @@ func toSop(o *history.Op) sop {
 
 // op turns s back into a history op.
 func (s *sop) op() history.Op {
-	o := history.Op{ID: s.id, Client: s.client, Kind: s.kind, Call: s.call, Status: s.status, Token: s.token, Value: s.value, Key: s.key}
+	o := history.Op{ID: s.id, Client: s.client, Kind: s.kind, Call: s.call, Status: s.status, Token: s.token, Value: s.value, Key: s.key, ValidUntil: s.valid}
 	if s.ret != history.Infinity {
 		r := s.ret
 		o.Return = &r

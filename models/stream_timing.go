@@ -25,6 +25,7 @@ type timingHold struct {
 	a        int64 // the grant's return
 	minS     int64 // the earliest later return of a hold seen so far (history.Infinity: none)
 	progress int64 // the latest accepted write's return known to be no later than S (or a)
+	valid    int64 // the latest validity estimate on the hold's acquire and writes (0: none)
 	pending  []int64
 }
 
@@ -58,7 +59,7 @@ func (k *timingKey) op(c *streamChecker, s *sop) {
 		} else {
 			h = &timingHold{}
 		}
-		*h = timingHold{acqID: s.id, a: a, minS: history.Infinity, progress: a, pending: h.pending[:0]}
+		*h = timingHold{acqID: s.id, a: a, minS: history.Infinity, progress: a, valid: s.valid, pending: h.pending[:0]}
 		for _, r := range k.flight {
 			if r > a {
 				h.minS = min(h.minS, r)
@@ -75,6 +76,9 @@ func (k *timingKey) op(c *streamChecker, s *sop) {
 		k.open[s.client] = h
 	case history.Write:
 		h := k.open[s.client]
+		if h != nil {
+			h.valid = max(h.valid, s.valid)
+		}
 		if h == nil || s.status != history.OK || s.ret == history.Infinity {
 			return
 		}
@@ -104,7 +108,7 @@ func (k *timingKey) end(c *streamChecker, h *timingHold, e int64) {
 		}
 	}
 	at, noticed := c.lostAt[h.acqID]
-	c.tim.supersession(s, progress, at, noticed)
+	c.tim.supersession(s, progress, at, noticed, h.valid)
 }
 
 // finish settles the holds never released: they lasted to the end of the history.

@@ -23,7 +23,9 @@ import (
 // (the earliest one counts): its notice delay is max(0, lost.at - S). Its takeover time is
 // S minus its last progress: the latest return, no later than S, of an ok write of the
 // holder on the key between its acquire and its release (in call order), or A when there
-// is none.
+// is none. Its overshoot, when the holder recorded its own validity estimate (valid_until
+// on the hold's acquire or on its writes between its acquire and its release, in call
+// order; the latest counts as V), is max(0, V - S).
 
 // maxExact is how many durations a durations keeps exactly; beyond it they are counted
 // in a log-linear histogram, and its percentiles are within 1/histSub of the truth.
@@ -128,6 +130,8 @@ type lockTiming struct {
 	superseded, noticed int
 	delays              durations // of noticed supersessions
 	takeover            int64
+	overshoot           int64
+	estimated           int
 	acquires            durations // latencies of ok acquires
 	grants              int
 	firstCall, lastRet  int64
@@ -153,10 +157,15 @@ func (t *lockTiming) op(kind history.Kind, status history.Status, call, ret int6
 }
 
 // supersession notes a superseded hold: superseded at s, its last progress at progress,
-// its earliest lost record at lost (when noticed).
-func (t *lockTiming) supersession(s, progress, lost int64, noticed bool) {
+// its earliest lost record at lost (when noticed), its holder's latest validity estimate
+// at valid (0: none recorded).
+func (t *lockTiming) supersession(s, progress, lost int64, noticed bool, valid int64) {
 	t.superseded++
 	t.takeover = max(t.takeover, s-progress)
+	if valid > 0 {
+		t.estimated++
+		t.overshoot = max(t.overshoot, valid-s)
+	}
 	if noticed {
 		t.noticed++
 		t.delays.add(lost - s)
@@ -168,6 +177,7 @@ func (t *lockTiming) fill(ev *Evidence) {
 	ev.Superseded, ev.Noticed, ev.NeverNoticed = t.superseded, t.noticed, t.superseded-t.noticed
 	ev.NoticeDelayNanos, ev.NoticeDelayP50Nanos = t.delays.max, t.delays.percentile(50)
 	ev.TakeoverNanos = t.takeover
+	ev.OvershootNanos, ev.Estimated = t.overshoot, t.estimated
 	ev.AcquireP50Nanos, ev.AcquireP99Nanos = t.acquires.percentile(50), t.acquires.percentile(99)
 	ev.GrantsPerSecond = 0
 	if span := t.lastRet - t.firstCall; t.anyRet && span > 0 {
@@ -217,6 +227,16 @@ func partTiming(t *lockTiming, h *history.History, lost map[int]int64) {
 	for _, ws := range writes {
 		slices.SortFunc(ws, before)
 	}
+	// Each client's writes that carry a validity estimate, in call order.
+	estimates := map[int][]*history.Op{}
+	for i := range h.Ops {
+		if o := &h.Ops[i]; o.Kind == history.Write && o.ValidUntil > 0 {
+			estimates[o.Client] = append(estimates[o.Client], o)
+		}
+	}
+	for _, es := range estimates {
+		slices.SortFunc(es, before)
+	}
 	starts := make([]int64, len(hs))
 	for i, hd := range hs {
 		starts[i] = hd.acq.End()
@@ -243,7 +263,13 @@ func partTiming(t *lockTiming, h *history.History, lost map[int]int64) {
 				progress = max(progress, *w.Return)
 			}
 		}
+		valid := hd.acq.ValidUntil
+		es := estimates[hd.acq.Client]
+		k, _ = slices.BinarySearchFunc(es, hd.acq, before)
+		for ; k < len(es) && (hd.rel == nil || before(es[k], hd.rel) < 0); k++ {
+			valid = max(valid, es[k].ValidUntil)
+		}
 		at, noticed := lost[hd.acq.ID]
-		t.supersession(s, progress, at, noticed)
+		t.supersession(s, progress, at, noticed, valid)
 	}
 }

@@ -16,12 +16,26 @@ type timingFigures struct {
 	Superseded, Noticed, NeverNoticed                     int
 	NoticeDelay, NoticeDelayP50, Takeover, AcqP50, AcqP99 int64
 	GrantsPerSecond                                       float64
+	Overshoot                                             int64
+	Estimated                                             int
 }
 
 func figures(ev Evidence) timingFigures {
 	return timingFigures{ev.Superseded, ev.Noticed, ev.NeverNoticed, ev.NoticeDelayNanos, ev.NoticeDelayP50Nanos,
-		ev.TakeoverNanos, ev.AcquireP50Nanos, ev.AcquireP99Nanos, ev.GrantsPerSecond}
+		ev.TakeoverNanos, ev.AcquireP50Nanos, ev.AcquireP99Nanos, ev.GrantsPerSecond, ev.OvershootNanos, ev.Estimated}
 }
+
+// estimate sets op id's valid_until: the client's own estimate of its lease's end.
+func estimate(b *builder, id int, until int64) {
+	for i := range b.h.Ops {
+		if b.h.Ops[i].ID == id {
+			b.h.Ops[i].ValidUntil = until
+		}
+	}
+}
+
+// opAt is the id of the op at index i.
+func opAt(b *builder, i int) int { return b.h.Ops[i].ID }
 
 func lost(client, acquireID int, at int64) history.Lost {
 	return history.Lost{Client: client, AcquireID: acquireID, At: at, Reason: "renewal refused"}
@@ -130,6 +144,21 @@ func TestLockTiming(t *testing.T) {
 			b.add(history.Op{Client: 2, Kind: history.Release, Call: 60, Status: ok, Token: 2, Key: "a"}, 70)
 			return b.h
 		}, timingFigures{Superseded: 1, NeverNoticed: 1, Takeover: 40, AcqP50: 10, AcqP99: 10, GrantsPerSecond: rate(3, 70)}},
+		{"the estimate ran out before the next grant: overshoot 0", func() *history.History {
+			b := newHistory(strict)
+			a0 := pausedThenTakenOver(b, ok)
+			estimate(b, a0, 60)
+			estimate(b, opAt(b, 1), 100) // client 0's write: its estimate when it wrote
+			return b.h
+		}, timingFigures{Superseded: 1, NeverNoticed: 1, Takeover: 80, AcqP50: 10, AcqP99: 70, GrantsPerSecond: rate(2, span), Estimated: 1}},
+		{"the estimate still said held after the next grant: the latest counts", func() *history.History {
+			b := newHistory(strict)
+			a0 := pausedThenTakenOver(b, ok)
+			estimate(b, a0, 60)
+			estimate(b, opAt(b, 1), 140)
+			estimate(b, opAt(b, 3), 500) // client 1's write: not the superseded holder's
+			return b.h
+		}, timingFigures{Superseded: 1, NeverNoticed: 1, Takeover: 80, AcqP50: 10, AcqP99: 70, GrantsPerSecond: rate(2, span), Overshoot: 30, Estimated: 1}},
 		{"no grant at all", func() *history.History {
 			b := newHistory(strict)
 			b.acquire(0, 0, 10, failed, 0)

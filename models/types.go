@@ -232,6 +232,13 @@ type Evidence struct {
 	// holder's writes are its ok writes on the key between its acquire and its release
 	// in call order that returned no later than the next grant.
 	TakeoverNanos int64 `json:"takeover_ns"`
+	// OvershootNanos is the longest overshoot over the superseded holds whose holder
+	// recorded its own validity estimate (an op's valid_until): how long after the next
+	// grant's return that estimate — the latest valid_until on the hold's acquire and
+	// writes — still said the lock was held, max(0, valid_until − S). Estimated counts
+	// those holds; 0 when the lease keeps no estimate (the figure is then unknown, not 0).
+	OvershootNanos int64 `json:"overshoot_ns"`
+	Estimated      int   `json:"estimated"`
 	// AcquireP50Nanos / AcquireP99Nanos: latency (call to return) of ok acquires (nearest
 	// rank; exact up to 65,536 acquires, beyond within 1% from a log-linear histogram);
 	// GrantsPerSecond: ok acquires over the history's span (its ops' first call to their

@@ -220,6 +220,7 @@ func newRunView(h *history.History, rep *models.Report) runView {
 		{"longest stretch without an accepted write", Duration(ev.LongestNoAcceptedWriteNanos), "the availability cost"},
 		{"notice delay", NoticeDelay(ev), "how long after another client was granted the lock a superseded holder recorded that it had lost it"},
 		{"takeover", Takeover(ev), "longest time from a superseded holder's last accepted write (or its grant) to the next grant"},
+		{"overshoot", Overshoot(ev), "how long after the next grant a superseded holder's own validity estimate still said it held the lock"},
 		{"acquire p50 / p99", Duration(ev.AcquireP50Nanos) + " / " + Duration(ev.AcquireP99Nanos), "latency of granted acquires, call to return"},
 		{"grants/s", GrantRate(ev.GrantsPerSecond), "granted acquires over the history's span"},
 	}

@@ -64,8 +64,8 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 		ev.StaleAttempted, ev.StaleRejected, ev.StaleAccepted, Seconds(ev.ValidityGapNanos))
 	term.Fprintf(w, "availability: %d writes (%d accepted, %d refused, %d unknown); %d grants, %d acquires failed; longest stretch without an accepted write %s\n",
 		ev.Writes, ev.WritesAccepted, ev.WritesRefused, ev.WritesUnknown, ev.Grants, ev.AcquireFailed, Seconds(ev.LongestNoAcceptedWriteNanos))
-	term.Fprintf(w, "lock timing: notice delay %s; takeover %s; acquire p50 %s, p99 %s; %s grants/s\n",
-		NoticeDelay(ev), Takeover(ev), Duration(ev.AcquireP50Nanos), Duration(ev.AcquireP99Nanos), GrantRate(ev.GrantsPerSecond))
+	term.Fprintf(w, "lock timing: notice delay %s; takeover %s; overshoot %s; acquire p50 %s, p99 %s; %s grants/s\n",
+		NoticeDelay(ev), Takeover(ev), Overshoot(ev), Duration(ev.AcquireP50Nanos), Duration(ev.AcquireP99Nanos), GrantRate(ev.GrantsPerSecond))
 	if tr := rep.Trouble(); tr != "" {
 		term.Fprintf(w, "INTERNAL ERROR (please report this history): %s; the direct analysis's verdict is shown\n", tr)
 	}
@@ -94,6 +94,18 @@ func Takeover(ev models.Evidence) string {
 		return "none"
 	}
 	return Duration(ev.TakeoverNanos)
+}
+
+// Overshoot is how long after the next grant a superseded holder's own validity
+// estimate still said it held the lock: "unknown" when no superseded holder recorded one.
+func Overshoot(ev models.Evidence) string {
+	switch {
+	case ev.Superseded == 0:
+		return "none"
+	case ev.Estimated == 0:
+		return "unknown (no superseded holder recorded its valid-until)"
+	}
+	return fmt.Sprintf("%s (over %d of %s)", Duration(ev.OvershootNanos), ev.Estimated, plural(ev.Superseded, "superseded holder", "superseded holders"))
 }
 
 // GrantRate formats grants per second with three significant figures or so.

@@ -20,16 +20,16 @@ const WhichLockBlock = "which-lock"
 // takeover, then the run's date, versions and machine, and a link to the full page.
 func WhichLock(c *Comparison, link string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Every service's recommended variant on the same terms: TTL %s, 3 clients, under %s, each without and with a fenced resource ([how to read it](docs/compare.md)).\n\n",
-		Duration(c.TTLNanos), strings.Join(c.Faults, " and "))
-	b.WriteString("| service | backend | fencing token | without fencing | with fencing | validity gap | notice delay | takeover |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Every service's recommended variant on the same terms: TTL %s, 3 clients, under %s, each without and with a fenced resource, %s ([how to read it](docs/compare.md)). Each figure is the worst fault's (named), as the median over its runs with the least–greatest and n.\n\n",
+		Duration(c.TTLNanos), strings.Join(c.Faults, " and "), runsWords(c))
+	b.WriteString("| service | backend | fencing token | without fencing | with fencing | validity gap | overshoot | notice delay | takeover |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range c.Services {
 		token := s.Facts.Token
 		if s.Facts.NoToken != "" {
 			token = "none"
 		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s |\n", s.Service, s.Name, mdCell(token), faultWords(s, false), faultWords(s, true),
-			Duration(s.ValidityGapNanos), s.NoticeWords(), Duration(s.TakeoverNanos))
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %s |\n", s.Service, s.Name, mdCell(token), mdCell(faultWords(s, false)), mdCell(faultWords(s, true)),
+			s.ValidityGap.Words(), s.Overshoot.Words(), s.NoticeWords(), s.Takeover.Words())
 	}
 	b.WriteString("\n" + whichLockSummary(c) + "\n")
 	fmt.Fprintf(&b, "\nRun %s on %d CPUs, %s %s, %s; took %s.", c.Started.UTC().Format("2006-01-02 15:04 MST"), c.Machine.CPUs, c.Machine.OS, c.Machine.Arch,
@@ -62,8 +62,10 @@ func whichLockSummary(c *Comparison) string {
 	for _, s := range c.Services {
 		byVerdict[s.Verdict] = append(byVerdict[s.Verdict], "`"+s.Name+"`")
 		for _, f := range s.Faults {
-			if f.Unfenced.Outcome == judge.OutcomeSafe {
-				unfencedHeld++
+			for _, r := range f.Unfenced {
+				if r.Outcome == judge.OutcomeSafe {
+					unfencedHeld++
+				}
 			}
 		}
 	}
@@ -82,7 +84,7 @@ func whichLockSummary(c *Comparison) string {
 	}
 	out := strings.Join(parts, "; ") + "."
 	if unfencedHeld == 0 {
-		out += " Without fencing, every one let a stale write through under every fault: no lock alone keeps the data safe once its holder stalls past the TTL."
+		out += " Without fencing, every one let a stale write through under every fault in every run: no lock alone keeps the data safe once its holder stalls past the TTL."
 	}
 	return out
 }
@@ -110,6 +112,15 @@ func faultWords(s judge.ServiceRow, fenced bool) string {
 	return strings.Join(parts, ", ")
 }
 
+// runsWords says how many runs each cell had, with their seeds and parallelism.
+func runsWords(c *Comparison) string {
+	alone := "the runs without a fault alone"
+	if !c.BaselineAlone {
+		alone = "every run beside the others"
+	}
+	return fmt.Sprintf("%d run(s) per cell (seeds %s; %s, %d fault run(s) at a time)", c.Runs, seedWords(c.Seeds), alone, c.Parallel)
+}
+
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // WriteComparisonPage renders a comparison's page on its own (outside a results store:
@@ -128,29 +139,28 @@ func CompareMarkdown(c *Comparison) string {
 	fmt.Fprintf(&b, "`fencecheck compare` on %s: %d CPUs, %s %s%s, %s; it took %s. Every service at a lease TTL of %s, 3 clients, under %s, each run without fencing and with a fenced register, and once without a fault. How to read it: [docs/compare.md](../compare.md); the same as a page with a chart: [compare.html](compare.html); the data: [compare.json](compare.json).\n\n",
 		c.Started.UTC().Format("2006-01-02 15:04 MST"), c.Machine.CPUs, c.Machine.OS, c.Machine.Arch, kernelWords(c.Machine.Kernel), c.Machine.GoVersion,
 		time.Duration(c.Seconds*float64(time.Second)).Round(time.Second), Duration(c.TTLNanos), strings.Join(c.Faults, " and "))
-	b.WriteString("## Per service and fault\n\nStale writes attempted / rejected / accepted, without fencing | with fencing; the timing figures are the run's without fencing.\n\n")
-	b.WriteString("| service | fault | without fencing | with fencing | stale writes | validity gap | notice delay | takeover | longest without an accepted write |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "## Per service and fault\n\n%s. Every figure is the median over the cell's runs (the runs without and with fencing alike), with the least–greatest and n, the runs that gave it. Stale writes attempted / rejected / accepted, summed over the runs without fencing | with fencing. The validity gap is shown with how long the fault lasted: the harness heals a fault only after 2 × TTL.\n\n", capital(runsWords(c)))
+	b.WriteString("| service | fault | without fencing | with fencing | stale writes | validity gap (of the fault's length) | overshoot | notice delay | takeover | longest without an accepted write |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range c.Services {
 		for _, f := range s.Faults {
-			u, fe := f.Unfenced, f.Fenced
-			stale := fmt.Sprintf("%d / %d / %d", u.StaleAttempted, u.StaleRejected, u.StaleAccepted)
-			noWrite := Duration(u.LongestNoAcceptedWriteNanos)
-			if fe.Decided() {
-				stale += fmt.Sprintf(" \\| %d / %d / %d", fe.StaleAttempted, fe.StaleRejected, fe.StaleAccepted)
-				noWrite += " \\| " + Duration(fe.LongestNoAcceptedWriteNanos)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, f.Fault, f.UnfencedWord, f.FencedWord, stale,
-				Duration(u.ValidityGapNanos), u.NoticeWords(), Duration(u.TakeoverNanos), noWrite)
+			fg := f.Figures
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, f.Fault, mdCell(f.UnfencedWord), mdCell(f.FencedWord), staleWords(fg, " \\| "),
+				fg.GapWords(), judge.DurationWords(fg.Overshoot), fg.NoticeWords(), judge.DurationWords(fg.Takeover), judge.DurationWords(fg.LongestNoAcceptedWrite))
 		}
 	}
-	b.WriteString("\n## Without faults\n\n| service | verdict | acquire p50 | acquire p99 | grants/s | version |\n|---|---|---|---|---|---|\n")
+	if c.BaselineAlone {
+		b.WriteString("\n## Without faults\n\nEach run without a fault ran alone, with nothing else running.\n\n")
+	} else {
+		b.WriteString("\n## Without faults\n\nThese runs went beside the comparison's other runs (it was made before they ran alone): their latency is the machine's as much as the lock's.\n\n")
+	}
+	b.WriteString("| service | verdict | acquire p50 | acquire p99 | grants/s | version |\n|---|---|---|---|---|---|\n")
 	for _, s := range c.Services {
-		bl := s.Baseline
-		if !bl.Decided() {
-			fmt.Fprintf(&b, "| %s | %s | %s | | | %s |\n", s.Name, s.Verdict, bl.Outcome, mdCell(s.Version))
+		l := s.Latency
+		if l.AcquireP50.N == 0 {
+			fmt.Fprintf(&b, "| %s | %s | %s | | | %s |\n", s.Name, s.Verdict, baselineOutcome(s.Baseline), mdCell(s.Version))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f | %s |\n", s.Name, s.Verdict, Duration(bl.AcquireP50Nanos), Duration(bl.AcquireP99Nanos), bl.GrantsPerSecond, mdCell(s.Version))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.Name, s.Verdict, judge.DurationWords(l.AcquireP50), judge.DurationWords(l.AcquireP99), judge.RateWords(l.GrantsPerSecond), mdCell(s.Version))
 	}
 	b.WriteString("\n## What it means, per service\n")
 	for _, s := range c.Services {
@@ -163,6 +173,13 @@ func CompareMarkdown(c *Comparison) string {
 		}
 	}
 	return b.String()
+}
+
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func kernelWords(k string) string {

@@ -22,6 +22,7 @@ type compareFlags struct {
 	backends      []string
 	faults        []string
 	parallel      int
+	runs          int
 	seed          int64
 	ttl           time.Duration
 	out           string
@@ -48,6 +49,26 @@ type compareJSON struct {
 // most of a run is waiting for a fault to heal.
 const defaultCompareParallel = 3
 
+// defaultCompareRuns is how many times each cell runs: enough for a median and a spread
+// (with the fenced twin, 10 samples of every fault's timing).
+const defaultCompareRuns = 5
+
+// estimateCompare is a rough estimate of how long a comparison's jobs take: a run
+// without a fault about 3 TTLs and its start, alone; a fault run about 5 TTLs (the fault
+// heals after 2 × TTL) and its start, parallel at a time.
+func estimateCompare(jobs []campaign.CompareJob, ttl time.Duration, parallel int) time.Duration {
+	const start = 3 * time.Second
+	var alone, rest time.Duration
+	for _, j := range jobs {
+		if j.Alone() {
+			alone += 3*ttl + start
+		} else {
+			rest += 5*ttl + start
+		}
+	}
+	return alone + rest/time.Duration(max(parallel, 1))
+}
+
 func (a *app) compareCmd() *cobra.Command {
 	f := &compareFlags{}
 	c := &cobra.Command{
@@ -56,8 +77,10 @@ func (a *app) compareCmd() *cobra.Command {
 		Long: `Runs the recommended variant of every lock service that can run on this machine (or the
 backends given with --backend) on the same terms: one lease TTL, the same client-side faults
 (a pause of the holder, a partition of the holder from the lock service), each against an
-unfenced and a fenced register, and once without a fault for acquire latency and throughput.
-Writes one comparison into the results store (DIR/compare/<timestamp>/compare.html and
+unfenced and a fenced register, and without a fault for acquire latency and throughput
+(those runs alone, nothing beside them). Every cell runs --runs times (default 5, at seeds
+--seed, --seed+1, ...), and every figure is shown per fault as the median over the runs with
+the least-greatest and n. Writes one comparison into the results store (DIR/compare/<timestamp>/compare.html and
 compare.json) and prints it as a table. A backend that cannot run here is listed with why.
 An option naming an existing service (--etcd-endpoints, --redis-addrs, ...) adds a row for
 it; --client-cmd adds your exec client's row. With --shard I/N it makes only that shard's
@@ -75,7 +98,8 @@ runs; 'fencecheck merge' judges the shards' runs into one comparison (docs/shard
 	fs := c.Flags()
 	fs.StringSliceVar(&f.backends, "backend", nil, "backends to compare, comma-separated (default: the recommended variant of every service that can run here)")
 	fs.StringSliceVar(&f.faults, "fault", nil, "faults every service runs under, comma-separated (default: "+strings.Join(campaign.CompareFaults(), ",")+"; each must apply to every service)")
-	fs.IntVar(&f.parallel, "parallel", defaultCompareParallel, "runs at a time, 1 to 8 (the runs at a time are of different services)")
+	fs.IntVar(&f.parallel, "parallel", defaultCompareParallel, "fault runs at a time, 1 to 8 (the runs at a time are of different services; the runs without a fault run alone)")
+	fs.IntVar(&f.runs, "runs", defaultCompareRuns, fmt.Sprintf("how many times each cell runs, 1 to %d (seeds --seed, --seed+1, …; every figure is their median, least–greatest and n)", campaign.MaxCompareRuns))
 	seedFlag(fs, &f.seed, "every run's workload")
 	fs.DurationVar(&f.ttl, "ttl", campaign.DefaultCompareTTL, fmt.Sprintf("lease TTL of every run, %v to %v (a service that would grant another is skipped)", spec.MinTTL, spec.MaxTTL))
 	outFlag(fs, &f.out, defaultOut, "results store: runs go to DIR/<run>/<timestamp>/, the comparison to DIR/compare/<timestamp>/")
@@ -123,6 +147,9 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if f.ttl <= 0 {
 		return fail(badInput("--ttl must be positive, got %v", f.ttl))
 	}
+	if f.runs < 1 {
+		return fail(badInput("--runs must be at least 1, got %d", f.runs))
+	}
 	out := a.stdout
 	if f.json {
 		out = a.stderr
@@ -131,7 +158,19 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if err != nil {
 		return fail(err)
 	}
-	cfg := campaign.CompareConfig{Backends: backends, Options: f.options(), TTL: f.ttl, Faults: faults, Seed: f.seed, Extra: extra}
+	cfg := campaign.CompareConfig{Backends: backends, Options: f.options(), TTL: f.ttl, Faults: faults, Seed: f.seed, Extra: extra, Runs: f.runs, Parallel: f.parallel}
+	if f.runs > campaign.MaxCompareRuns {
+		// Say what it would have cost: the plan of one run per cell, times the runs.
+		one := cfg
+		one.Runs = 1
+		p, err := campaign.PlanCompare(ctx, reg, a.cat, one)
+		if err != nil {
+			return fail(err)
+		}
+		est := time.Duration(f.runs) * estimateCompare(p.Jobs, f.ttl, f.parallel)
+		return fail(badInput("--runs %d is above the most compare makes, %d: %d runs of each of %d cells would take about %s here; pass --runs 1 to %d",
+			f.runs, campaign.MaxCompareRuns, f.runs, len(p.Jobs), est.Round(time.Minute), campaign.MaxCompareRuns))
+	}
 	plan, err := campaign.PlanCompare(ctx, reg, a.cat, cfg)
 	if err != nil {
 		return fail(err)
@@ -149,8 +188,8 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if err != nil {
 		return fail(&exitError{code: exitInternal, msg: err.Error()})
 	}
-	fmt.Fprintf(out, "compare: %d services × (1 run without a fault + %d faults × without/with fencing) = %d runs at TTL %s (%d at a time); results in %s\n",
-		len(cmpn.Services), len(cmpn.Faults), len(plan.Jobs), reports.Duration(cmpn.TTLNanos), f.parallel, f.out)
+	fmt.Fprintf(out, "compare: %d services × (1 run without a fault + %d faults × without/with fencing) × %d run(s) = %d runs at TTL %s (the runs without a fault alone, then %d at a time; about %s); results in %s\n",
+		len(cmpn.Services), len(cmpn.Faults), cmpn.Runs, len(plan.Jobs), reports.Duration(cmpn.TTLNanos), f.parallel, estimateCompare(plan.Jobs, f.ttl, f.parallel).Round(time.Minute), f.out)
 	torun := len(plan.Jobs)
 	if !f.shard.Whole() {
 		torun = len(f.shard.Select(len(plan.Jobs)))
@@ -162,7 +201,7 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	}
 	prog := newProgress(a.bar, a.isTerminal(), torun)
 	results, interrupted := campaign.Campaign{
-		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard,
+		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard, Alone: plan.Alone,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r campaign.RunResult) {
 			switch {

@@ -20,16 +20,17 @@ import (
 	"github.com/fencecheck/fencecheck/reports"
 )
 
-// compare of three embedded services: every row has a verdict and its figures at the
-// common TTL, and each run's figures are what the checker gives on that run's
-// history.json in the store.
+// compare of three embedded services at --runs 2: every row has a verdict and its
+// figures at the common TTL, every cell its two runs at the recorded seeds, each figure
+// its median, least, greatest and n over them, and each run's figures are what the
+// checker gives on that run's history.json in the store.
 func TestCompareFiguresMatchHistories(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 21 runs of three lock services")
+		t.Skip("runs 42 runs of three lock services")
 	}
 	t.Parallel()
 	out := t.TempDir()
-	code, stdout, stderr := run(t, "compare", "--backend", "naive,raft,etcd", "--json", "--out", out)
+	code, stdout, stderr := run(t, "compare", "--backend", "naive,raft,etcd", "--runs", "2", "--seed", "7", "--parallel", "3", "--json", "--out", out)
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 
 	var doc compareJSON
@@ -39,6 +40,9 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 	require.Equal(t, campaign.DefaultCompareTTL.Nanoseconds(), doc.TTLNanos)
 	require.Equal(t, campaign.CompareFaults(), doc.Faults)
 	require.Positive(t, doc.Machine.CPUs)
+	require.Equal(t, 2, doc.Runs)
+	require.Equal(t, []int64{7, 8}, doc.Seeds)
+	require.Equal(t, 3, doc.Parallel)
 	names := []string{}
 	for _, s := range doc.Services {
 		names = append(names, s.Name)
@@ -65,6 +69,8 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 		require.Equal(t, ev.NoticeDelayNanos, r.NoticeDelayNanos, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.NeverNoticed, r.NeverNoticed, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.TakeoverNanos, r.TakeoverNanos, "%s %s", svc, r.Scenario)
+		require.Equal(t, ev.OvershootNanos, r.OvershootNanos, "%s %s", svc, r.Scenario)
+		require.Equal(t, ev.Estimated, r.Estimated, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.AcquireP50Nanos, r.AcquireP50Nanos, "%s %s", svc, r.Scenario)
 		require.Equal(t, ev.GrantsPerSecond, r.GrantsPerSecond, "%s %s", svc, r.Scenario)
 	}
@@ -72,20 +78,53 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 		require.Equal(t, judge.VerdictSafe, s.Verdict, s.Name)
 		require.NotEmpty(t, s.Paragraph, s.Name)
 		require.NotEmpty(t, s.Version, s.Name)
-		checkRun(s.Name, s.Baseline)
-		require.Equal(t, judge.OutcomeSafe, s.Baseline.Outcome, "%s: the run without a fault", s.Name)
-		require.Positive(t, s.Baseline.Grants, s.Name)
+		require.Len(t, s.Baseline, 2, s.Name)
+		var p50 []int64
+		for k, b := range s.Baseline {
+			checkRun(s.Name, b)
+			require.Equal(t, doc.Seeds[k], b.Seed, s.Name)
+			require.Equal(t, judge.OutcomeSafe, b.Outcome, "%s: the run without a fault", s.Name)
+			require.Positive(t, b.Grants, s.Name)
+			p50 = append(p50, b.AcquireP50Nanos)
+		}
+		require.Equal(t, judge.SpreadOf(p50), s.Latency.AcquireP50, "%s: the latency is the spread of its runs'", s.Name)
 		require.Len(t, s.Faults, len(doc.Faults), s.Name)
 		for _, f := range s.Faults {
-			checkRun(s.Name, f.Unfenced)
-			checkRun(s.Name, f.Fenced)
-			// The faults are deterministic: the holder is struck and a stale write is
-			// attempted on every run, let through without fencing and refused with it.
+			require.Len(t, f.Unfenced, 2, "%s %s", s.Name, f.Fault)
+			require.Len(t, f.Fenced, 2, "%s %s", s.Name, f.Fault)
+			var gaps []int64
+			for k := range 2 {
+				u, fe := f.Unfenced[k], f.Fenced[k]
+				checkRun(s.Name, u)
+				checkRun(s.Name, fe)
+				require.Equal(t, doc.Seeds[k], u.Seed)
+				require.NotEqual(t, u.Dir, f.Unfenced[1-k].Dir, "each run has a folder of its own")
+				// The faults are deterministic: the holder is struck and a stale write is
+				// attempted on every run, let through without fencing and refused with it.
+				require.Positive(t, fe.StaleRejected, "%s %s", s.Name, f.Fault)
+				require.Positive(t, u.ValidityGapNanos, "%s %s", s.Name, f.Fault)
+				require.Positive(t, u.FaultNanos, "%s %s", s.Name, f.Fault)
+				gaps = append(gaps, u.ValidityGapNanos, fe.ValidityGapNanos)
+			}
 			require.Equal(t, "stale writes got through", f.UnfencedWord, "%s %s", s.Name, f.Fault)
 			require.Equal(t, "held", f.FencedWord, "%s %s", s.Name, f.Fault)
-			require.Positive(t, f.Fenced.StaleRejected, "%s %s", s.Name, f.Fault)
-			require.Positive(t, f.Unfenced.ValidityGapNanos, "%s %s", s.Name, f.Fault)
+			require.Equal(t, judge.SpreadOf(gaps), f.Figures.ValidityGap, "%s %s: the fenced twin counts", s.Name, f.Fault)
+			require.Equal(t, 4, f.Figures.Runs, "%s %s", s.Name, f.Fault)
+			require.Equal(t, 4, f.Figures.FaultLength.N, "%s %s", s.Name, f.Fault)
+			if s.Name == "raft" { // its leases keep their end (harness.Expiring): every holder recorded it
+				require.Equal(t, f.Figures.Superseded, f.Figures.Overshoot.N, "%s %s", s.Name, f.Fault)
+			}
 		}
+		require.NotEmpty(t, s.Takeover.Fault, s.Name)
+		require.Contains(t, s.Paragraph, "`fencecheck evaluate --backend "+s.Backend+"`", s.Name)
+	}
+	// No process id or absolute path in what compare writes.
+	for _, f := range []string{reports.CompareJSON, reports.ComparePage} {
+		b, err := os.ReadFile(filepath.Join(out, campaign.CompareName, "latest", f))
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "/tmp/", f)
+		require.NotRegexp(t, `(?i)\bpid\b`, string(b), f)
+		require.NotContains(t, string(b), out, f)
 	}
 	// compare.json in the store is the printed document, and both match the schema.
 	saved, err := reports.ReadComparison(filepath.Join(out, campaign.CompareName, "latest", reports.CompareJSON))
@@ -97,6 +136,27 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &printed))
 	require.Empty(t, schema.validate(printed))
 	require.FileExists(t, filepath.Join(out, reports.StoreIndex))
+}
+
+// A password given in a DSN, a process id and an absolute path appear in neither
+// compare.json nor the page, even when the runs against that DSN fail.
+func TestCompareWritesNoSecret(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a comparison")
+	}
+	t.Setenv(proc.HideEnv, "all") // naive only; the server backends are skipped
+	out := t.TempDir()
+	const password = "s3cretPw77"
+	dsn := "postgres://fc:" + password + "@127.0.0.1:1/fc?sslmode=disable"
+	_, stdout, stderr := run(t, "compare", "--backend", "naive,postgres-advisory", "--postgres-lock-dsn", dsn, "--fault", "pause", "--runs", "1", "--out", out)
+	require.NotContains(t, stdout+stderr, password)
+	for _, f := range []string{reports.CompareJSON, reports.ComparePage} {
+		b, err := os.ReadFile(filepath.Join(out, campaign.CompareName, "latest", f))
+		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		require.NotContains(t, string(b), password, f)
+		require.NotContains(t, string(b), "/tmp/", f)
+		require.NotRegexp(t, `(?i)\bpid\b`, string(b), f)
+	}
 }
 
 // Bad input: one line, exit 2, with a suggestion for a near name.
@@ -115,6 +175,9 @@ func TestCompareBadInput(t *testing.T) {
 		{"option of a backend not compared", []string{"compare", "--backend", "naive", "--etcd-endpoints", "127.0.0.1:1"}, "--etcd-endpoints is for the etcd backend, which is not compared"},
 		{"exec without a client", []string{"compare", "--backend", "exec"}, "backend exec needs --client-cmd"},
 		{"parallel", []string{"compare", "--parallel", "0"}, "--parallel"},
+		{"no runs", []string{"compare", "--runs", "0"}, "--runs must be at least 1, got 0"},
+		{"negative runs", []string{"compare", "--runs", "-1"}, "--runs must be at least 1, got -1"},
+		{"too many runs", []string{"compare", "--backend", "naive", "--runs", "500"}, "--runs 500 is above the most compare makes, 50: 500 runs of each of 5 cells would take about"},
 		{"client without a service", []string{"compare", "--client", "python3 x.py"}, `--client "python3 x.py": want [NAME=]SERVICE:CMD`},
 		{"client with an empty command", []string{"compare", "--client", "kazoo=zookeeper:"}, `--client "kazoo=zookeeper:": want [NAME=]SERVICE:CMD`},
 	} {
@@ -157,7 +220,7 @@ func TestCompareExternalRow(t *testing.T) {
 	cluster := etcdtest.StartCluster(t, 1)
 	eps := strings.Join(cluster.Endpoints(), ",")
 	out := t.TempDir()
-	code, stdout, stderr := run(t, "compare", "--backend", "etcd", "--etcd-endpoints", eps, "--fault", "pause", "--out", out, "--json")
+	code, stdout, stderr := run(t, "compare", "--backend", "etcd", "--etcd-endpoints", eps, "--fault", "pause", "--runs", "1", "--out", out, "--json")
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	var doc compareJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))

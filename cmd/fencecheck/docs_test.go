@@ -41,4 +41,6 @@ func TestWhichLockIsCurrent(t *testing.T) {
 	}
 	require.Contains(t, string(files["README.md"]), "| service | backend | fencing token |")
 	require.Contains(t, string(files["docs/compare/README.md"]), "## What it means, per service")
+	schema := loadSchema(t, "../../docs/compare.schema.json")
+	require.Empty(t, schema.validate(readJSON(t, "../../docs/compare/compare.json")), "the saved comparison matches the schema")
 }

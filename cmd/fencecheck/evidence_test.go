@@ -138,8 +138,8 @@ func TestCampaignExitNeedsEvidence(t *testing.T) {
 		t.Run("compare "+tc.name, func(t *testing.T) {
 			r := judge.CompareRun{Resource: tc.run.Resource, Outcome: tc.run.Outcome, Verdicts: tc.run.Verdicts, Reason: tc.run.Reason, Why: tc.run.Why, StaleRejected: tc.run.StaleRejected, Grants: 3}
 			base := judge.CompareRun{Outcome: judge.OutcomeSafe, Verdicts: verdicts(models.Held), Grants: 3}
-			c := &reports.Comparison{Services: []judge.ServiceRow{{Name: "svc", Facts: judge.Facts{Token: "t"}, Baseline: base,
-				Faults: []judge.CompareFault{{Fault: "pause", Unfenced: base, Fenced: r}}}}}
+			c := &reports.Comparison{Services: []judge.ServiceRow{{Name: "svc", Facts: judge.Facts{Token: "t"}, Baseline: []judge.CompareRun{base},
+				Faults: []judge.CompareFault{{Fault: "pause", Unfenced: []judge.CompareRun{base}, Fenced: []judge.CompareRun{r}}}}}}
 			c.Judge()
 			require.Equal(t, tc.code, compareExit(c, nil, false, false))
 		})

@@ -165,9 +165,9 @@ func TestJSONMatchesSchemas(t *testing.T) {
 		{name: "evaluate no backend", args: []string{"evaluate", "--json"}, outcome: "error"},
 		{name: "evaluate argument", args: []string{"evaluate", "--json", "naive"}, outcome: "error"},
 
-		{name: "compare complete", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "compare.schema.json", outcome: "complete"},
-		{name: "compare unsafe", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "crash"}, schema: "compare.schema.json", outcome: "unsafe"},
-		{name: "compare interrupted", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause"}, schema: "compare.schema.json", outcome: "incomplete", interrupted: true},
+		{name: "compare complete", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause", "--runs", "1"}, schema: "compare.schema.json", outcome: "complete"},
+		{name: "compare unsafe", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "crash", "--runs", "1"}, schema: "compare.schema.json", outcome: "unsafe"},
+		{name: "compare interrupted", args: []string{"compare", "--json", "--out", store, "--backend", "naive", "--fault", "pause", "--runs", "1"}, schema: "compare.schema.json", outcome: "incomplete", interrupted: true},
 		{name: "compare unknown backend", args: []string{"compare", "--json", "--backend", "chubby"}, outcome: "error"},
 		{name: "compare bad ttl", args: []string{"compare", "--json", "--ttl", "-"}, outcome: "error"},
 

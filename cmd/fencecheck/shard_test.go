@@ -333,7 +333,7 @@ func TestShardedCompareMerged(t *testing.T) {
 	root := t.TempDir()
 	whole, one, two, merged := filepath.Join(root, "whole"), filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "merged")
 	// Three services: the round robin gives each shard runs of every service.
-	args := []string{"compare", "--backend", "naive,naive-persisted,raft", "--fault", "pause", "--ttl", "1s"}
+	args := []string{"compare", "--backend", "naive,naive-persisted,raft", "--fault", "pause", "--ttl", "1s", "--runs", "1"}
 	for _, c := range []struct {
 		out   string
 		shard []string
@@ -384,8 +384,8 @@ func TestShardedCompareMerged(t *testing.T) {
 	// Every figure of the merged comparison is what the checker gives on its runs'
 	// histories in the merged store.
 	for _, s := range m.Services {
-		var gap, notice, takeover int64
-		for k, r := range []judge.CompareRun{s.Baseline, s.Faults[0].Unfenced, s.Faults[0].Fenced} {
+		var gaps, takeovers []int64
+		for k, r := range []judge.CompareRun{s.Baseline[0], s.Faults[0].Unfenced[0], s.Faults[0].Fenced[0]} {
 			require.NotEmpty(t, r.Dir, "%s %s", s.Name, r.Scenario)
 			h, err := history.ReadFile(filepath.Join(merged, r.Dir, reports.HistoryFile))
 			require.NoError(t, err)
@@ -402,12 +402,13 @@ func TestShardedCompareMerged(t *testing.T) {
 			require.Equal(t, ev.TakeoverNanos, r.TakeoverNanos, "%s %s", s.Name, r.Scenario)
 			require.Equal(t, ev.LongestNoAcceptedWriteNanos, r.LongestNoAcceptedWriteNanos, "%s %s", s.Name, r.Scenario)
 			require.Equal(t, ev.AcquireP50Nanos, r.AcquireP50Nanos, "%s %s", s.Name, r.Scenario)
-			if k == 1 { // the unfenced run: the lock alone
-				gap, notice, takeover = ev.ValidityGapNanos, ev.NoticeDelayNanos, ev.TakeoverNanos
+			if k > 0 { // the fault's runs, without and with fencing
+				gaps, takeovers = append(gaps, ev.ValidityGapNanos), append(takeovers, ev.TakeoverNanos)
 			}
 		}
-		require.Positive(t, gap, s.Name)
-		require.Equal(t, []int64{gap, notice, takeover}, []int64{s.ValidityGapNanos, s.NoticeDelayNanos, s.TakeoverNanos}, "%s: the service's figures are its unfenced run's", s.Name)
+		require.Positive(t, judge.SpreadOf(gaps).Min, s.Name)
+		require.Equal(t, judge.SpreadOf(gaps), s.ValidityGap.Spread, "%s: the service's gap is its fault's runs'", s.Name)
+		require.Equal(t, judge.SpreadOf(takeovers), s.Takeover.Spread, "%s: the service's takeover is its fault's runs'", s.Name)
 	}
 
 	// Refusals: one line, exit 2, nothing written.
@@ -432,10 +433,12 @@ func compareFacts(c *reports.Comparison) []string {
 	var out []string
 	for _, s := range c.Services {
 		out = append(out, strings.Join([]string{s.Name, s.Backend, s.Verdict, boolWord(s.Safe)}, " "))
-		out = append(out, factLine("baseline "+s.Baseline.Resource+" "+s.Baseline.Scenario+" "+s.Baseline.Outcome, s.Baseline.Verdicts, s.Baseline.StaleAccepted, s.Baseline.StaleRejected))
+		for _, b := range s.Baseline {
+			out = append(out, factLine("baseline "+b.Resource+" "+b.Scenario+" "+b.Outcome, b.Verdicts, b.StaleAccepted, b.StaleRejected))
+		}
 		for _, f := range s.Faults {
 			out = append(out, f.Fault+" "+f.UnfencedWord+" | "+f.FencedWord)
-			for _, r := range []judge.CompareRun{f.Unfenced, f.Fenced} {
+			for _, r := range slices.Concat(f.Unfenced, f.Fenced) {
 				out = append(out, factLine(r.Resource+" "+r.Scenario+" "+r.Outcome, r.Verdicts, r.StaleAccepted, r.StaleRejected)+" attempted "+strconv.Itoa(r.StaleAttempted))
 			}
 		}

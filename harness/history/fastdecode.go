@@ -215,7 +215,7 @@ func (p *opParser) ops() (ops []Op, ok bool, err error) {
 }
 
 // opKeys are the op's JSON keys; an op's field bits (seen, set) are in this order.
-var opKeys = [...]string{"id", "client", "kind", "call", "return", "status", "token", "value", "read_id", "error", "key"}
+var opKeys = [...]string{"id", "client", "kind", "call", "return", "status", "token", "value", "read_id", "error", "key", "valid_until"}
 
 // op parses one op object (or null) at p.i into o (which must be zero), as
 // encoding/json would decode it into an Op: later duplicate keys win, null leaves a
@@ -275,7 +275,7 @@ func (p *opParser) op(o *Op) parseResult {
 		}
 		p.note(kb, null)
 		switch string(kb) {
-		case "id", "client", "call", "token":
+		case "id", "client", "call", "token", "valid_until":
 			if null {
 				break
 			}
@@ -290,6 +290,8 @@ func (p *opParser) op(o *Op) parseResult {
 				o.Client = int(v)
 			case "call":
 				o.Call = v
+			case "valid_until":
+				o.ValidUntil = v
 			default:
 				o.Token = v
 			}

@@ -62,6 +62,11 @@ type Op struct {
 	// Key names the independent lock and register the op is about (multi-key runs);
 	// "" (absent) is the single default key, so v1 files without it mean one key.
 	Key string `json:"key,omitempty"`
+	// ValidUntil, optional on an acquire or a write: when the client's own estimate
+	// said its lease ends (harness.Expiring), on the ops' clock, read as the acquire
+	// returned or right before the write was called; 0 (absent) when the lease keeps no
+	// estimate. The overshoot figure reads it (docs/checker.md, "Lock timing").
+	ValidUntil int64 `json:"valid_until,omitempty"`
 }
 
 // End returns the op's return time, or math.MaxInt64 when it never returned.

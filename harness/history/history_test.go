@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -190,7 +191,7 @@ func TestFastPathTakesEncodeOutput(t *testing.T) {
 	require.NoError(t, err)
 	rid := 2
 	h.Ops = append(h.Ops,
-		Op{ID: 5, Client: 1, Kind: Write, Call: 9000, Status: Unknown, Token: 43, Value: "ünïcode", ReadID: &rid, Error: "timeout", Key: "k1"},
+		Op{ID: 5, Client: 1, Kind: Write, Call: 9000, Status: Unknown, Token: 43, Value: "ünïcode", ReadID: &rid, Error: "timeout", Key: "k1", ValidUntil: 9500},
 		Op{ID: 6, Client: 2, Kind: Read, Call: 9100, Return: new(int64(9200)), Status: OK, Value: `quote " and \ slash`})
 	h.Effects = []Effect{{ID: 1, Value: "c0-1", Token: 42, At: 5000, Via: ViaOutbox}}
 	var buf bytes.Buffer
@@ -201,4 +202,18 @@ func TestFastPathTakesEncodeOutput(t *testing.T) {
 	var slow History
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &slow))
 	require.Equal(t, &slow, fast)
+	require.Equal(t, int64(9500), fast.Ops[len(fast.Ops)-2].ValidUntil, "valid_until is read")
+}
+
+// A client's validity estimate is recorded on its op, on the run's clock.
+func TestRecorderValidUntil(t *testing.T) {
+	r := NewRecorder()
+	p := r.Begin(0, Acquire, 0, "", nil)
+	p.ValidUntil(r.Start().Add(5 * time.Second))
+	p.Done(OK, 1, "", "")
+	h := r.History(Run{})
+	require.Equal(t, (5 * time.Second).Nanoseconds(), h.Ops[0].ValidUntil)
+	var buf bytes.Buffer
+	require.NoError(t, Encode(&buf, h))
+	require.Contains(t, buf.String(), `"valid_until": 5000000000`)
 }

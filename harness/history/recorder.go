@@ -64,6 +64,14 @@ func (r *Recorder) BeginKey(key string, client int, kind Kind, token int64, valu
 // ID is the op's id.
 func (p *Pending) ID() int { return p.id }
 
+// ValidUntil records on the op the client's own estimate of when its lease ends (the
+// op's ValidUntil), converted to the run's clock.
+func (p *Pending) ValidUntil(t time.Time) {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	p.r.ops[p.idx-p.r.base].ValidUntil = max(int64(t.Sub(p.r.start)), 1)
+}
+
 // Done completes the operation with status s. For reads, token and value are what was
 // read; for acquires, token is the granted token; otherwise pass the values given to
 // Begin. Status Unknown leaves the op open forever.

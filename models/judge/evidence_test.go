@@ -79,17 +79,16 @@ func TestScorecardNeedsEvidence(t *testing.T) {
 
 // A service of a comparison is safe with fencing only on evidence, like a scorecard.
 func TestCompareNeedsEvidence(t *testing.T) {
-	base := cmpRun(OutcomeSafe, 0, 0, models.Held)
-	tested := CompareFault{Fault: "pause", Unfenced: cmpRun(OutcomeUnsafe, 0, 1, models.Held), Fenced: cmpRun(OutcomeSafe, 1, 0, models.Held)}
-	inconclusive := func(reason models.Reason, why string) CompareRun {
+	base := runs(cmpRun(OutcomeSafe, 0, 0, models.Held))
+	tested := CompareFault{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(cmpRun(OutcomeSafe, 1, 0, models.Held))}
+	inconclusive := func(resource string, reason models.Reason, why string) []CompareRun {
 		r := cmpRun(OutcomeInconclusive, 0, 0, models.Held)
-		r.Reason, r.Why = reason, why
-		return r
+		r.Resource, r.Reason, r.Why = resource, reason, why
+		return runs(r)
 	}
-	noStale := CompareFault{Fault: "pause", Unfenced: inconclusive(models.ReasonNoStaleWrite, "no stale write was attempted"), Fenced: inconclusive(models.ReasonNoStaleWrite, "no stale write was attempted")}
-	neverStruck := CompareFault{Fault: "pause", Unfenced: inconclusive(models.ReasonFaultNeverStruck, "the run asked for pause, but no fault struck"),
-		Fenced: inconclusive(models.ReasonFaultNeverStruck, "the run asked for pause, but no fault struck")}
-	neverStruck.Unfenced.Resource, neverStruck.Fenced.Resource = "unfenced", "fenced"
+	noStale := CompareFault{Fault: "pause", Unfenced: inconclusive("", models.ReasonNoStaleWrite, "no stale write was attempted"), Fenced: inconclusive("", models.ReasonNoStaleWrite, "no stale write was attempted")}
+	neverStruck := CompareFault{Fault: "pause", Unfenced: inconclusive("unfenced", models.ReasonFaultNeverStruck, "the run asked for pause, but no fault struck"),
+		Fenced: inconclusive("fenced", models.ReasonFaultNeverStruck, "the run asked for pause, but no fault struck")}
 	for _, tc := range []struct {
 		name    string
 		fault   CompareFault
@@ -98,7 +97,7 @@ func TestCompareNeedsEvidence(t *testing.T) {
 	}{
 		{"tested", tested, VerdictSafe, ""},
 		{"no stale write", noStale, VerdictInconclusive, "no stale write was attempted against the fenced resource under any fault (pause)"},
-		{"the fault never struck", neverStruck, VerdictInconclusive, "under pause the unfenced run tested nothing (the run asked for pause, but no fault struck); under pause the fenced run tested nothing (the run asked for pause, but no fault struck)"},
+		{"the fault never struck", neverStruck, VerdictInconclusive, "under pause an unfenced run tested nothing (the run asked for pause, but no fault struck); under pause a fenced run tested nothing (the run asked for pause, but no fault struck)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Comparison{Services: []ServiceRow{{Name: "svc", Facts: Facts{Token: "t"}, Baseline: base, Faults: []CompareFault{tc.fault}}}}

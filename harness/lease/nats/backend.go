@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -164,6 +165,15 @@ func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
 	return nil
 }
 
+// timedOut reports whether a connect failed on a timeout (not a refusal).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, natsgo.ErrTimeout)
+}
+
+// connectCeiling bounds how long a client's first connect is retried after timeouts.
+const connectCeiling = 30 * time.Second
+
 // NewLocker implements harness.Backend: a connection to addrs[0] only (a single
 // server sends no other addresses to discover).
 func (b *Backend) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
@@ -171,14 +181,23 @@ func (b *Backend) NewLocker(ctx context.Context, id int, addrs []string) (harnes
 		return nil, fmt.Errorf("%w: nats: want 1 address, got %d", harness.ErrNoEffect, len(addrs))
 	}
 	timeout := max(b.cfg.TTL, 500*time.Millisecond)
-	nc, err := natsgo.Connect("nats://"+addrs[0],
-		natsgo.Name(fmt.Sprintf("fencecheck-client-%d", id)),
-		natsgo.Timeout(timeout), natsgo.DontRandomize(), natsgo.IgnoreAuthErrorAbort(),
-		// A stalled link is noticed by pings; the client keeps reconnecting to the
-		// same (proxied) address for as long as the run lasts.
-		natsgo.PingInterval(timeout), natsgo.MaxPingsOutstanding(2),
-		natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond),
-	)
+	connect := func() (*natsgo.Conn, error) {
+		return natsgo.Connect("nats://"+addrs[0],
+			natsgo.Name(fmt.Sprintf("fencecheck-client-%d", id)),
+			natsgo.Timeout(timeout), natsgo.DontRandomize(), natsgo.IgnoreAuthErrorAbort(),
+			// A stalled link is noticed by pings; the client keeps reconnecting to the
+			// same (proxied) address for as long as the run lasts.
+			natsgo.PingInterval(timeout), natsgo.MaxPingsOutstanding(2),
+			natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond),
+		)
+	}
+	// The dial timeout is the TTL's, as the client's reconnects during the run should be;
+	// the first connect is retried on a timeout up to a generous ceiling instead, so a
+	// loaded machine's slow handshake is not a failed setup.
+	nc, err := connect()
+	for deadline := time.Now().Add(connectCeiling); err != nil && timedOut(err) && time.Now().Before(deadline) && ctx.Err() == nil; {
+		nc, err = connect()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: nats: connect %s: %w", harness.ErrNoEffect, addrs[0], err)
 	}
