@@ -89,11 +89,11 @@ type answer struct {
 	// validUntil is when the grant ends by the client's clock (Config.Expiry).
 	validUntil time.Time
 	// ttl is the TTL the client says was granted ("ttl_ms"; 0: the TTL asked for).
-	ttl   time.Duration
-	lease *grant // a grant's, made when it was read
-	msg        string
-	definite   bool
-	err        error // the client died or broke the protocol before answering
+	ttl      time.Duration
+	lease    *grant // a grant's, made when it was read
+	msg      string
+	definite bool
+	err      error // the client died or broke the protocol before answering
 }
 
 func startLocker(ctx context.Context, b *Backend, id int, addrs []string) (*Locker, error) {
