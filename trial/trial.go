@@ -56,7 +56,7 @@ func clockFault(f string) bool { return f == "skew" || f == "clock-jump" }
 
 // hostLockers decides whether s's lock clients run in client hosts and starts them:
 // the lockers' backend (nil: in-process) and what the history records about it.
-func hostLockers(ctx context.Context, opt Options, s spec.Spec, be harness.Backend, log *slog.Logger) (harness.Backend, string, error) {
+func hostLockers(ctx context.Context, opt Options, s spec.Spec, be harness.Backend, res harness.Resource, log *slog.Logger) (harness.Backend, string, error) {
 	all := append(append([]string(nil), s.Faults...), s.RandomFaults...)
 	pauses := false
 	for _, f := range all {
@@ -71,6 +71,9 @@ func hostLockers(ctx context.Context, opt Options, s spec.Spec, be harness.Backe
 		if clockFault(f) {
 			return nil, fmt.Sprintf("in-process: fault %s acts on the harness's clock of each client, which a client host does not read, so a pause stops only the worker goroutine", f), nil
 		}
+	}
+	if lr, ok := res.(harness.LeaseReader); ok {
+		return nil, "in-process: " + lr.ReadsLease() + ", which a client host's lease does not carry, so a pause stops only the worker goroutine", nil
 	}
 	if s.Keys > 1 {
 		return nil, "in-process: a client host serves one lock (--keys 1), so a pause stops only the worker goroutine", nil
@@ -184,7 +187,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		run.RandomFaults = s.RandomFaults
 		run.Extra["schedule"] = sched.Items
 	}
-	lockers, hosting, err := hostLockers(ctx, opt, s, be, log)
+	lockers, hosting, err := hostLockers(ctx, opt, s, be, res, log)
 	if err != nil {
 		return nil, err
 	}
