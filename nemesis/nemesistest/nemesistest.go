@@ -48,7 +48,7 @@ var (
 	// of a lock client that runs inside fencecheck. Neither names a process: there is
 	// nothing in the ops to check them against but that the fault stopped its worker.
 	workerOnly = regexp.MustCompile(`^(?:a stall: only its worker goroutine is blocked, its lock (?:client process keeps running|library's goroutines, timers and keep-alives keep running inside fencecheck)|its lock client runs inside fencecheck, so only its worker goroutine is blocked \(its lock library keeps running, as in a stall\))$`)
-	procKilled  = regexp.MustCompile(`^its process group (\d+) killed with SIGKILL \(the lease it held died with it\) and a fresh process (\d+) started$`)
+	procKilled = regexp.MustCompile(`^its process group (\d+) killed with SIGKILL \(the lease it held died with it\) and a fresh process (\d+) started$`)
 )
 
 // Check compares the detail of every fault on a client ("client-N") with the ops of h
