@@ -82,9 +82,11 @@ func Registry() *registry.Registry {
 // the Kind of their backends' harness.HostConfig.
 func HostLockers() clienthost.Constructors {
 	return clienthost.Constructors{
-		"naive": naive.HostLockers,
-		"redis": redislock.HostLockers,
-		"etcd":  etcdlock.HostLockers,
+		"naive":   naive.HostLockers,
+		"redis":   redislock.HostLockers,
+		"etcd":    etcdlock.HostLockers,
+		"nats":    natslock.HostLockers,
+		"redlock": redlock.HostLockers,
 	}
 }
 

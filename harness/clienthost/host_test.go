@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
+	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
@@ -44,6 +45,8 @@ var hostable = []struct {
 	{"naive", nil},
 	{"etcd", nil},
 	{"redis", []proc.Need{redislock.ServerNeed}},
+	{"redlock", []proc.Need{redislock.ServerNeed}},
+	{"nats", []proc.Need{natslock.ServerNeed}},
 }
 
 var stoppedFor = regexp.MustCompile(`its process group (\d+) stopped with SIGSTOP.*process group (\d+) continued with SIGCONT after ([0-9.]+) s stopped`)
@@ -56,7 +59,7 @@ func TestPauseStopsTheWholeClient(t *testing.T) {
 	for _, tc := range hostable {
 		t.Run(tc.backend, func(t *testing.T) {
 			proctest.Skip(t, tc.needs...)
-			s := spec.Spec{Backend: tc.backend, Resource: "fenced", Faults: []string{"pause"}, Duration: 2 * time.Second, TTL: time.Second, Seed: 1}
+			s := spec.Spec{Backend: tc.backend, Resource: "unfenced", Faults: []string{"pause"}, Duration: 2 * time.Second, TTL: time.Second, Seed: 1}
 			o, err := trial.Run(context.Background(), builtin.Registry(), s, trial.Options{Host: host(t)})
 			require.NoError(t, err)
 			h := o.History
