@@ -82,11 +82,12 @@ func Registry() *registry.Registry {
 // the Kind of their backends' harness.HostConfig.
 func HostLockers() clienthost.Constructors {
 	return clienthost.Constructors{
-		"naive":   naive.HostLockers,
-		"redis":   redislock.HostLockers,
-		"etcd":    etcdlock.HostLockers,
-		"nats":    natslock.HostLockers,
-		"redlock": redlock.HostLockers,
+		"naive":     naive.HostLockers,
+		"redis":     redislock.HostLockers,
+		"etcd":      etcdlock.HostLockers,
+		"nats":      natslock.HostLockers,
+		"redlock":   redlock.HostLockers,
+		"zookeeper": zookeeper.HostLockers,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/history"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
+	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/spec"
@@ -47,6 +48,7 @@ var hostable = []struct {
 	{"redis", []proc.Need{redislock.ServerNeed}},
 	{"redlock", []proc.Need{redislock.ServerNeed}},
 	{"nats", []proc.Need{natslock.ServerNeed}},
+	{"zookeeper", zookeeper.ServerNeeds(zookeeper.Config{})},
 }
 
 var stoppedFor = regexp.MustCompile(`its process group (\d+) stopped with SIGSTOP.*process group (\d+) continued with SIGCONT after ([0-9.]+) s stopped`)
