@@ -114,6 +114,7 @@ func (s *server) send(v map[string]any) {
 }
 
 func (s *server) run(ctx context.Context, in io.Reader) error {
+	ctx, cancel := context.WithCancel(ctx)
 	queue := make(chan request, 64)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -122,6 +123,8 @@ func (s *server) run(ctx context.Context, in io.Reader) error {
 		}
 	})
 	defer func() {
+		// A closed stdin ends the client: an acquire still waiting gives up at once.
+		cancel()
 		close(queue)
 		wg.Wait()
 		s.mu.Lock()
