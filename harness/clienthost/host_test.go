@@ -126,3 +126,22 @@ func TestStallLetsTheLibraryRun(t *testing.T) {
 func fmtSscan(target string, client *int) (int, error) {
 	return fmt.Sscanf(target, "client-%d", client)
 }
+
+// A run whose faults need the harness's own clock of each client keeps its lock
+// clients in-process and says so, in the run and in the pause's detail: a host would
+// read its own clock, and the fault would silently act on nothing.
+func TestClockFaultKeepsClientsInProcess(t *testing.T) {
+	s := spec.Spec{Backend: "naive", Resource: "fenced", Faults: []string{"pause", "skew"}, Duration: 2 * time.Second, TTL: time.Second, Seed: 1}
+	o, err := trial.Run(context.Background(), builtin.Registry(), s, trial.Options{Host: host(t)})
+	require.NoError(t, err)
+	require.Contains(t, o.History.Run.Extra["lock_clients"], "in-process: fault skew acts on the harness's clock of each client")
+	var pause *history.Fault
+	for i := range o.History.Faults {
+		if o.History.Faults[i].Kind == "pause" {
+			pause = &o.History.Faults[i]
+		}
+	}
+	require.NotNil(t, pause, "the pause struck")
+	require.Contains(t, pause.Detail, "its lock client runs inside fencecheck, so only its worker goroutine is blocked")
+	require.NotContains(t, pause.Detail, "SIGSTOP")
+}
