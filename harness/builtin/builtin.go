@@ -82,12 +82,13 @@ func Registry() *registry.Registry {
 // the Kind of their backends' harness.HostConfig.
 func HostLockers() clienthost.Constructors {
 	return clienthost.Constructors{
-		"naive":     naive.HostLockers,
-		"redis":     redislock.HostLockers,
-		"etcd":      etcdlock.HostLockers,
-		"nats":      natslock.HostLockers,
-		"redlock":   redlock.HostLockers,
-		"zookeeper": zookeeper.HostLockers,
+		"naive":             naive.HostLockers,
+		"redis":             redislock.HostLockers,
+		"etcd":              etcdlock.HostLockers,
+		"nats":              natslock.HostLockers,
+		"redlock":           redlock.HostLockers,
+		"zookeeper":         zookeeper.HostLockers,
+		"postgres-advisory": pgadvisory.HostLockers,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
+	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
@@ -49,6 +50,7 @@ var hostable = []struct {
 	{"redlock", []proc.Need{redislock.ServerNeed}},
 	{"nats", []proc.Need{natslock.ServerNeed}},
 	{"zookeeper", zookeeper.ServerNeeds(zookeeper.Config{})},
+	{"postgres-advisory", []proc.Need{pgadvisory.ServerNeed}},
 }
 
 var stoppedFor = regexp.MustCompile(`its process group (\d+) stopped with SIGSTOP.*process group (\d+) continued with SIGCONT after ([0-9.]+) s stopped`)
