@@ -89,6 +89,7 @@ func HostLockers() clienthost.Constructors {
 		"redlock":           redlock.HostLockers,
 		"zookeeper":         zookeeper.HostLockers,
 		"postgres-advisory": pgadvisory.HostLockers,
+		"mariadb-lock":      mariadblock.HostLockers,
 	}
 }
 

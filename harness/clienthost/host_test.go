@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
@@ -51,6 +52,7 @@ var hostable = []struct {
 	{"nats", []proc.Need{natslock.ServerNeed}},
 	{"zookeeper", zookeeper.ServerNeeds(zookeeper.Config{})},
 	{"postgres-advisory", []proc.Need{pgadvisory.ServerNeed}},
+	{"mariadb-lock", []proc.Need{mariadblock.ServerNeed}},
 }
 
 var stoppedFor = regexp.MustCompile(`its process group (\d+) stopped with SIGSTOP.*process group (\d+) continued with SIGCONT after ([0-9.]+) s stopped`)
