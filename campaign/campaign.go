@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/reports"
@@ -44,6 +45,9 @@ type Campaign struct {
 	Log io.Writer
 	// CheckTimeout bounds each property's check (0: the models' default).
 	CheckTimeout time.Duration
+	// Host runs built-in lock clients as client hosts in runs with a process pause
+	// (trial.Options.Host; nil: in-process).
+	Host *clienthost.Host
 	// Redact masks secrets in every run's log, its error and its folder's failure note
 	// (nil: credential patterns only, such as a URL's password).
 	Redact *redact.Redactor
@@ -235,7 +239,7 @@ func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunR
 	}
 	logger := slog.New(h)
 	logger.Info("scenario starting", "label", label, "backend", s.Backend, "resource", s.Resource, "faults", s.Faults, "seed", s.Seed)
-	r.Outcome, r.Err = trial.Run(ctx, c.Registry, s, trial.Options{Dir: dir, Logger: logger, CheckTimeout: c.CheckTimeout})
+	r.Outcome, r.Err = trial.Run(ctx, c.Registry, s, trial.Options{Dir: dir, Logger: logger, CheckTimeout: c.CheckTimeout, Host: c.Host})
 	r.Err = c.Redact.Error(r.Err)
 	failure := ""
 	if r.Err != nil {

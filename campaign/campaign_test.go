@@ -101,7 +101,7 @@ func TestEvaluateTokenlessPlan(t *testing.T) {
 	plan, err := PlanEvaluate(reg, builtin.Catalogue(), cfg)
 	require.NoError(t, err)
 	require.NotEmpty(t, plan.Scorecard.NoToken)
-	require.Len(t, plan.Jobs, 7, "pause, pause-before-read, delay, partition, silent-partition, node-pause, crash")
+	require.Len(t, plan.Jobs, 8, "pause, pause-before-read, stall, delay, partition, silent-partition, node-pause, crash")
 	for _, j := range plan.Jobs {
 		require.Equal(t, "unfenced", j.Resource)
 		require.Equal(t, spec.DefaultSeed, j.Spec.Seed)

@@ -121,3 +121,11 @@ type Gate interface {
 	// blocks until the fault heals or ctx ends.
 	Pause(ctx context.Context, p PausePoint)
 }
+
+// LeaseReader is implemented by resources whose writes read more of a lease than its
+// token (etcd-txn: its lock key and that key's revision), which a lease served by a
+// client host (harness/clienthost) does not carry: their runs keep their lock clients
+// inside fencecheck. ReadsLease says what is read.
+type LeaseReader interface {
+	ReadsLease() string
+}

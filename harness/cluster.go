@@ -75,3 +75,33 @@ type Failing interface {
 	Failed() <-chan struct{}
 	Err() error
 }
+
+// Hostable is implemented by backends whose lockers can run in a client host: the
+// fencecheck binary started as a process of its own that builds the same in-process
+// Locker from HostConfig and serves it over the exec protocol (harness/clienthost), so
+// that a pause stops the whole lock client — its library's goroutines, timers and
+// keep-alives — with SIGSTOP.
+type Hostable interface {
+	// HostConfig is what a host needs to build this run's lockers, or an error saying
+	// why they must run inside fencecheck.
+	HostConfig() (HostConfig, error)
+}
+
+// HostConfig is a backend's serialisable locker configuration.
+type HostConfig struct {
+	// Kind names the constructor that reads Config (harness/builtin's HostLockers).
+	Kind string `json:"kind"`
+	// Config is the constructor's input (JSON).
+	Config []byte `json:"config"`
+	// Expiring says that the leases implement Expiring: the host reports their ends.
+	Expiring bool `json:"expiring,omitempty"`
+	// NoToken is the backend's reason its grants carry no fencing token ("" when they
+	// do): the host grants with "no_token".
+	NoToken string `json:"no_token,omitempty"`
+}
+
+// LockerMaker makes the lockers of a client host from a HostConfig's Config.
+type LockerMaker interface {
+	NewLocker(ctx context.Context, id int, addrs []string) (Locker, error)
+	Close() error
+}

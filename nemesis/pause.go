@@ -77,6 +77,10 @@ type ClientFault struct {
 	// SIGKILL instead of stopping it, and starts a fresh one at once; the worker is
 	// stopped as in a pause and writes with its old token when the fault heals.
 	CrashProcess bool
+	// Stall stops only the worker (StopWorker): a lock client that is a process of its
+	// own keeps running, as an in-process lock library's goroutines, timers and loss
+	// watchers always do.
+	Stall bool
 	// NoLinks leaves the struck client's links alone (a fault that only rides on the
 	// strike's timing, like a node fault in a random schedule).
 	NoLinks bool
@@ -313,9 +317,10 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	switch {
 	case f.CrashProcess:
 		cp = n.crash[client]
-	case f.StopWorker && !f.Partition && !f.NoLinks:
+	case f.StopWorker && !f.Partition && !f.NoLinks && !f.Stall:
 		pp = n.procs[client]
 	}
+	_, ownProcess := n.procs[client]
 	n.wg.Add(1)
 	n.mu.Unlock()
 
@@ -331,6 +336,15 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		} else {
 			n.rec.FaultDetail(fi, fmt.Sprintf("its process group %d stopped with SIGSTOP", pid))
 		}
+	}
+	switch {
+	case !f.StopWorker || f.Partition || f.NoLinks || f.CrashProcess:
+	case f.Stall && ownProcess:
+		n.rec.FaultDetail(fi, "a stall: only its worker goroutine is blocked, its lock client process keeps running")
+	case f.Stall:
+		n.rec.FaultDetail(fi, "a stall: only its worker goroutine is blocked, its lock library's goroutines, timers and keep-alives keep running inside fencecheck")
+	case pp == nil:
+		n.rec.FaultDetail(fi, "its lock client runs inside fencecheck, so only its worker goroutine is blocked (its lock library keeps running, as in a stall)")
 	}
 	if f.CrashProcess {
 		if cp == nil {

@@ -271,9 +271,11 @@ func TestFixedHoldDetailAgreesWithHistory(t *testing.T) {
 			require.Len(t, h.Faults, len(faults))
 			clauses, problems := nemesistest.Check(h)
 			require.Empty(t, problems)
-			require.Equal(t, 3*len(faults), clauses)
+			// Start, heal, accepted, and that only the worker was stopped (no process).
+			require.Equal(t, 4*len(faults), clauses)
 			for _, f := range h.Faults {
 				require.Contains(t, f.Detail, "healed after its 0.10 s hold; ")
+				require.Contains(t, f.Detail, "only its worker goroutine is blocked")
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
@@ -31,6 +32,8 @@ import (
 // budget, not the test runner's one-per-CPU default, bounds what the runs cost the
 // machine together.
 func TestMain(m *testing.M) {
+	// The runs with a process pause host their lock clients in this test binary.
+	clienthost.ServeIfHost(builtin.HostLockers)
 	proctest.Parallel(budgetUnits())
 	os.Exit(etcdtest.VerifyNoLeaks(m))
 }
@@ -111,7 +114,7 @@ func TestCatalogue(t *testing.T) {
 			t.Parallel()
 			defer units.take(weights[sc.Name])()
 			dir := t.TempDir()
-			o, err := trial.Run(context.Background(), reg, sc.Spec, trial.Options{Dir: dir})
+			o, err := trial.Run(context.Background(), reg, sc.Spec, trial.Options{Dir: dir, Host: selfHost(t)})
 			require.NoError(t, err)
 			if diffs := sc.Expect.Diff(o.Report); len(diffs) > 0 {
 				t.Errorf("verdicts differ from the catalogue: %v\nfaults: %+v\nstale writes: %+v", diffs, o.History.Faults, o.Report.StaleWrites)
@@ -154,4 +157,12 @@ func skipUnavailable(t *testing.T, s spec.Spec) {
 	if why := spec.Unavailable(builtin.Registry(), s); why != "" {
 		t.Skip(why)
 	}
+}
+
+// selfHost is this test binary as a client host (TestMain serves it).
+func selfHost(t *testing.T) *clienthost.Host {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return &clienthost.Host{Exe: exe}
 }

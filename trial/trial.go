@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/runner"
@@ -38,6 +39,54 @@ type Options struct {
 	Logger *slog.Logger
 	// CheckTimeout bounds each property's linearizability check (0: models' default).
 	CheckTimeout time.Duration
+	// Host, when set, runs a built-in backend's lock clients as client host processes
+	// in every run with a process pause (HostedFaults), so the pause stops the whole
+	// client with SIGSTOP. Nil: every lock client runs inside fencecheck.
+	Host *clienthost.Host
+}
+
+// processPause reports whether fault f stops the holder's whole process: a run with one
+// hosts its lock clients (Options.Host).
+func processPause(f string) bool { return f == "pause" || f == "pause-before-read" }
+
+// clockFault reports whether fault f acts on the clocks the harness owns, its clock of
+// each client among them, which a hosted client does not read: a run with one keeps its
+// lock clients in-process, and says so.
+func clockFault(f string) bool { return f == "skew" || f == "clock-jump" }
+
+// hostLockers decides whether s's lock clients run in client hosts and starts them:
+// the lockers' backend (nil: in-process) and what the history records about it.
+func hostLockers(ctx context.Context, opt Options, s spec.Spec, be harness.Backend, res harness.Resource, log *slog.Logger) (harness.Backend, string, error) {
+	all := append(append([]string(nil), s.Faults...), s.RandomFaults...)
+	pauses := false
+	for _, f := range all {
+		if processPause(f) {
+			pauses = true
+		}
+	}
+	if opt.Host == nil || !pauses {
+		return nil, "", nil
+	}
+	for _, f := range all {
+		if clockFault(f) {
+			return nil, fmt.Sprintf("in-process: fault %s acts on the harness's clock of each client, which a client host does not read, so a pause stops only the worker goroutine", f), nil
+		}
+	}
+	if lr, ok := res.(harness.LeaseReader); ok {
+		return nil, "in-process: " + lr.ReadsLease() + ", which a client host's lease does not carry, so a pause stops only the worker goroutine", nil
+	}
+	if s.Keys > 1 {
+		return nil, "in-process: a client host serves one lock (--keys 1), so a pause stops only the worker goroutine", nil
+	}
+	hb, err := opt.Host.Lockers(ctx, be, s.TTL, log)
+	if err != nil {
+		var refusal *clienthost.NotHostable
+		if errors.As(err, &refusal) {
+			return nil, "in-process: " + refusal.Error() + ", so a pause stops only the worker goroutine", nil
+		}
+		return nil, "", err
+	}
+	return hb, "client host: every lock client is a fencecheck process of its own, so a pause stops its whole process group", nil
 }
 
 // Outcome is an executed run.
@@ -138,6 +187,16 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		run.RandomFaults = s.RandomFaults
 		run.Extra["schedule"] = sched.Items
 	}
+	lockers, hosting, err := hostLockers(ctx, opt, s, be, res, log)
+	if err != nil {
+		return nil, err
+	}
+	if lockers != nil {
+		defer func() { _ = lockers.Close() }()
+	}
+	if hosting != "" {
+		run.Extra["lock_clients"] = hosting
+	}
 	// A long run writes its history to disk as it goes (a segmented history).
 	var spill history.Spill
 	if opt.Dir != "" {
@@ -145,7 +204,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	}
 	start := time.Now()
 	h, err := runner.Run(ctx, runner.Config{
-		Run: run, Backend: be, Resource: res, Clients: s.Clients,
+		Run: run, Backend: be, Lockers: lockers, Resource: res, Clients: s.Clients,
 		Duration: s.Duration, Tail: s.TTL, Limit: limit, MinGrants: s.MinGrants,
 		Faults: faults,
 		// A held write must outlive the longest hold, so it returns with its real status.

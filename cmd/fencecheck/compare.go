@@ -201,7 +201,7 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	}
 	prog := newProgress(a.bar, a.isTerminal(), torun)
 	results, interrupted := campaign.Campaign{
-		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard, Alone: plan.Alone,
+		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Host: a.host, Redact: a.red, Shard: f.shard, Alone: plan.Alone,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r campaign.RunResult) {
 			switch {

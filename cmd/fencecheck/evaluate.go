@@ -176,7 +176,7 @@ func (a *app) evaluate(cmd *cobra.Command, f *evaluateFlags) error {
 	}
 	prog := newProgress(a.bar, a.isTerminal(), torun)
 	results, interrupted := campaign.Campaign{
-		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard,
+		Registry: reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Host: a.host, Redact: a.red, Shard: f.shard,
 		Started: func(_ int, label string) { prog.Start(label) },
 		Finished: func(i int, r campaign.RunResult) {
 			if errors.Is(r.Err, spec.ErrNoToken) { // found out at its first grant (exec)

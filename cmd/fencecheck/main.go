@@ -31,6 +31,7 @@ import (
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -52,6 +53,8 @@ const (
 const inconclusiveText = "inconclusive: it ran, but proves nothing (no grant, the fault never struck, no stale write attempted); the line says which"
 
 func main() {
+	// Started as a lock client host by a run of this binary: serve it and exit.
+	clienthost.ServeIfHost(builtin.HostLockers)
 	ctx, stop := interruptible(context.Background())
 	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -116,6 +119,9 @@ type app struct {
 	// that nothing from a file reaches the terminal raw.
 	bar io.Writer
 	red *redact.Redactor
+	// host runs built-in lock clients as client hosts of this binary (nil when it
+	// cannot find itself: they run in-process).
+	host *clienthost.Host
 	// printed: the command's one JSON document is on stdout (no error document after it).
 	printed bool
 }
@@ -124,7 +130,16 @@ func newApp(args []string, stdout, stderr io.Writer) *app {
 	reg := builtin.Registry()
 	red := secrets(reg, args)
 	return &app{reg: reg, cat: builtin.Catalogue(), stdout: red.Writer(term.Writer(stdout)), stderr: red.Writer(term.Writer(stderr)),
-		rawErr: stderr, bar: red.Writer(stderr), red: red}
+		rawErr: stderr, bar: red.Writer(stderr), red: red, host: selfHost()}
+}
+
+// selfHost is this binary as a client host (it calls clienthost.ServeIfHost first).
+func selfHost() *clienthost.Host {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return &clienthost.Host{Exe: exe}
 }
 
 // Main runs the CLI and returns its exit code.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/builtin"
+	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models"
@@ -23,6 +25,8 @@ import (
 // Two tests per CPU run at once (unless -parallel is given): most of them wait on the
 // runs' faults and TTLs.
 func TestMain(m *testing.M) {
+	// Runs with a process pause host their lock clients in this test binary (newApp).
+	clienthost.ServeIfHost(builtin.HostLockers)
 	proctest.Parallel(2 * runtime.GOMAXPROCS(0))
 	os.Exit(etcdtest.VerifyNoLeaks(m))
 }

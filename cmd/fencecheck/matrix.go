@@ -196,7 +196,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	if f.verbose {
 		logTo = a.stderr
 	}
-	camp := campaign.Campaign{Registry: a.reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Redact: a.red, Shard: f.shard}
+	camp := campaign.Campaign{Registry: a.reg, Catalogue: a.cat, Store: f.out, Parallel: f.parallel, Log: logTo, CheckTimeout: f.checkTimeout, Host: a.host, Redact: a.red, Shard: f.shard}
 	results, interrupted := a.runCells(ctx, camp, plan, newProgress(a.bar, a.isTerminal(), torun))
 	m.Seconds = time.Since(m.Started).Seconds()
 	record.Record(results, f.out, m.Started, a.red)

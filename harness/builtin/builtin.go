@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/faults"
 	etcdlock "github.com/fencecheck/fencecheck/harness/lease/etcd"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
@@ -75,6 +76,21 @@ func Registry() *registry.Registry {
 	}
 	must(r.AddFault(faults.All()...))
 	return r
+}
+
+// HostLockers returns the lock clients a client host (harness/clienthost) can run, by
+// the Kind of their backends' harness.HostConfig.
+func HostLockers() clienthost.Constructors {
+	return clienthost.Constructors{
+		"naive":             naive.HostLockers,
+		"redis":             redislock.HostLockers,
+		"etcd":              etcdlock.HostLockers,
+		"nats":              natslock.HostLockers,
+		"redlock":           redlock.HostLockers,
+		"zookeeper":         zookeeper.HostLockers,
+		"postgres-advisory": pgadvisory.HostLockers,
+		"mariadb-lock":      mariadblock.HostLockers,
+	}
 }
 
 // Catalogue returns every named scenario the built-in packages declare, in the order of

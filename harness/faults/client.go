@@ -13,7 +13,7 @@ type pause struct{}
 
 func (pause) Name() string { return "pause" }
 func (pause) Meaning() string {
-	return "GC-like pause of the lock holder inside its critical section (after its read, before its write; for toctou between check and write), longer than the TTL"
+	return "GC-like pause of the lock holder's whole process inside its critical section (after its read, before its write; for toctou between check and write), longer than the TTL: its lock client's process group is stopped with SIGSTOP (a built-in client runs in a client host process for it)"
 }
 func (pause) Applies(registry.Target) error { return nil }
 func (f pause) Strike(t registry.Target, riders []registry.ServiceFault) nemesis.ClientFault {
@@ -37,12 +37,27 @@ type pauseBeforeRead struct{}
 
 func (pauseBeforeRead) Name() string { return "pause-before-read" }
 func (pauseBeforeRead) Meaning() string {
-	return "GC-like pause of the lock holder right after acquiring, before its read, longer than the TTL"
+	return "GC-like pause of the lock holder's whole process right after acquiring, before its read, longer than the TTL (SIGSTOP of its lock client's process group, as for pause)"
 }
 func (pauseBeforeRead) Applies(registry.Target) error { return nil }
 func (f pauseBeforeRead) Strike(t registry.Target, _ []registry.ServiceFault) nemesis.ClientFault {
 	s := strike(f.Name(), t)
 	s.Point, s.StopWorker = harness.PauseAfterAcquire, true
+	return s
+}
+
+// stall blocks only the holder's worker goroutine where a pause would stop it: the lock
+// library's goroutines, keep-alives, timers and loss watchers go on running, so a
+// renewing client may notice its loss before it writes.
+type stall struct{ pause }
+
+func (stall) Name() string { return "stall" }
+func (stall) Meaning() string {
+	return "the lock holder's worker goroutine is blocked inside its critical section (where pause strikes), longer than the TTL, while its lock library (renewals, keep-alives, loss watchers) keeps running"
+}
+func (f stall) Strike(t registry.Target, riders []registry.ServiceFault) nemesis.ClientFault {
+	s := f.pause.Strike(t, riders)
+	s.Kind, s.Stall = f.Name(), true
 	return s
 }
 

@@ -22,7 +22,7 @@ import (
 // All returns the faults in the order `list` prints them and evaluate's rows run.
 func All() []registry.Fault {
 	return []registry.Fault{
-		pause{}, pauseBeforeRead{}, delay{}, partition{}, silentPartition{},
+		pause{}, pauseBeforeRead{}, stall{}, delay{}, partition{}, silentPartition{},
 		leaderIsolation{}, nodePause{}, crash{}, clusterCrash{}, skew{}, clockJump{},
 		clientCrash{},
 	}

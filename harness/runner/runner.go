@@ -25,6 +25,10 @@ type Config struct {
 	Run      history.Run
 	Backend  harness.Backend
 	Resource harness.Resource
+	// Lockers, when set, makes the clients' lockers instead of Backend (client hosts:
+	// Backend's own lockers run as processes of their own); it may fail the run like
+	// Backend (harness.Failing).
+	Lockers harness.Backend
 	// Clients is the number of harness clients (default 3).
 	Clients int
 	// Duration is the least time the workload runs. The run goes on until every fault
@@ -99,11 +103,20 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 	// A backend whose clients can break (harness.Failing) ends the run at once.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	failing, _ := cfg.Backend.(harness.Failing)
-	if failing != nil {
+	lockers := cfg.Backend
+	if cfg.Lockers != nil {
+		lockers = cfg.Lockers
+	}
+	var fails []harness.Failing
+	for _, b := range []harness.Backend{cfg.Backend, cfg.Lockers} {
+		if f, ok := b.(harness.Failing); ok && b != nil {
+			fails = append(fails, f)
+		}
+	}
+	for _, f := range fails {
 		go func() {
 			select {
-			case <-failing.Failed():
+			case <-f.Failed():
 				cancel()
 			case <-ctx.Done():
 			}
@@ -182,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			w.Now = func() time.Time { return cfg.ClientNow(i) }
 		}
 		workers[i] = w
-		if w.Locker, err = cfg.Backend.NewLocker(ctx, i, lockAddrs); err != nil {
+		if w.Locker, err = lockers.NewLocker(ctx, i, lockAddrs); err != nil {
 			return nil, fmt.Errorf("client %d: lock client: %w", i, err)
 		}
 		nem.AddLocker(i, w.Locker)
@@ -220,8 +233,10 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 	if err != nil {
 		return h, fmt.Errorf("writing the history: %w", err)
 	}
-	if failing != nil && failing.Err() != nil {
-		return h, failing.Err()
+	for _, f := range fails {
+		if f.Err() != nil {
+			return h, f.Err()
+		}
 	}
 	return h, ctx.Err()
 }

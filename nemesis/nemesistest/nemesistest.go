@@ -46,7 +46,11 @@ var (
 	// clients' clocks: the skew of the next taker's): what was done to the clock, which
 	// the ops do not show. The detail is that one clause.
 	clientClock = regexp.MustCompile(`^client-(\d+)'s clock runs ([\d.]+)x fast \(its leases expire ([\d.]+)x early in real time\)$`)
-	procKilled  = regexp.MustCompile(`^its process group (\d+) killed with SIGKILL \(the lease it held died with it\) and a fresh process (\d+) started$`)
+	// How the worker alone was stopped: a stall (whatever the lock client is), or a pause
+	// of a lock client that runs inside fencecheck. Neither names a process: there is
+	// nothing in the ops to check them against but that the fault stopped its worker.
+	workerOnly = regexp.MustCompile(`^(?:a stall: only its worker goroutine is blocked, its lock (?:client process keeps running|library's goroutines, timers and keep-alives keep running inside fencecheck)|its lock client runs inside fencecheck, so only its worker goroutine is blocked \(its lock library keeps running, as in a stall\))$`)
+	procKilled = regexp.MustCompile(`^its process group (\d+) killed with SIGKILL \(the lease it held died with it\) and a fresh process (\d+) started$`)
 )
 
 // Check compares the detail of every fault on a client ("client-N") with the ops of h
@@ -227,6 +231,12 @@ func (c *faultCheck) clause(p string, first bool) string {
 
 // process checks a clause about the struck client's own process.
 func (c *faultCheck) process(p string) string {
+	if workerOnly.MatchString(p) {
+		if c.stoppedPID != "" {
+			c.fail("%q, but its process group %s was stopped", p, c.stoppedPID)
+		}
+		return "process"
+	}
 	if m := procStopped.FindStringSubmatch(p); m != nil {
 		if c.stoppedPID != "" {
 			c.fail("%q: the process was stopped twice", p)

@@ -88,10 +88,12 @@ type answer struct {
 	noToken string // the client's reason its lock has no fencing token
 	// validUntil is when the grant ends by the client's clock (Config.Expiry).
 	validUntil time.Time
-	lease      *grant // a grant's, made when it was read
-	msg        string
-	definite   bool
-	err        error // the client died or broke the protocol before answering
+	// ttl is the TTL the client says was granted ("ttl_ms"; 0: the TTL asked for).
+	ttl      time.Duration
+	lease    *grant // a grant's, made when it was read
+	msg      string
+	definite bool
+	err      error // the client died or broke the protocol before answering
 }
 
 func startLocker(ctx context.Context, b *Backend, id int, addrs []string) (*Locker, error) {
@@ -298,6 +300,13 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 				return bad("%v", err)
 			}
 		}
+		if raw, has := m["ttl_ms"]; has {
+			ms, err := strconv.ParseInt(string(raw), 10, 64)
+			if err != nil || ms <= 0 {
+				return bad(`"ttl_ms" must be a positive JSON integer (the granted TTL in milliseconds), got %s`, raw)
+			}
+			a.ttl = time.Duration(ms) * time.Millisecond
+		}
 	}
 	if !okv {
 		if raw, has := m["error"]; has && json.Unmarshal(raw, &a.msg) != nil {
@@ -320,7 +329,11 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 		// The lease is the current one from now on, so that an event the client sends
 		// right after the grant reaches it.
 		loss := lease.NewLoss()
-		a.lease = &grant{Grant: lease.NewGrant(a.token, l.b.cfg.TTL, loss.Done()), l: l, loss: loss, validUntil: a.validUntil}
+		ttl := l.b.cfg.TTL
+		if a.ttl > 0 {
+			ttl = a.ttl
+		}
+		a.lease = &grant{Grant: lease.NewGrant(a.token, ttl, loss.Done()), l: l, loss: loss, validUntil: a.validUntil}
 		l.lease = a.lease
 	}
 	l.mu.Unlock()

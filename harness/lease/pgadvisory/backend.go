@@ -141,6 +141,7 @@ func parseDSN(dsn string) (*pgx.ConnConfig, string, error) {
 type Backend struct {
 	cfg  Config
 	conn *pgx.ConnConfig // the server's, with its address
+	dsn  string          // what conn was parsed from (a client host parses it again)
 	addr string
 	key  int64
 	seen atomic.Int64
@@ -204,6 +205,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if b.conn, b.addr, err = parseDSN(dsn); err != nil {
 		return nil, err
 	}
+	b.dsn = dsn
 	if cfg.Bouncer {
 		// PgBouncer hands each transaction to any pooled server connection: a statement
 		// prepared on one would be missing on the next (pgx's default caches them).

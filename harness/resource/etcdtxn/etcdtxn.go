@@ -90,6 +90,11 @@ func New(endpoints []string) *Resource {
 // Name implements harness.Resource.
 func (r *Resource) Name() string { return "etcd-txn" }
 
+// ReadsLease implements harness.LeaseReader.
+func (r *Resource) ReadsLease() string {
+	return "resource etcd-txn's writes compare the lease's own lock key and its revision in etcd"
+}
+
 // Fence implements harness.Resource: owner (see the package comment).
 func (r *Resource) Fence() string { return history.FenceOwner }
 
