@@ -99,6 +99,7 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		return
 	}
 	acq.Done(history.OK, lease.Token(), "", "")
+	w.Rec.Granted(lease.TTL())
 	unwatch := w.watchLoss(acq.ID(), lease)
 	defer w.release(ctx, key, lease, unwatch)
 
