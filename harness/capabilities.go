@@ -64,3 +64,23 @@ type Configured interface {
 	Backend
 	BackendSettings() map[string]any
 }
+
+// ServerVersioner is implemented by backends that can ask their server for its version
+// over the service's own protocol (etcd Status, Redis INFO, SELECT version()), including
+// a server fencecheck did not start. The trial asks once after start and records it in
+// the history's run ("server_version"); without it, or when the server will not say
+// (a refused four-letter word), the descriptor's Version (the binary's --version) is
+// recorded instead.
+type ServerVersioner interface {
+	Backend
+	ServerVersion(ctx context.Context) (string, error)
+}
+
+// SessionTimeouter is implemented by backends whose lock lives as long as a server
+// session: the server settings that end such a session when its client goes quiet
+// (PostgreSQL idle_session_timeout, MariaDB wait_timeout), by name, as the server
+// reports them. The trial records them in the history's run ("session_timeouts").
+type SessionTimeouter interface {
+	Backend
+	SessionTimeouts(ctx context.Context) (map[string]string, error)
+}

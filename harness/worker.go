@@ -100,6 +100,7 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 	}
 	w.noteValidity(acq, lease)
 	acq.Done(history.OK, lease.Token(), "", "")
+	w.Rec.Granted(lease.TTL())
 	unwatch := w.watchLoss(acq.ID(), lease)
 	defer w.release(ctx, key, lease, unwatch)
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -181,6 +182,15 @@ func newRunView(h *history.History, rep *models.Report) runView {
 		{"fence", h.FenceRule(), "strict: accept iff token > stored; monotonic: iff token >= stored"},
 		{"TTL", Duration(r.TTLms * 1e6), "lease time to live"},
 		{"seed", fmt.Sprint(r.Seed), ""},
+	}
+	if r.GrantedTTLms > 0 {
+		v.Settings = append(v.Settings, kv{"granted TTL", Duration(r.GrantedTTLms * 1e6), "the longest TTL the service granted a lease"})
+	}
+	if r.ServerVersion != "" {
+		v.Settings = append(v.Settings, kv{"server", r.ServerVersion, "the service's version, as its server said"})
+	}
+	for _, n := range slices.Sorted(maps.Keys(r.SessionTimeouts)) {
+		v.Settings = append(v.Settings, kv{n, r.SessionTimeouts[n], "a server setting that ends a lock's session"})
 	}
 	if len(r.Faults) > 0 {
 		v.Settings = append(v.Settings, kv{"faults", strings.Join(r.Faults, ", "), "the faults the run asked for"})

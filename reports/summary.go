@@ -3,6 +3,8 @@ package reports
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,21 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 	}
 	term.Fprintf(w, "scenario %s: backend=%s resource=%s fence=%s seed=%d ttl=%v\n",
 		name, r.Backend, r.Resource, h.FenceRule(), r.Seed, time.Duration(r.TTLms)*time.Millisecond)
+	if r.GrantedTTLms > 0 && r.GrantedTTLms != r.TTLms {
+		term.Fprintf(w, "granted ttl=%v (asked %v): the service's own figure\n",
+			time.Duration(r.GrantedTTLms)*time.Millisecond, time.Duration(r.TTLms)*time.Millisecond)
+	}
+	if r.ServerVersion != "" {
+		term.Fprintf(w, "server: %s\n", r.ServerVersion)
+	}
+	if len(r.SessionTimeouts) > 0 {
+		names := slices.Sorted(maps.Keys(r.SessionTimeouts))
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = n + "=" + r.SessionTimeouts[n]
+		}
+		term.Fprintf(w, "session timeouts: %s\n", strings.Join(parts, " "))
+	}
 	ops := len(h.Ops)
 	if rep.Ops > ops { // checked as a stream, which keeps no ops
 		ops = rep.Ops

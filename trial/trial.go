@@ -183,6 +183,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	if c, ok := registry.Service(be).(harness.Configured); ok {
 		run.Extra["backend_settings"] = c.BackendSettings()
 	}
+	run.ServerVersion, run.SessionTimeouts = serverFacts(ctx, r, be, log)
 	if sched, ok := r.Schedule(); ok {
 		run.RandomFaults = s.RandomFaults
 		run.Extra["schedule"] = sched.Items
@@ -264,6 +265,34 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// serverFacts asks the started service once, over its own protocol, for its version
+// and the settings that end a lock's session; a server that will not say gets the
+// descriptor's Version (the binary's --version) and a warning in the log, never a
+// failed run.
+func serverFacts(ctx context.Context, r *spec.Resolved, be harness.Backend, log *slog.Logger) (string, map[string]string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	svc := registry.Service(be)
+	version := ""
+	if v, ok := svc.(harness.ServerVersioner); ok {
+		var err error
+		if version, err = v.ServerVersion(ctx); err != nil {
+			log.Warn("the server did not say its version", "err", err)
+		}
+	}
+	if version == "" {
+		version = r.Backend.VersionOf(ctx, r.Settings)
+	}
+	var timeouts map[string]string
+	if t, ok := svc.(harness.SessionTimeouter); ok {
+		var err error
+		if timeouts, err = t.SessionTimeouts(ctx); err != nil {
+			log.Warn("the server did not say its session timeouts", "err", err)
+		}
+	}
+	return version, timeouts
 }
 
 // ErrNoGrant marks a run in which acquires were made and every one failed: the clients

@@ -8,7 +8,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // Format is the value of the "format" field of every v1 history file.
@@ -115,9 +117,21 @@ type Run struct {
 	// none in its faults member shows that no fault struck (the checker's verdicts are
 	// then inconclusive). Optional: absent in a run without faults and in hand-written
 	// files.
-	Faults       []string       `json:"faults,omitempty"`
-	RandomFaults []string       `json:"random_faults,omitempty"`
-	Extra        map[string]any `json:"-"`
+	Faults       []string `json:"faults,omitempty"`
+	RandomFaults []string `json:"random_faults,omitempty"`
+	// GrantedTTLms is the longest TTL the service granted any lease of the run (the
+	// leases' TTL(): what the service said where it says, e.g. ZooKeeper's negotiated
+	// session timeout or etcd's lease TTL); 0 (absent) when no lease was granted.
+	GrantedTTLms int64 `json:"granted_ttl_ms,omitempty"`
+	// ServerVersion is the lock service's version as the server itself reported it over
+	// its protocol (etcd Status, Redis INFO, SELECT version(), ...), or the descriptor's
+	// Version (the binary's --version) when the server would not say; "" when unknown.
+	ServerVersion string `json:"server_version,omitempty"`
+	// SessionTimeouts are the server settings that end a session holding a session
+	// lock (PostgreSQL idle_session_timeout, MariaDB wait_timeout, ...), by name, as
+	// the server reported them.
+	SessionTimeouts map[string]string `json:"session_timeouts,omitempty"`
+	Extra           map[string]any    `json:"-"`
 }
 
 // AskedForFaults reports whether the run asked for any fault, targeted or random.
@@ -250,6 +264,17 @@ func (h *History) Validate() error {
 
 // Check validates the run's fence rule.
 func (r Run) Check() error {
+	// The run is open, but a free-form member a named field's misspelling is likely of
+	// ("granted_tll_ms") would silently drop what the named field says.
+	for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
+		if near := nearest(k, runFields); near != "" {
+			return &FieldError{Where: "run", Field: k, Err: ErrUnknownField,
+				Msg: fmt.Sprintf("unknown field (did you mean %q?); a free-form member of the run may not be within two edits of a named one (%s)", near, strings.Join(runFields, ", "))}
+		}
+	}
+	if r.GrantedTTLms < 0 {
+		return fmt.Errorf("field \"run.granted_ttl_ms\": %d is negative", r.GrantedTTLms)
+	}
 	switch r.Fence {
 	case "", FenceStrict, FenceMonotonic, FenceOwner:
 		return nil

@@ -23,6 +23,24 @@ type Recorder struct {
 	// watchers are told about every op that completes.
 	watchers []func(Op)
 	spill    *spiller
+	// granted is the longest TTL a lease of the run was granted (Granted).
+	granted time.Duration
+}
+
+// Granted notes the TTL a lease was granted; the history's run says the longest
+// (Run.GrantedTTLms).
+func (r *Recorder) Granted(ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.granted = max(r.granted, ttl)
+}
+
+// withGranted is run with the granted TTL noted, unless the run already says one.
+func (r *Recorder) withGranted(run Run) Run {
+	if run.GrantedTTLms == 0 && r.granted > 0 {
+		run.GrantedTTLms = max(r.granted.Milliseconds(), 1)
+	}
+	return run
 }
 
 // NewRecorder starts the run's clock.
@@ -169,7 +187,7 @@ func (r *Recorder) History(run Run) *History {
 }
 
 func (r *Recorder) historyLocked(run Run) *History {
-	h := &History{Format: Format, Run: run}
+	h := &History{Format: Format, Run: r.withGranted(run)}
 	h.Ops = append([]Op(nil), r.ops...)
 	h.Faults = append([]Fault{}, r.faults...)
 	for i := range h.Ops {

@@ -154,6 +154,7 @@ func (r *Recorder) Finish(run Run) (h *History, spilled bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sp := r.spill
+	run = r.withGranted(run)
 	if sp == nil || sp.w == nil {
 		if sp != nil && sp.err != nil {
 			return r.historyLocked(run), false, sp.err

@@ -213,7 +213,17 @@ func (b *Backend) NewLocker(ctx context.Context, id int, addrs []string) (harnes
 		nc.Close()
 		return nil, fmt.Errorf("%w: nats: bucket %s: %w", harness.ErrNoEffect, b.cfg.Bucket, err)
 	}
-	return &Locker{cfg: b.cfg, nc: nc, kv: kv, timeout: timeout}, nil
+	// The lease lasts what the bucket's MaxAge says (its status), not what was asked.
+	st, err := kv.Status(kctx)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("%w: nats: bucket %s status: %w", harness.ErrNoEffect, b.cfg.Bucket, err)
+	}
+	ttl := st.TTL()
+	if ttl <= 0 {
+		ttl = b.cfg.TTL
+	}
+	return &Locker{cfg: b.cfg, nc: nc, kv: kv, timeout: timeout, ttl: ttl}, nil
 }
 
 // Locker is one harness client's lock client.
@@ -222,7 +232,9 @@ type Locker struct {
 	nc      *natsgo.Conn
 	kv      jetstream.KeyValue
 	timeout time.Duration
-	leases  renewal.Set
+	// ttl is the bucket's TTL as its status reports it (the TTL granted).
+	ttl    time.Duration
+	leases renewal.Set
 }
 
 var _ harness.Locker = (*Locker)(nil)
@@ -272,7 +284,7 @@ func randomValue() []byte {
 }
 
 func (l *Locker) newLease(value []byte, rev uint64, start time.Time) *Lease {
-	le := &Lease{Lease: renewal.NewLease(int64(rev), l.cfg.TTL, start.Add(l.cfg.TTL)), l: l, value: value, rev: rev}
+	le := &Lease{Lease: renewal.NewLease(int64(rev), l.ttl, start.Add(l.ttl)), l: l, value: value, rev: rev}
 	l.leases.Run(le.Keeper, le.renew)
 	return le
 }
@@ -357,4 +369,25 @@ func (le *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: nats: release: %w", harness.ErrNoEffect, err)
 	}
 	return fmt.Errorf("nats: release: %w", err)
+}
+
+var _ harness.ServerVersioner = (*Backend)(nil)
+
+// ServerVersion implements harness.ServerVersioner: the version in the server's INFO
+// (nats.go's ConnectedServerVersion), started or external.
+func (b *Backend) ServerVersion(ctx context.Context) (string, error) {
+	timeout := 2 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	nc, err := natsgo.Connect(b.url, natsgo.Timeout(timeout), natsgo.NoReconnect(), natsgo.Name("fencecheck-version"))
+	if err != nil {
+		return "", fmt.Errorf("nats: INFO: %w", err)
+	}
+	defer nc.Close()
+	v := nc.ConnectedServerVersion()
+	if v == "" {
+		return "", fmt.Errorf("nats: INFO has no version")
+	}
+	return "nats-server: v" + v, nil
 }

@@ -431,7 +431,11 @@ func (l *Locker) acquire(ctx context.Context, s *session) (*Lease, error) {
 	if l.cfg.Token == TokenSequence {
 		token = seq + 1 // the first child is 0, and a token of 0 means "none" to the harness
 	}
-	return &Lease{Grant: lease.NewGrant(token, l.cfg.TTL, s.lost), l: l, s: s, path: me, czxid: ex.st.Czxid, seq: seq}, nil
+	// The TTL is the session timeout the server negotiated (open refuses any other).
+	s.mu.Lock()
+	granted := s.granted
+	s.mu.Unlock()
+	return &Lease{Grant: lease.NewGrant(token, granted, s.lost), l: l, s: s, path: me, czxid: ex.st.Czxid, seq: seq}, nil
 }
 
 func (s *session) whyOrAlive() string {
