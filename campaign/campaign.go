@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
-	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/reports"
@@ -47,7 +46,7 @@ type Campaign struct {
 	CheckTimeout time.Duration
 	// Host runs built-in lock clients as client hosts in runs with a process pause
 	// (trial.Options.Host; nil: in-process).
-	Host *clienthost.Host
+	Host trial.LockerHost
 	// Redact masks secrets in every run's log, its error and its folder's failure note
 	// (nil: credential patterns only, such as a URL's password).
 	Redact *redact.Redactor

@@ -84,3 +84,9 @@ type SessionTimeouter interface {
 	Backend
 	SessionTimeouts(ctx context.Context) (map[string]string, error)
 }
+
+// NotHostable says why a backend's lock clients cannot run as processes of their own (a
+// client host): the run then keeps them in-process and records why.
+type NotHostable struct{ Why string }
+
+func (e *NotHostable) Error() string { return e.Why }

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/runner"
@@ -42,7 +41,15 @@ type Options struct {
 	// Host, when set, runs a built-in backend's lock clients as client host processes
 	// in every run with a process pause (HostedFaults), so the pause stops the whole
 	// client with SIGSTOP. Nil: every lock client runs inside fencecheck.
-	Host *clienthost.Host
+	Host LockerHost
+}
+
+// LockerHost runs a backend's lock clients as processes of their own (clienthost.Host,
+// kept behind this interface so that a program of the Go API links no backend it does
+// not register). Lockers returns the backend whose lockers are those processes, or a
+// *harness.NotHostable saying why be's cannot be (the run then stays in-process).
+type LockerHost interface {
+	Lockers(ctx context.Context, be harness.Backend, ttl time.Duration, log *slog.Logger) (harness.Backend, error)
 }
 
 // processPause reports whether fault f stops the holder's whole process: a run with one
@@ -80,7 +87,7 @@ func hostLockers(ctx context.Context, opt Options, s spec.Spec, be harness.Backe
 	}
 	hb, err := opt.Host.Lockers(ctx, be, s.TTL, log)
 	if err != nil {
-		var refusal *clienthost.NotHostable
+		var refusal *harness.NotHostable
 		if errors.As(err, &refusal) {
 			return nil, "in-process: " + refusal.Error() + ", so a pause stops only the worker goroutine", nil
 		}

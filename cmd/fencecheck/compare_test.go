@@ -177,7 +177,7 @@ func TestCompareBadInput(t *testing.T) {
 		{"parallel", []string{"compare", "--parallel", "0"}, "--parallel"},
 		{"no runs", []string{"compare", "--runs", "0"}, "--runs must be at least 1, got 0"},
 		{"negative runs", []string{"compare", "--runs", "-1"}, "--runs must be at least 1, got -1"},
-		{"too many runs", []string{"compare", "--backend", "naive", "--runs", "500"}, "--runs 500 is above the most compare makes, 50: 500 runs of each of 5 cells would take about"},
+		{"too many runs", []string{"compare", "--backend", "naive", "--runs", "500"}, "--runs 500 is above the most compare makes, 50: 500 runs of each of 7 cells would take about"},
 		{"client without a service", []string{"compare", "--client", "python3 x.py"}, `--client "python3 x.py": want [NAME=]SERVICE:CMD`},
 		{"client with an empty command", []string{"compare", "--client", "kazoo=zookeeper:"}, `--client "kazoo=zookeeper:": want [NAME=]SERVICE:CMD`},
 	} {

@@ -37,6 +37,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/spec"
+	"github.com/fencecheck/fencecheck/trial"
 )
 
 // Exit codes.
@@ -121,7 +122,7 @@ type app struct {
 	red *redact.Redactor
 	// host runs built-in lock clients as client hosts of this binary (nil when it
 	// cannot find itself: they run in-process).
-	host *clienthost.Host
+	host trial.LockerHost
 	// printed: the command's one JSON document is on stdout (no error document after it).
 	printed bool
 }
@@ -134,10 +135,10 @@ func newApp(args []string, stdout, stderr io.Writer) *app {
 }
 
 // selfHost is this binary as a client host (it calls clienthost.ServeIfHost first).
-func selfHost() *clienthost.Host {
+func selfHost() trial.LockerHost {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil
+		return nil // a nil interface, not a nil *Host: the runs stay in-process
 	}
 	return &clienthost.Host{Exe: exe}
 }

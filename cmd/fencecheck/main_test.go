@@ -236,7 +236,7 @@ func TestCheckStrictHistory(t *testing.T) {
 	require.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.Empty(t, stdout)
 	require.Equal(t, "fencecheck check: testdata/misspelled-token.json: op 2 (ops[1]): field \"tokn\": unknown field (did you mean \"token\"?); "+
-		"the fields of an op are id, client, kind, call, return, status, token, value, read_id, error, key\n", stderr)
+		"the fields of an op are id, client, kind, call, return, status, token, value, read_id, error, key, valid_until\n", stderr)
 
 	b, err := os.ReadFile("testdata/misspelled-token.json")
 	require.NoError(t, err)

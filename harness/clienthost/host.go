@@ -271,22 +271,17 @@ type Host struct {
 	Exe string
 }
 
-// NotHostable says why a backend's lockers cannot run in a client host.
-type NotHostable struct{ Why string }
-
-func (e *NotHostable) Error() string { return e.Why }
-
 // Lockers returns an exec backend whose clients are hosts of be's lockers, or a
-// *NotHostable saying why be's lockers cannot be hosted (the run then keeps them
-// in-process).
-func (h *Host) Lockers(ctx context.Context, be harness.Backend, ttl time.Duration, log *slog.Logger) (*execlock.Backend, error) {
+// *harness.NotHostable saying why be's lockers cannot be hosted (the run then keeps them
+// in-process). It implements trial.LockerHost.
+func (h *Host) Lockers(ctx context.Context, be harness.Backend, ttl time.Duration, log *slog.Logger) (harness.Backend, error) {
 	hb, ok := be.(harness.Hostable)
 	if !ok {
-		return nil, &NotHostable{Why: fmt.Sprintf("backend %s's lock client cannot run in a client host yet (no harness.Hostable)", be.Name())}
+		return nil, &harness.NotHostable{Why: fmt.Sprintf("backend %s's lock client cannot run in a client host yet (no harness.Hostable)", be.Name())}
 	}
 	hc, err := hb.HostConfig()
 	if err != nil {
-		return nil, &NotHostable{Why: err.Error()}
+		return nil, &harness.NotHostable{Why: err.Error()}
 	}
 	spec, err := json.Marshal(hc)
 	if err != nil {
