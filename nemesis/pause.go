@@ -381,10 +381,13 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 		s.healed = true
 		n.mu.Unlock()
 		if pp != nil {
+			// Measured before the SIGCONT, so the length said is never longer than the
+			// process was stopped, however late this goroutine runs after the signal.
+			stopped := time.Since(stoppedAt)
 			if err := pp.ResumeProcess(); err != nil {
 				resumed = fmt.Sprintf("; SIGCONT to process group %d failed: %v", pid, err)
 			} else {
-				resumed = fmt.Sprintf("; process group %d continued with SIGCONT after %.2f s stopped", pid, time.Since(stoppedAt).Seconds())
+				resumed = fmt.Sprintf("; process group %d continued with SIGCONT after %.2f s stopped", pid, stopped.Seconds())
 			}
 		}
 		// The fault ends before its links pass, so nothing the heal lets through falls
