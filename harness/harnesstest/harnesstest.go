@@ -207,14 +207,17 @@ func tokensIncrease(t *testing.T, cfg Config) {
 	defer cancel()
 	a, _ := f.mustLocker(ctx, 0)
 	b, _ := f.mustLocker(ctx, 1)
-	if err := checkTokens(ctx, a, b); err != nil {
+	if err := checkTokens(ctx, t.Logf, a, b); err != nil {
 		t.Error(err)
 	}
 }
 
 // checkTokens takes the lock 6 times, alternating between two clients, and fails when
-// a token is not greater than the one before.
-func checkTokens(ctx context.Context, a, b harness.Locker) error {
+// a token is not greater than the one before. A release that is not confirmed is logged,
+// not failed: some libraries bound their release by a timer (client-go's by its renew
+// deadline), which a loaded machine can outrun; the next grant then waits for the
+// lease to end, and its token must still be greater.
+func checkTokens(ctx context.Context, logf func(string, ...any), a, b harness.Locker) error {
 	var prev int64
 	for i := range 6 {
 		l := []harness.Locker{a, b}[i%2]
@@ -228,7 +231,7 @@ func checkTokens(ctx context.Context, a, b harness.Locker) error {
 		}
 		prev = lease.Token()
 		if err := lease.Release(ctx); err != nil {
-			return fmt.Errorf("grant %d: Release: %w", i+1, err)
+			logf("grant %d: Release was not confirmed (%v); the next grant waits for the lease to end", i+1, err)
 		}
 	}
 	return nil
@@ -287,7 +290,15 @@ func (f *fixture) checkDials(ctx context.Context, cfg Config) error {
 		through += l.Stats().Accepted
 	}
 	if err := lease.Release(ctx); err != nil {
-		return fmt.Errorf("release: %w", err)
+		// Not what this check is about, and some libraries bound their release by a
+		// timer a loaded machine can outrun. Wait for the lease to end, so that the
+		// cut-off client below would get a free lock if it reached the service.
+		f.t.Logf("release was not confirmed (%v); waiting up to the TTL for the lease to end", err)
+		select {
+		case <-lease.Lost():
+		case <-time.After(cfg.TTL):
+		case <-ctx.Done():
+		}
 	}
 	if through == 0 {
 		return errors.New("the grant did not go through the given addresses (no connection through the proxies): the client must dial only them")

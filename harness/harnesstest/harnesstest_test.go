@@ -76,7 +76,7 @@ func TestChecksCatchBrokenBackends(t *testing.T) {
 	}})
 	a, _ := g.mustLocker(ctx, 0)
 	b, _ := g.mustLocker(ctx, 1)
-	err = checkTokens(ctx, frozen{a}, frozen{b})
+	err = checkTokens(ctx, t.Logf, frozen{a}, frozen{b})
 	if err == nil || !strings.Contains(err.Error(), "must strictly increase") {
 		t.Fatalf("frozen tokens: got %v, want the strictly-increase error", err)
 	}
