@@ -46,6 +46,12 @@ type ClientFault struct {
 	// ArmAfter is how long after the run starts the fault is armed, so that the run
 	// first shows some normal critical sections.
 	ArmAfter time.Duration
+	// ArmGrants is how many grants (acquires answered OK) the run must have recorded
+	// before the fault is armed, beside ArmAfter: the normal critical sections counted,
+	// not timed, so a loaded machine that gets through few of them in ArmAfter still
+	// shows them (a server whose counter restarts at 0 must have handed out tokens
+	// above the first for a reused one to be lower than the holder's).
+	ArmGrants int
 	// MinHold is the shortest time the fault lasts; set it above the lease TTL so the
 	// lease surely expires.
 	MinHold time.Duration
@@ -131,7 +137,9 @@ type Nemesis struct {
 	// Exclusive ones waiting for the struck client's write).
 	strikes map[*strike]struct{}
 	healed  bool
-	wg      sync.WaitGroup
+	// grants counts the acquires answered OK so far (ArmGrants).
+	grants int
+	wg     sync.WaitGroup
 }
 
 // strike is one firing of a fault.
@@ -237,6 +245,12 @@ type gate struct {
 func (g gate) Pause(ctx context.Context, p harness.PausePoint) { g.n.pause(ctx, g.client, p) }
 
 func (n *Nemesis) observe(op history.Op) {
+	if op.Kind == history.Acquire && op.Status == history.OK {
+		n.mu.Lock()
+		n.grants++
+		n.mu.Unlock()
+		return
+	}
 	if op.Kind != history.Write {
 		return
 	}
@@ -285,7 +299,7 @@ func (n *Nemesis) pause(ctx context.Context, client int, p harness.PausePoint) {
 	idx := -1
 	now := time.Duration(n.rec.Now())
 	for i, f := range n.faults {
-		if !n.fired[i] && (f.AnyPoint || f.Point == p) && now >= f.ArmAfter &&
+		if !n.fired[i] && (f.AnyPoint || f.Point == p) && now >= f.ArmAfter && n.grants >= f.ArmGrants &&
 			(f.Deadline <= 0 || now < f.Deadline) && (!f.Targeted || f.Client == client) {
 			idx = i
 			break

@@ -28,7 +28,8 @@ func All() []registry.Fault {
 	}
 }
 
-// strike is the common shape of a strike on the holder: armed after a TTL, held past
+// strike is the common shape of a strike on the holder: armed after a TTL and three
+// grants, held past
 // the lease's expiry until another client's write is accepted. In a random schedule the
 // schedule decides when, whom and how long, and the strike takes the first pause point
 // the client reaches.
@@ -39,6 +40,8 @@ func strike(kind string, t registry.Target) nemesis.ClientFault {
 	return nemesis.ClientFault{
 		Kind:     kind,
 		ArmAfter: max(t.TTL, 200*time.Millisecond),
+		// Counted as well as timed: on a loaded machine a TTL may pass with one grant.
+		ArmGrants: 3,
 		// Twice the TTL: the lease has surely expired on the server before the client
 		// may go on, whatever the load.
 		MinHold: 2 * t.TTL,

@@ -28,6 +28,7 @@ package etcdtxn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -114,7 +115,7 @@ func (r *Resource) NewClient(ctx context.Context, _ int, addrs []string, _ harne
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
-	cli, err := etcd.Dial(ctx, addrs, timeout)
+	cli, err := dialPatiently(ctx, addrs, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +124,23 @@ func (r *Resource) NewClient(ctx context.Context, _ int, addrs []string, _ harne
 		c.dataKey, c.tokenKey = r.Prefix+dataName, r.Prefix+tokenName
 	}
 	return c, nil
+}
+
+// setupCeiling bounds the retries of a resource client's first connection: it is made
+// before any fault, so a probe that times out is a slow (loaded) machine, not a fault,
+// and is tried again rather than failing the run.
+const setupCeiling = 30 * time.Second
+
+// dialPatiently dials addrs, trying again while the probe only timed out, for up to
+// setupCeiling.
+func dialPatiently(ctx context.Context, addrs []string, timeout time.Duration) (*clientv3.Client, error) {
+	end := time.Now().Add(setupCeiling)
+	for {
+		cli, err := etcd.Dial(ctx, addrs, timeout)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(end) {
+			return cli, err
+		}
+	}
 }
 
 // Client reads and writes the protected data.
