@@ -90,6 +90,8 @@ func HostLockers() clienthost.Constructors {
 		"zookeeper":         zookeeper.HostLockers,
 		"postgres-advisory": pgadvisory.HostLockers,
 		"mariadb-lock":      mariadblock.HostLockers,
+		raftlock.Name:       raftlock.HostLockers,
+		leasetable.Name:     leasetable.HostLockers,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/lease/leasetable"
 	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
 	natslock "github.com/fencecheck/fencecheck/harness/lease/nats"
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
@@ -44,15 +45,20 @@ func host(t *testing.T) *clienthost.Host {
 var hostable = []struct {
 	backend string
 	needs   []proc.Need
+	options map[string]string
 }{
-	{"naive", nil},
-	{"etcd", nil},
-	{"redis", []proc.Need{redislock.ServerNeed}},
-	{"redlock", []proc.Need{redislock.ServerNeed}},
-	{"nats", []proc.Need{natslock.ServerNeed}},
-	{"zookeeper", zookeeper.ServerNeeds(zookeeper.Config{})},
-	{"postgres-advisory", []proc.Need{pgadvisory.ServerNeed}},
-	{"mariadb-lock", []proc.Need{mariadblock.ServerNeed}},
+	{"naive", nil, nil},
+	{"etcd", nil, nil},
+	{"redis", []proc.Need{redislock.ServerNeed}, nil},
+	{"redlock", []proc.Need{redislock.ServerNeed}, nil},
+	{"nats", []proc.Need{natslock.ServerNeed}, nil},
+	{"zookeeper", zookeeper.ServerNeeds(zookeeper.Config{}), nil},
+	{"postgres-advisory", []proc.Need{pgadvisory.ServerNeed}, nil},
+	{"mariadb-lock", []proc.Need{mariadblock.ServerNeed}, nil},
+	{"raft", nil, nil},
+	{"lease-table", nil, nil},
+	{"lease-table-clienttime", nil, nil},
+	{"lease-table", []proc.Need{pgadvisory.ServerNeed}, map[string]string{leasetable.OptionStore: leasetable.StorePostgres}},
 }
 
 var stoppedFor = regexp.MustCompile(`its process group (\d+) stopped with SIGSTOP.*process group (\d+) continued with SIGCONT after ([0-9.]+) s stopped`)
@@ -63,9 +69,13 @@ var stoppedFor = regexp.MustCompile(`its process group (\d+) stopped with SIGSTO
 // library would notice its stalled renewals and record the loss during the pause.
 func TestPauseStopsTheWholeClient(t *testing.T) {
 	for _, tc := range hostable {
-		t.Run(tc.backend, func(t *testing.T) {
+		name := tc.backend
+		if st := tc.options[leasetable.OptionStore]; st != "" {
+			name += "-" + st
+		}
+		t.Run(name, func(t *testing.T) {
 			proctest.Skip(t, tc.needs...)
-			s := spec.Spec{Backend: tc.backend, Resource: "unfenced", Faults: []string{"pause"}, Duration: 2 * time.Second, TTL: time.Second, Seed: 1}
+			s := spec.Spec{Backend: tc.backend, Resource: "unfenced", Faults: []string{"pause"}, Duration: 2 * time.Second, TTL: time.Second, Seed: 1, Options: tc.options}
 			o, err := trial.Run(context.Background(), builtin.Registry(), s, trial.Options{Host: host(t)})
 			require.NoError(t, err)
 			h := o.History

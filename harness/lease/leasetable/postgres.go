@@ -27,6 +27,7 @@ const pgNow = "CAST(EXTRACT(EPOCH FROM now()) * 1000000 AS BIGINT)"
 type pgStore struct {
 	conn *pgx.ConnConfig // the server's, with its real address
 	addr string
+	dsn  string // what conn was parsed from (a client host parses it again)
 }
 
 // parseDSN checks that dsn names one TCP host (a fault proxy must be able to stand in
@@ -53,7 +54,7 @@ func openPG(ctx context.Context, dsn string) (*pgStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &pgStore{conn: cfg, addr: addr}
+	s := &pgStore{conn: cfg, addr: addr, dsn: dsn}
 	if err := s.setup(ctx); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,12 @@ var lockerSeq atomic.Int64
 // NewLocker returns a lock client for harness client id with the config's TTL and client
 // clock, reaching node i at addrs[i]. It needs no Service: any raft lock nodes will do.
 func NewLocker(cfg Config, id int, addrs []string) (*Locker, error) {
+	return newLocker(cfg, id, addrs, "")
+}
+
+// newLocker is NewLocker with proc, when not "", naming the process among the owner's
+// parts ("client-<id>.<proc>.<n>"): a client host's n starts again at 1 in every host.
+func newLocker(cfg Config, id int, addrs []string, proc string) (*Locker, error) {
 	cfg = cfg.withDefaults()
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("raft lock: NewLocker without addresses")
@@ -70,7 +76,7 @@ func NewLocker(cfg Config, id int, addrs []string) (*Locker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{
 		id:         id,
-		owner:      fmt.Sprintf("client-%d.%d", id, lockerSeq.Add(1)),
+		owner:      ownerName(id, proc, lockerSeq.Add(1)),
 		ttl:        cfg.TTL,
 		reqTimeout: cfg.RequestTimeout,
 		clock:      cfg.clientClock(id),
@@ -85,8 +91,16 @@ func NewLocker(cfg Config, id int, addrs []string) (*Locker, error) {
 }
 
 // Owner is the owner name this client acquires the lock as: "client-<id>.<n>", n unique
-// per Locker in this process.
+// per Locker in this process ("client-<id>.<proc>.<n>" in a client host, proc naming
+// the host process).
 func (l *Locker) Owner() string { return l.owner }
+
+func ownerName(id int, proc string, n int64) string {
+	if proc == "" {
+		return fmt.Sprintf("client-%d.%d", id, n)
+	}
+	return fmt.Sprintf("client-%d.%s.%d", id, proc, n)
+}
 
 // retryPause is the pause after a full round of nodes that could not serve a request.
 const retryPause = 10 * time.Millisecond
