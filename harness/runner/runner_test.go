@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +96,71 @@ func TestRunMinGrants(t *testing.T) {
 
 	_, err = Run(context.Background(), Config{Backend: be, Resource: res, Duration: time.Second, MinGrants: -1})
 	require.ErrorContains(t, err, "min grants must not be negative")
+}
+
+// selfBoundedLocker bounds its acquires itself (harness.SelfBoundedAcquirer); with
+// never, its lock never comes (its Acquire waits for its ctx), so only the run's stop
+// can end it.
+type selfBoundedLocker struct {
+	harness.Locker
+	never       bool
+	sawDeadline *atomic.Bool
+}
+
+func (selfBoundedLocker) AcquireBoundsItself() bool { return true }
+
+func (l selfBoundedLocker) Acquire(ctx context.Context) (harness.Lease, error) {
+	if _, ok := ctx.Deadline(); ok {
+		l.sawDeadline.Store(true)
+	}
+	if l.never {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return l.Locker.Acquire(ctx)
+}
+
+// A locker that bounds its acquires itself gets no deadline from the worker, so a grant
+// that comes after AcquireTimeout is recorded, not abandoned; the run's stop still ends
+// an acquire that never returns. AcquireTimeout is 1 ns: any deadline would fail every
+// acquire. The run is bounded by its grants.
+func TestRunSelfBoundedAcquire(t *testing.T) {
+	be, res := startNaive(t)
+	var saw atomic.Bool
+	lockers := &lockerFunc{Backend: be, wrap: func(id int, l harness.Locker) harness.Locker {
+		return selfBoundedLocker{Locker: l, never: id == 1, sawDeadline: &saw}
+	}}
+	h, err := Run(context.Background(), Config{
+		Run: history.Run{Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}, Backend: be, Lockers: lockers, Resource: res,
+		Clients: 2, Duration: time.Millisecond, MinGrants: 10, AcquireTimeout: time.Nanosecond,
+	})
+	require.NoError(t, err)
+	grants, unknown := 0, 0
+	for _, o := range h.Ops {
+		switch {
+		case o.Kind == history.Acquire && o.Status == history.OK:
+			require.Equal(t, 0, o.Client, "client 1's lock never came")
+			grants++
+		case o.Kind == history.Acquire && o.Status == history.Unknown:
+			require.Equal(t, 1, o.Client)
+			unknown++
+		}
+	}
+	require.GreaterOrEqual(t, grants, 10)
+	require.Equal(t, 1, unknown, "client 1's one acquire ended at the run's stop")
+	require.False(t, saw.Load(), "an acquire was given a deadline")
+}
+
+// lockerFunc makes the Backend's lockers and wraps each.
+type lockerFunc struct {
+	*naive.Backend
+	wrap func(id int, l harness.Locker) harness.Locker
+}
+
+func (b *lockerFunc) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+	l, err := b.Backend.NewLocker(ctx, id, addrs)
+	if err != nil {
+		return nil, err
+	}
+	return b.wrap(id, l), nil
 }
