@@ -164,3 +164,48 @@ func (b *lockerFunc) NewLocker(ctx context.Context, id int, addrs []string) (har
 	}
 	return b.wrap(id, l), nil
 }
+
+// slowStart is a lock client whose first answer comes only after wait (an interpreter or
+// a JVM starting on a loaded machine).
+type slowStart struct {
+	harness.Locker
+	from time.Time
+	wait time.Duration
+}
+
+func (l *slowStart) AcquireBoundsItself() bool { return true }
+
+func (l *slowStart) Acquire(ctx context.Context) (harness.Lease, error) {
+	select {
+	case <-time.After(time.Until(l.from.Add(l.wait))):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return l.Locker.Acquire(ctx)
+}
+
+// The ceiling's clock starts at the clients' first answer (at the latest Limit in): a
+// client whose start-up outlasts Duration+Limit still gets its grants made. The client
+// answers 200 ms after the old ceiling (Duration+Limit from the start); the new one is
+// Limit later.
+func TestRunCeilingStartsAtTheFirstAnswer(t *testing.T) {
+	be, res := startNaive(t)
+	const limit = time.Second
+	var log strings.Builder
+	lockers := &lockerFunc{Backend: be, wrap: func(_ int, l harness.Locker) harness.Locker {
+		return &slowStart{Locker: l, from: time.Now(), wait: limit + 200*time.Millisecond}
+	}}
+	h, err := Run(context.Background(), Config{
+		Run: history.Run{Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}, Backend: be, Lockers: lockers, Resource: res,
+		Clients: 1, Duration: time.Millisecond, Limit: limit, MinGrants: 1, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+	})
+	require.NoError(t, err)
+	grants := 0
+	for _, o := range h.Ops {
+		if o.Kind == history.Acquire && o.Status == history.OK {
+			grants++
+		}
+	}
+	require.Positive(t, grants, "the slow client's grant was made")
+	require.NotContains(t, log.String(), "time limit")
+}
