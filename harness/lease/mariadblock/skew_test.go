@@ -46,7 +46,7 @@ func serverSeconds(t *testing.T, b *mariadblock.Backend) (server, real time.Dura
 		return f
 	}
 	s0, r0 := now(), time.Now()
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a measuring window: the test compares the two clocks' rates over it
 	s1, r1 := now(), time.Now()
 	return time.Duration((s1 - s0) * float64(time.Second)), r1.Sub(r0)
 }
