@@ -39,6 +39,17 @@ type Locker interface {
 	Close() error
 }
 
+// SelfBoundedAcquirer is implemented by lockers whose every Acquire ends on its own:
+// the lock client answers each acquire, with a grant or a refusal, within a bound of
+// its own, and is declared broken (the run fails) if it does not. The worker then gives
+// such an Acquire no deadline of its own (Worker.AcquireTimeout) and only cancels it when
+// the run stops: a deadline a loaded machine outruns would abandon a request the client
+// goes on serving, and the grant it then makes would be given back unrecorded, so the
+// history would miss a grant the service really made (a reused token, say).
+type SelfBoundedAcquirer interface {
+	AcquireBoundsItself() bool
+}
+
 // Lease is a granted lock.
 type Lease interface {
 	// Token is the fencing token of this grant.

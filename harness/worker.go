@@ -20,7 +20,8 @@ type Worker struct {
 	Rec      *history.Recorder
 	// OpTimeout bounds every call but Acquire; a call that runs out is recorded unknown.
 	OpTimeout time.Duration
-	// AcquireTimeout bounds one Acquire (it also ends when the run stops).
+	// AcquireTimeout bounds one Acquire (it also ends when the run stops), unless the
+	// Locker bounds its acquires itself (SelfBoundedAcquirer).
 	AcquireTimeout time.Duration
 	// Think is the longest pause between critical sections (drawn from Rand).
 	Think time.Duration
@@ -87,7 +88,11 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		key = KeyName(i)
 	}
 	acq := w.Rec.BeginKey(key, w.ID, history.Acquire, 0, "", nil)
-	actx, cancel := context.WithTimeout(acqCtx, w.AcquireTimeout)
+	actx, cancel := context.WithCancel(acqCtx)
+	if sb, ok := w.Locker.(SelfBoundedAcquirer); !ok || !sb.AcquireBoundsItself() {
+		cancel()
+		actx, cancel = context.WithTimeout(acqCtx, w.AcquireTimeout)
+	}
 	lease, err := w.acquire(actx, key)
 	cancel()
 	if err != nil {

@@ -76,7 +76,8 @@ func TestPauseHealsOnAnotherClientsWrite(t *testing.T) {
 	require.Eventually(t, func() bool { return n.Active() && l0.isStalled() }, patience, time.Millisecond)
 	require.False(t, l1.isStalled(), "only the paused client's links stall")
 
-	// The paused client's own write does not end the pause; client 1's does.
+	// The paused client's own write does not end the pause; client 1's does. The sleep
+	// is a window in which the pause must not end (load only lengthens it).
 	time.Sleep(50 * time.Millisecond)
 	select {
 	case <-resumed:
@@ -210,7 +211,7 @@ func TestWritesEndOnRefusalAfterAcceptance(t *testing.T) {
 	waitMinPassed(t, n)
 	rec.Begin(1, history.Write, 2, "c1-1", nil).Done(history.Rejected, 2, "c1-1", "") // before any acceptance: does not count
 	rec.Begin(1, history.Write, 2, "c1-2", nil).Done(history.OK, 2, "c1-2", "")
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // a window in which the fault must not end
 	select {
 	case <-resumed:
 		t.Fatal("resumed at the first accepted write; Writes is 2")

@@ -64,9 +64,11 @@ func TestRandomSchedule(t *testing.T) {
 	require.ErrorIs(t, err, spec.ErrSpec)
 }
 
-// An ad-hoc run records the default seed, the one evaluate uses.
+// An ad-hoc run records the default seed, the one evaluate uses. The run is bounded by a
+// grant (a run without one is a setup error, ErrNoGrant), not by a time in which a
+// loaded machine may make none.
 func TestDefaultSeed(t *testing.T) {
-	o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "naive", Duration: 300 * time.Millisecond}, trial.Options{})
+	o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "naive", Duration: time.Millisecond, MinGrants: 1}, trial.Options{})
 	require.NoError(t, err)
 	require.Equal(t, spec.DefaultSeed, o.History.Run.Seed)
 	_, err = trial.Run(context.Background(), nil, spec.Spec{}, trial.Options{})

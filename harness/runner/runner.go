@@ -33,7 +33,10 @@ type Config struct {
 	Clients int
 	// Duration is the least time the workload runs. The run goes on until every fault
 	// has fired and healed, plus Tail, and until MinGrants acquires were granted, but
-	// never past Duration+Limit.
+	// never past Duration+Limit after the clients' first answer (the first op that
+	// returned: a lock client's start-up, an interpreter's or a JVM's, which a loaded
+	// machine stretches, does not count against the ceiling), and never past
+	// Duration+2×Limit in all.
 	Duration time.Duration
 	Tail     time.Duration
 	Limit    time.Duration
@@ -133,10 +136,13 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 	if err != nil {
 		return nil, err
 	}
-	var grants atomic.Int64
+	var grants, answered atomic.Int64 // answered: the run time of the first op that returned
 	rec.Watch(func(op history.Op) {
 		if op.Kind == history.Acquire && op.Status == history.OK {
 			grants.Add(1)
+		}
+		if op.Return != nil {
+			answered.CompareAndSwap(0, max(*op.Return, 1))
 		}
 	})
 	var links []*proxy.Link
@@ -219,7 +225,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		}()
 	}
 	cfg.Logger.Info("workload started", "clients", cfg.Clients, "duration", cfg.Duration, "min_grants", cfg.MinGrants)
-	waitForEnd(ctx, cfg, nem, grants.Load)
+	waitForEnd(ctx, cfg, nem, grants.Load, func() time.Duration { return time.Duration(answered.Load()) }, time.Duration(rec.Now()))
 	close(stop)
 	nem.Heal()
 	wg.Wait()
@@ -242,9 +248,10 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 }
 
 // waitForEnd returns once the workload has run for Duration, every fault has fired and
-// healed, Tail has passed since, and grants() has reached MinGrants; or at
-// Duration+Limit; or when ctx ends.
-func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis, grants func() int64) {
+// healed, Tail has passed since, and grants() has reached MinGrants; or at the ceiling,
+// Duration+Limit after the first answer (answered: its run time, 0 while none; begun: the
+// workload's start in run time), at most Limit in; or when ctx ends.
+func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis, grants func() int64, answered func() time.Duration, begun time.Duration) {
 	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -256,7 +263,11 @@ func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis, grants fu
 		case <-tick.C:
 		}
 		el := time.Since(start)
-		if el >= cfg.Duration+cfg.Limit {
+		first := cfg.Limit // no answer yet: the ceiling's clock starts at Limit at the latest
+		if a := answered(); a > 0 {
+			first = min(max(a-begun, 0), cfg.Limit)
+		}
+		if el >= first+cfg.Duration+cfg.Limit {
 			if g := grants(); g < int64(cfg.MinGrants) {
 				cfg.Logger.Warn("run hit its time limit before its grants were made", "grants", g, "min_grants", cfg.MinGrants)
 			} else {

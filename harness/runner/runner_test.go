@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +97,127 @@ func TestRunMinGrants(t *testing.T) {
 
 	_, err = Run(context.Background(), Config{Backend: be, Resource: res, Duration: time.Second, MinGrants: -1})
 	require.ErrorContains(t, err, "min grants must not be negative")
+}
+
+// selfBoundedLocker bounds its acquires itself (harness.SelfBoundedAcquirer); with
+// never, its lock never comes (its Acquire waits for its ctx, and closes waiting once
+// in it), so only the run's stop can end it; the others acquire only once it waits.
+type selfBoundedLocker struct {
+	harness.Locker
+	never       bool
+	waiting     chan struct{}
+	once        *sync.Once
+	sawDeadline *atomic.Bool
+}
+
+func (selfBoundedLocker) AcquireBoundsItself() bool { return true }
+
+func (l selfBoundedLocker) Acquire(ctx context.Context) (harness.Lease, error) {
+	if _, ok := ctx.Deadline(); ok {
+		l.sawDeadline.Store(true)
+	}
+	if l.never {
+		l.once.Do(func() { close(l.waiting) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	select {
+	case <-l.waiting:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return l.Locker.Acquire(ctx)
+}
+
+// A locker that bounds its acquires itself gets no deadline from the worker, so a grant
+// that comes after AcquireTimeout is recorded, not abandoned; the run's stop still ends
+// an acquire that never returns. AcquireTimeout is 1 ns: any deadline would fail every
+// acquire. The run is bounded by its grants.
+func TestRunSelfBoundedAcquire(t *testing.T) {
+	be, res := startNaive(t)
+	var (
+		saw     atomic.Bool
+		once    sync.Once
+		waiting = make(chan struct{})
+	)
+	lockers := &lockerFunc{Backend: be, wrap: func(id int, l harness.Locker) harness.Locker {
+		return selfBoundedLocker{Locker: l, never: id == 1, waiting: waiting, once: &once, sawDeadline: &saw}
+	}}
+	h, err := Run(context.Background(), Config{
+		Run: history.Run{Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}, Backend: be, Lockers: lockers, Resource: res,
+		Clients: 2, Duration: time.Millisecond, MinGrants: 10, AcquireTimeout: time.Nanosecond,
+	})
+	require.NoError(t, err)
+	grants, unknown := 0, 0
+	for _, o := range h.Ops {
+		switch {
+		case o.Kind == history.Acquire && o.Status == history.OK:
+			require.Equal(t, 0, o.Client, "client 1's lock never came")
+			grants++
+		case o.Kind == history.Acquire && o.Status == history.Unknown && o.Client == 1:
+			unknown++ // (client 0 may be inside an acquire at the stop too)
+		}
+	}
+	require.GreaterOrEqual(t, grants, 10)
+	require.Equal(t, 1, unknown, "client 1's one acquire ended at the run's stop")
+	require.False(t, saw.Load(), "an acquire was given a deadline")
+}
+
+// lockerFunc makes the Backend's lockers and wraps each.
+type lockerFunc struct {
+	*naive.Backend
+	wrap func(id int, l harness.Locker) harness.Locker
+}
+
+func (b *lockerFunc) NewLocker(ctx context.Context, id int, addrs []string) (harness.Locker, error) {
+	l, err := b.Backend.NewLocker(ctx, id, addrs)
+	if err != nil {
+		return nil, err
+	}
+	return b.wrap(id, l), nil
+}
+
+// slowStart is a lock client whose first answer comes only after wait (an interpreter or
+// a JVM starting on a loaded machine).
+type slowStart struct {
+	harness.Locker
+	from time.Time
+	wait time.Duration
+}
+
+func (l *slowStart) AcquireBoundsItself() bool { return true }
+
+func (l *slowStart) Acquire(ctx context.Context) (harness.Lease, error) {
+	select {
+	case <-time.After(time.Until(l.from.Add(l.wait))):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return l.Locker.Acquire(ctx)
+}
+
+// The ceiling's clock starts at the clients' first answer (at the latest Limit in): a
+// client whose start-up outlasts Duration+Limit still gets its grants made. The client
+// answers 200 ms after the old ceiling (Duration+Limit from the start); the new one is
+// Limit later.
+func TestRunCeilingStartsAtTheFirstAnswer(t *testing.T) {
+	be, res := startNaive(t)
+	const limit = time.Second
+	var log strings.Builder
+	lockers := &lockerFunc{Backend: be, wrap: func(_ int, l harness.Locker) harness.Locker {
+		return &slowStart{Locker: l, from: time.Now(), wait: limit + 200*time.Millisecond}
+	}}
+	h, err := Run(context.Background(), Config{
+		Run: history.Run{Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}, Backend: be, Lockers: lockers, Resource: res,
+		Clients: 1, Duration: time.Millisecond, Limit: limit, MinGrants: 1, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+	})
+	require.NoError(t, err)
+	grants := 0
+	for _, o := range h.Ops {
+		if o.Kind == history.Acquire && o.Status == history.OK {
+			grants++
+		}
+	}
+	require.Positive(t, grants, "the slow client's grant was made")
+	require.NotContains(t, log.String(), "time limit")
 }

@@ -497,6 +497,15 @@ func refusal(a answer) error {
 	return errors.New(a.msg)
 }
 
+// AcquireBoundsItself implements harness.SelfBoundedAcquirer: a client that does not
+// take the cancel request answers every acquire itself (docs/exec-protocol.md: a grant,
+// or a refusal once its own wait is over), and ReplyTimeout, pauses not counted, ends
+// one that does not. Abandoning its acquire at the worker's deadline would change
+// nothing for the client, which goes on serving it, but would hide its grant: given back
+// unrecorded (abandon), it could carry the very token a restarted server reused. Only
+// the run's stop abandons it. A client that takes cancel is asked to give up instead.
+func (l *Locker) AcquireBoundsItself() bool { return !l.b.cfg.Cancel }
+
 // Acquire implements harness.Locker: {"op":"acquire"}, answered with a grant and its token.
 func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	l.mu.Lock()

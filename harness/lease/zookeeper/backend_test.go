@@ -98,7 +98,7 @@ func TestMutualExclusionAndIncreasingTokens(t *testing.T) {
 						mu.Lock()
 						tokens = append(tokens, le.Token())
 						mu.Unlock()
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // pacing: a moment inside, where a second holder would be counted
 						inside.Add(-1)
 						assertNoErr(t, le.Release(ctx))
 						cancel()

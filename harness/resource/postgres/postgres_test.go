@@ -157,6 +157,7 @@ func TestThroughProxy(t *testing.T) {
 		require.NoError(t, err)
 		done <- ok
 	}()
+	// A window in which the write must not go through (load only lengthens it).
 	select {
 	case <-done:
 		t.Fatal("the write went through a stalled link")
