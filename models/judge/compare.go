@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -410,9 +411,19 @@ type ServiceRow struct {
 	Options     map[string]string `json:"options,omitempty"`
 	Setup       string            `json:"setup"`
 	Version     string            `json:"version"`
-	Facts       Facts             `json:"facts"`
-	Baseline    []CompareRun      `json:"baseline"`
-	Faults      []CompareFault    `json:"faults"`
+	// ServerVersion is the service's version as its server said over its own protocol
+	// in the runs (the history's run.server_version), ClientLibrary the lock client's
+	// library and version (run.client_library), GrantedTTLNanos the longest TTL the
+	// service granted a lease in any run (run.granted_ttl_ms), and SessionTimeouts the
+	// server settings that end a lock's session as the server reported them: each from
+	// the runs' histories, absent when none said.
+	ServerVersion   string            `json:"server_version,omitempty"`
+	ClientLibrary   string            `json:"client_library,omitempty"`
+	GrantedTTLNanos int64             `json:"granted_ttl_ns,omitempty"`
+	SessionTimeouts map[string]string `json:"session_timeouts,omitempty"`
+	Facts           Facts             `json:"facts"`
+	Baseline        []CompareRun      `json:"baseline"`
+	Faults          []CompareFault    `json:"faults"`
 
 	// Judged by Judge:
 	// Verdict: "safe with fencing", "UNSAFE with fencing", "no fencing token",
@@ -629,6 +640,33 @@ func (s ServiceRow) NoticeWords() string {
 		return "—"
 	}
 	return noticeSpread(s.NoticeDelay.Spread) + " under " + s.NoticeDelay.Fault
+}
+
+// ServerWords is the service's version: the server's own word from the runs, else the
+// descriptor's, else "".
+func (s ServiceRow) ServerWords() string {
+	if s.ServerVersion != "" {
+		return s.ServerVersion
+	}
+	return s.Version
+}
+
+// GrantedTTLWords is the longest granted TTL in words, "—" when no run recorded one.
+func (s ServiceRow) GrantedTTLWords() string {
+	if s.GrantedTTLNanos <= 0 {
+		return "—"
+	}
+	return Duration(s.GrantedTTLNanos)
+}
+
+// SessionTimeoutWords lists the session timeouts, "name=value, ..." by name.
+func (s ServiceRow) SessionTimeoutWords() string {
+	names := slices.Sorted(maps.Keys(s.SessionTimeouts))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + s.SessionTimeouts[n]
+	}
+	return strings.Join(parts, ", ")
 }
 
 // NotTested is what every paragraph says compare leaves out, with the command that runs it.
