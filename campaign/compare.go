@@ -237,6 +237,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 				TokensResetOnCrash: r.backend.TokensResetOnCrash, TokenFromClock: r.backend.TokenFromClock,
 				Pool: r.backend.Pool, ClientClockExpiry: r.backend.ClientClockExpiry,
 				DurableLeases: def.DurableLeases, ClientExpiry: caps.ClientExpiry, External: caps.External,
+				Configuration: r.backend.Configuration,
 			},
 			Baseline: notRun(probe),
 		}

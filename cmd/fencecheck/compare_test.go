@@ -54,6 +54,7 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 	require.Regexp(t, `^etcd 3\.\d+\.\d+`, etcdRow.ServerVersion)
 	require.Regexp(t, `^go\.etcd\.io/etcd/client/v3`, etcdRow.ClientLibrary)
 	require.Equal(t, doc.TTLNanos, etcdRow.GrantedTTLNanos)
+	require.Contains(t, etcdRow.Paragraph, "For this result to hold in production, set what the runs relied on: a session lease TTL")
 
 	// The figures of a run are models.Check's on its history.
 	checkRun := func(svc string, r judge.CompareRun) {

@@ -84,6 +84,9 @@ type Facts struct {
 	ClientExpiry bool `json:"client_expiry"`
 	// External says which option pointed the backend at servers fencecheck does not own.
 	External string `json:"external,omitempty"`
+	// Configuration is what a team must set on the service or its client for the
+	// result to hold, as the descriptor declares it (registry.Backend.Configuration).
+	Configuration string `json:"configuration,omitempty"`
 }
 
 // CompareRun is one run of a comparison: its figures, from the checked history.
@@ -669,6 +672,35 @@ func (s ServiceRow) SessionTimeoutWords() string {
 	return strings.Join(parts, ", ")
 }
 
+// configurationSentence names what a team must set for the result to hold (the
+// descriptor's declared fact) and the session settings the server ran with, or "".
+func configurationSentence(s ServiceRow) string {
+	var p []string
+	if c := strings.TrimSpace(s.Facts.Configuration); c != "" {
+		p = append(p, "For this result to hold in production, set what the runs relied on: "+strings.TrimSuffix(c, ".")+".")
+	}
+	if len(s.SessionTimeouts) > 0 {
+		p = append(p, fmt.Sprintf("The server ran with %s, as it reported them; a different value changes when a silent holder's session, and its lock, ends.", s.SessionTimeoutWords()))
+	}
+	var asked int64
+	for _, r := range allRunsOf(s) {
+		asked = max(asked, r.TTLNanos)
+	}
+	if s.GrantedTTLNanos > 0 && asked > 0 && s.GrantedTTLNanos != asked {
+		p = append(p, fmt.Sprintf("The service granted leases of up to %s for the %s asked: a holder is superseded on its figure, not the one asked for.", Duration(s.GrantedTTLNanos), Duration(asked)))
+	}
+	return strings.Join(p, " ")
+}
+
+// allRunsOf is every run of a row, the runs without a fault first.
+func allRunsOf(s ServiceRow) []CompareRun {
+	out := slices.Clone(s.Baseline)
+	for _, f := range s.Faults {
+		out = append(append(out, f.Unfenced...), f.Fenced...)
+	}
+	return out
+}
+
 // NotTested is what every paragraph says compare leaves out, with the command that runs it.
 func NotTested(backend string) string {
 	return fmt.Sprintf("Not tested here: compare crashes no server and moves no clock; `fencecheck evaluate --backend %s` runs the crash and clock faults that apply to it.", backend)
@@ -784,6 +816,9 @@ func Paragraph(s ServiceRow, runs int, alone bool) string {
 		}
 		p = append(p, fmt.Sprintf("Without faults%s an acquire took %s at the median and %s at p99, and the service granted locks at %s to the contending clients.",
 			beside, DurationWords(l.AcquireP50), DurationWords(l.AcquireP99), RateWords(l.GrantsPerSecond)))
+	}
+	if c := configurationSentence(s); c != "" {
+		p = append(p, c)
 	}
 	p = append(p, NotTested(s.Backend))
 	return strings.Join(p, " ")
