@@ -2,6 +2,7 @@ package kubelease
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -22,7 +23,17 @@ func (b *Backend) ServerVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(out), nil
+	v := strings.TrimSpace(out)
+	if unstamped(v) {
+		// A go build without the release's -ldflags (build.sh's) says no version.
+		return "", fmt.Errorf("kube-lease: the apiserver's build carries no version (GET /version: %s)", v)
+	}
+	return v, nil
+}
+
+// unstamped reports whether a gitVersion is a build's placeholder, not a version.
+func unstamped(v string) bool {
+	return strings.Contains(v, "v0.0.0-master") || strings.Contains(v, "$Format")
 }
 
 // ClientLibrary implements harness.ClientLibraryReporter: the client-go module

@@ -29,14 +29,20 @@ func TestServerVersionGrantedTTLAndLibrary(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			v, err := b.ServerVersion(ctx)
-			require.NoError(t, err)
-			bin, err := kubelease.FindAPIServer("")
-			require.NoError(t, err)
-			out, err := exec.CommandContext(ctx, bin, "--version").Output()
-			require.NoError(t, err)
+			bin, berr := kubelease.FindAPIServer("")
+			require.NoError(t, berr)
+			out, berr := exec.CommandContext(ctx, bin, "--version").Output()
+			require.NoError(t, berr)
 			m := regexp.MustCompile(`Kubernetes (v\S+)`).FindSubmatch(out)
 			require.NotNil(t, m, "kube-apiserver --version: %s", out)
-			require.Equal(t, "kube-apiserver "+string(m[1]), v)
+			if strings.HasPrefix(string(m[1]), "v0.0.0-master") {
+				// build.sh's go build stamps no version: the server says a placeholder,
+				// which is refused (the trial then records the descriptor's version).
+				require.ErrorContains(t, err, "the apiserver's build carries no version (GET /version: kube-apiserver "+string(m[1]))
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, "kube-apiserver "+string(m[1]), v)
+			}
 
 			require.Empty(t, b.ClientLibrary(), "nothing is said before a grant")
 			le, err := locker(t, b, b.Endpoints()[0], 0).Acquire(ctx)
