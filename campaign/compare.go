@@ -237,6 +237,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 				TokensResetOnCrash: r.backend.TokensResetOnCrash, TokenFromClock: r.backend.TokenFromClock,
 				Pool: r.backend.Pool, ClientClockExpiry: r.backend.ClientClockExpiry,
 				DurableLeases: def.DurableLeases, ClientExpiry: caps.ClientExpiry, External: caps.External,
+				Configuration: r.backend.Configuration,
 			},
 			Baseline: notRun(probe),
 		}
@@ -426,6 +427,7 @@ func (p *ComparePlan) Judge(results []RunResult, store string, started time.Time
 					row.Facts.NoToken = judge.Scrub(h.Run.NoToken)
 				}
 				run.FaultNanos = longestFault(h.Faults)
+				noteServerFacts(row, h.Run)
 			}
 		}
 		run.Run = j.Run
@@ -454,6 +456,22 @@ func (p *ComparePlan) Judge(results []RunResult, store string, started time.Time
 	cmp.Seconds = time.Since(started).Seconds()
 	cmp.Judge()
 	return cmp
+}
+
+// noteServerFacts adds what a run's history says of the service to its row: the
+// server's and the client library's versions (the first run's that says), the longest
+// granted TTL, and the session timeouts.
+func noteServerFacts(row *judge.ServiceRow, run history.Run) {
+	if row.ServerVersion == "" {
+		row.ServerVersion = run.ServerVersion
+	}
+	if row.ClientLibrary == "" {
+		row.ClientLibrary = run.ClientLibrary
+	}
+	row.GrantedTTLNanos = max(row.GrantedTTLNanos, run.GrantedTTLms*int64(time.Millisecond))
+	if len(row.SessionTimeouts) == 0 && len(run.SessionTimeouts) > 0 {
+		row.SessionTimeouts = maps.Clone(run.SessionTimeouts)
+	}
 }
 
 // longestFault is the longest fault's length in a history (start to heal; a fault that
@@ -544,6 +562,10 @@ func RedactComparison(r *redact.Redactor, c *judge.Comparison) {
 			s.Options[k] = r.String(v)
 		}
 		s.Setup, s.Version = r.String(s.Setup), r.String(s.Version)
+		s.ServerVersion, s.ClientLibrary = r.String(s.ServerVersion), r.String(s.ClientLibrary)
+		for k, v := range s.SessionTimeouts {
+			s.SessionTimeouts[k] = r.String(v)
+		}
 		s.Facts.NoToken = judge.Scrub(r.String(s.Facts.NoToken))
 		s.Paragraph = judge.Scrub(r.String(s.Paragraph))
 		for _, run := range allRuns(s) {

@@ -90,3 +90,23 @@ type SessionTimeouter interface {
 type NotHostable struct{ Why string }
 
 func (e *NotHostable) Error() string { return e.Why }
+
+// ClientLibraryReporter is implemented by backends whose lock clients say which lock
+// library (and version) they are: an exec client's "library" (docs/exec-protocol.md), a
+// client host's Go module. The trial records it in the history's run
+// ("client_library") after the workload.
+type ClientLibraryReporter interface {
+	Backend
+	// ClientLibrary is what the clients said, e.g. "kazoo 2.10.0" (distinct reports
+	// joined with ", "), or "" when none said.
+	ClientLibrary() string
+}
+
+// ClientModuler is implemented by built-in backends whose lock client is a Go module
+// linked into fencecheck (etcd's clientv3, redigo, pgx, ...): its module path. The
+// client library recorded is that module with the version this binary was built with
+// (ModuleVersion), in-process or in a client host.
+type ClientModuler interface {
+	Backend
+	ClientModule() string
+}

@@ -98,6 +98,9 @@ type HostConfig struct {
 	// NoToken is the backend's reason its grants carry no fencing token ("" when they
 	// do): the host grants with "no_token".
 	NoToken string `json:"no_token,omitempty"`
+	// Module is the lock client's Go module (harness.ClientModuler): the host reports
+	// it with its version as the client's "library". Set by the client host's parent.
+	Module string `json:"module,omitempty"`
 }
 
 // LockerMaker makes the lockers of a client host from a HostConfig's Config.

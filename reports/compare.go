@@ -275,14 +275,14 @@ func PrintComparison(w io.Writer, c *Comparison) {
 		fmt.Fprintln(w, "without faults (beside the other runs):")
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "service\tacquire p50\tacquire p99\tgrants/s\tversion")
+	fmt.Fprintln(tw, "service\tacquire p50\tacquire p99\tgrants/s\tgranted TTL\tserver\tclient library")
 	for _, s := range c.Services {
 		l := s.Latency
 		if l.AcquireP50.N == 0 {
-			term.Fprintf(tw, "%s\t%s\t\t\t%s\n", s.Name, baselineOutcome(s.Baseline), s.Version)
+			term.Fprintf(tw, "%s\t%s\t\t\t%s\t%s\t%s\n", s.Name, baselineOutcome(s.Baseline), s.GrantedTTLWords(), s.ServerWords(), s.ClientLibrary)
 			continue
 		}
-		term.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, judge.DurationWords(l.AcquireP50), judge.DurationWords(l.AcquireP99), judge.RateWords(l.GrantsPerSecond), s.Version)
+		term.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, judge.DurationWords(l.AcquireP50), judge.DurationWords(l.AcquireP99), judge.RateWords(l.GrantsPerSecond), s.GrantedTTLWords(), s.ServerWords(), s.ClientLibrary)
 	}
 	tw.Flush()
 	for _, s := range c.Services {

@@ -18,12 +18,15 @@ func TestSummaryGranted(t *testing.T) {
 	var sum bytes.Buffer
 	reports.Summary(&sum, h, rep)
 	require.NotContains(t, sum.String(), "granted ttl")
+	require.NotContains(t, sum.String(), "client library")
 
 	h.Run.GrantedTTLms, h.Run.ServerVersion = 2000, "etcd 3.4.23"
 	h.Run.SessionTimeouts = map[string]string{"wait_timeout": "28800"}
+	h.Run.ClientLibrary = "go.etcd.io/etcd/client/v3 v3.7.3"
 	sum.Reset()
 	reports.Summary(&sum, h, rep)
 	require.Contains(t, sum.String(), "granted ttl=2s (asked 500ms): the service's own figure\n")
 	require.Contains(t, sum.String(), "server: etcd 3.4.23\n")
 	require.Contains(t, sum.String(), "session timeouts: wait_timeout=28800\n")
+	require.Contains(t, sum.String(), "client library: go.etcd.io/etcd/client/v3 v3.7.3\n")
 }

@@ -189,6 +189,9 @@ func newRunView(h *history.History, rep *models.Report) runView {
 	if r.ServerVersion != "" {
 		v.Settings = append(v.Settings, kv{"server", r.ServerVersion, "the service's version, as its server said"})
 	}
+	if r.ClientLibrary != "" {
+		v.Settings = append(v.Settings, kv{"client library", r.ClientLibrary, "the lock client's library and version, as the clients said or fencecheck was built with"})
+	}
 	for _, n := range slices.Sorted(maps.Keys(r.SessionTimeouts)) {
 		v.Settings = append(v.Settings, kv{n, r.SessionTimeouts[n], "a server setting that ends a lock's session"})
 	}

@@ -36,6 +36,9 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 	if r.ServerVersion != "" {
 		term.Fprintf(w, "server: %s\n", r.ServerVersion)
 	}
+	if r.ClientLibrary != "" {
+		term.Fprintf(w, "client library: %s\n", r.ClientLibrary)
+	}
 	if len(r.SessionTimeouts) > 0 {
 		names := slices.Sorted(maps.Keys(r.SessionTimeouts))
 		parts := make([]string, len(names))

@@ -36,8 +36,8 @@ func WhichLock(c *Comparison, link string) string {
 		c.Machine.GoVersion, time.Duration(c.Seconds*float64(time.Second)).Round(time.Second))
 	var versions []string
 	for _, s := range c.Services {
-		if s.Version != "" {
-			versions = append(versions, s.Service+": "+s.Version)
+		if v := s.ServerWords(); v != "" {
+			versions = append(versions, s.Service+": "+v)
 		}
 	}
 	if len(versions) > 0 {
@@ -153,14 +153,14 @@ func CompareMarkdown(c *Comparison) string {
 	} else {
 		b.WriteString("\n## Without faults\n\nThese runs went beside the comparison's other runs (it was made before they ran alone): their latency is the machine's as much as the lock's.\n\n")
 	}
-	b.WriteString("| service | verdict | acquire p50 | acquire p99 | grants/s | version |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| service | verdict | acquire p50 | acquire p99 | grants/s | granted TTL | server | client library |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range c.Services {
 		l := s.Latency
 		if l.AcquireP50.N == 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s | | | %s |\n", s.Name, s.Verdict, baselineOutcome(s.Baseline), mdCell(s.Version))
+			fmt.Fprintf(&b, "| %s | %s | %s | | | %s | %s | %s |\n", s.Name, s.Verdict, baselineOutcome(s.Baseline), s.GrantedTTLWords(), mdCell(s.ServerWords()), mdCell(s.ClientLibrary))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.Name, s.Verdict, judge.DurationWords(l.AcquireP50), judge.DurationWords(l.AcquireP99), judge.RateWords(l.GrantsPerSecond), mdCell(s.Version))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, s.Verdict, judge.DurationWords(l.AcquireP50), judge.DurationWords(l.AcquireP99), judge.RateWords(l.GrantsPerSecond), s.GrantedTTLWords(), mdCell(s.ServerWords()), mdCell(s.ClientLibrary))
 	}
 	b.WriteString("\n## What it means, per service\n")
 	for _, s := range c.Services {

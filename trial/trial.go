@@ -205,6 +205,11 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	if hosting != "" {
 		run.Extra["lock_clients"] = hosting
 	}
+	if m, ok := be.(harness.ClientModuler); ok && lockers == nil {
+		// An in-process client is the module this binary links (a hosted one says so
+		// itself over the exec protocol).
+		run.ClientLibrary = harness.ModuleVersion(m.ClientModule())
+	}
 	// A long run writes its history to disk as it goes (a segmented history).
 	var spill history.Spill
 	if opt.Dir != "" {
@@ -227,13 +232,29 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		ValueTag:       valueTag(be, runID),
 		Spill:          spill,
 	})
-	if h != nil && h.Run.NoToken == "" {
-		// A backend may learn only while it runs that it has no token (exec's clients).
-		if t, ok := be.(harness.TokenlessReporter); ok {
-			if h.Run.NoToken = t.ReportedNoToken(); h.Ops == nil && h.Run.NoToken != "" {
-				if werr := history.SetSegmentsRun(spill.Head, h.Run); werr != nil && err == nil {
-					err = werr
-				}
+	if h != nil {
+		changed := false
+		if h.Run.NoToken == "" {
+			// A backend may learn only while it runs that it has no token (exec's clients).
+			if t, ok := be.(harness.TokenlessReporter); ok {
+				h.Run.NoToken = t.ReportedNoToken()
+				changed = h.Run.NoToken != ""
+			}
+		}
+		// The clients say their library as they run (exec's "library", a client host's
+		// Go module).
+		reporter := be
+		if lockers != nil {
+			reporter = lockers
+		}
+		if c, ok := reporter.(harness.ClientLibraryReporter); ok {
+			if lib := c.ClientLibrary(); lib != "" && lib != h.Run.ClientLibrary {
+				h.Run.ClientLibrary, changed = lib, true
+			}
+		}
+		if changed && h.Ops == nil {
+			if werr := history.SetSegmentsRun(spill.Head, h.Run); werr != nil && err == nil {
+				err = werr
 			}
 		}
 	}

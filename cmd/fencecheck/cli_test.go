@@ -460,3 +460,34 @@ func TestRefusalsInWords(t *testing.T) {
 		require.Contains(t, []int{exitSafe, exitUsage}, code, tc.args)
 	}
 }
+
+// A built binary records its lock client's Go module with the version it was built
+// with, in-process and in a client host (a pause hosts the clients), and run prints it.
+func TestClientLibraryOfABuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	mod, err := exec.Command("go", "list", "-m", "go.etcd.io/etcd/client/v3").Output()
+	require.NoError(t, err)
+	want := "client library: " + strings.TrimSpace(string(mod)) + "\n"
+	bin := filepath.Join(t.TempDir(), "fencecheck")
+	outb, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(outb))
+	for _, tc := range []struct {
+		name  string
+		fault []string
+	}{
+		{"in-process", nil},
+		{"client host", []string{"--fault", "pause"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"run", "--backend", "etcd", "--resource", "fenced", "--duration", "2s", "--ttl", "1s", "--out", t.TempDir()}, tc.fault...)
+			out, err := exec.Command(bin, args...).CombinedOutput()
+			require.NoError(t, err, string(out))
+			require.Contains(t, string(out), want)
+			if tc.fault != nil {
+				require.Contains(t, string(out), "stopped with SIGSTOP") // its clients were hosted
+			}
+		})
+	}
+}

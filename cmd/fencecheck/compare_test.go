@@ -48,6 +48,13 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 		names = append(names, s.Name)
 	}
 	require.Equal(t, []string{"naive", "raft", "etcd"}, names)
+	// The rows carry what the runs' histories say of the service: etcd's server version
+	// (Maintenance Status), its client module and the TTL its leases were granted.
+	etcdRow := doc.Services[2]
+	require.Regexp(t, `^etcd 3\.\d+\.\d+`, etcdRow.ServerVersion)
+	require.Regexp(t, `^go\.etcd\.io/etcd/client/v3`, etcdRow.ClientLibrary)
+	require.Equal(t, doc.TTLNanos, etcdRow.GrantedTTLNanos)
+	require.Contains(t, etcdRow.Paragraph, "For this result to hold in production, set what the runs relied on: a session lease TTL")
 
 	// The figures of a run are models.Check's on its history.
 	checkRun := func(svc string, r judge.CompareRun) {

@@ -184,6 +184,9 @@ func (s *server) acquire(ctx context.Context, r request) {
 		return
 	}
 	a := map[string]any{"id": r.ID, "ok": true, "ttl_ms": le.TTL().Milliseconds()}
+	if lib := harness.ModuleVersion(s.hc.Module); lib != "" {
+		a["library"] = lib
+	}
 	if s.hc.NoToken != "" {
 		a["no_token"] = s.hc.NoToken
 	} else {
@@ -282,6 +285,9 @@ func (h *Host) Lockers(ctx context.Context, be harness.Backend, ttl time.Duratio
 	hc, err := hb.HostConfig()
 	if err != nil {
 		return nil, &harness.NotHostable{Why: err.Error()}
+	}
+	if m, ok := be.(harness.ClientModuler); ok && hc.Module == "" {
+		hc.Module = m.ClientModule()
 	}
 	spec, err := json.Marshal(hc)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/history"
@@ -46,19 +47,22 @@ var hostable = []struct {
 	backend string
 	needs   []proc.Need
 	options map[string]string
+	// module is the lock client's Go module, which the host reports as its library
+	// ("": the client is fencecheck's own).
+	module string
 }{
-	{"naive", nil, nil},
-	{"etcd", nil, nil},
-	{"redis", []proc.Need{redislock.ServerNeed}, nil},
-	{"redlock", []proc.Need{redislock.ServerNeed}, nil},
-	{"nats", []proc.Need{natslock.ServerNeed}, nil},
-	{"zookeeper", zookeeper.ServerNeeds(zookeeper.Config{}), nil},
-	{"postgres-advisory", []proc.Need{pgadvisory.ServerNeed}, nil},
-	{"mariadb-lock", []proc.Need{mariadblock.ServerNeed}, nil},
-	{"raft", nil, nil},
-	{"lease-table", nil, nil},
-	{"lease-table-clienttime", nil, nil},
-	{"lease-table", []proc.Need{pgadvisory.ServerNeed}, map[string]string{leasetable.OptionStore: leasetable.StorePostgres}},
+	{"naive", nil, nil, ""},
+	{"etcd", nil, nil, "go.etcd.io/etcd/client/v3"},
+	{"redis", []proc.Need{redislock.ServerNeed}, nil, "github.com/gomodule/redigo"},
+	{"redlock", []proc.Need{redislock.ServerNeed}, nil, "github.com/go-redsync/redsync/v4"},
+	{"nats", []proc.Need{natslock.ServerNeed}, nil, "github.com/nats-io/nats.go"},
+	{"zookeeper", zookeeper.ServerNeeds(zookeeper.Config{}), nil, "github.com/go-zookeeper/zk"},
+	{"postgres-advisory", []proc.Need{pgadvisory.ServerNeed}, nil, "github.com/jackc/pgx/v5"},
+	{"mariadb-lock", []proc.Need{mariadblock.ServerNeed}, nil, "github.com/go-sql-driver/mysql"},
+	{"raft", nil, nil, ""},
+	{"lease-table", nil, nil, ""},
+	{"lease-table-clienttime", nil, nil, ""},
+	{"lease-table", []proc.Need{pgadvisory.ServerNeed}, map[string]string{leasetable.OptionStore: leasetable.StorePostgres}, "github.com/jackc/pgx/v5"},
 }
 
 var stoppedFor = regexp.MustCompile(`its process group (\d+) stopped with SIGSTOP.*process group (\d+) continued with SIGCONT after ([0-9.]+) s stopped`)
@@ -80,6 +84,14 @@ func TestPauseStopsTheWholeClient(t *testing.T) {
 			require.NoError(t, err)
 			h := o.History
 			require.Contains(t, h.Run.Extra["lock_clients"], "client host")
+			// The host said its library: the Go module with the version it was built with.
+			if tc.module == "" {
+				require.Empty(t, h.Run.ClientLibrary)
+			} else {
+				// (A test binary's build information has no versions of its dependencies:
+				// the path alone; cmd/fencecheck's TestClientLibraryOfABuild sees one.)
+				require.Equal(t, harness.ModuleVersion(tc.module), h.Run.ClientLibrary)
+			}
 			var pause *history.Fault
 			for i := range h.Faults {
 				if h.Faults[i].Kind == "pause" {

@@ -10,7 +10,7 @@ import (
 )
 
 // runFields are the Run fields with names of their own; everything else is Extra.
-var runFields = []string{"scenario", "backend", "resource", "fence", "seed", "ttl_ms", "no_fencing_token", "faults", "random_faults", "granted_ttl_ms", "server_version", "session_timeouts"}
+var runFields = []string{"scenario", "backend", "resource", "fence", "seed", "ttl_ms", "no_fencing_token", "faults", "random_faults", "granted_ttl_ms", "server_version", "session_timeouts", "client_library"}
 
 type runAlias Run
 

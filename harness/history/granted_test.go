@@ -16,7 +16,7 @@ import (
 func TestGrantedFieldsRoundTrip(t *testing.T) {
 	h := &history.History{Format: history.Format, Run: history.Run{
 		Backend: "zookeeper", TTLms: 500, GrantedTTLms: 4000, ServerVersion: "zookeeper 3.8.0",
-		SessionTimeouts: map[string]string{"idle_session_timeout": "0"},
+		SessionTimeouts: map[string]string{"idle_session_timeout": "0"}, ClientLibrary: "kazoo 2.10.0",
 	}, Ops: []history.Op{}, Faults: []history.Fault{}}
 	var buf bytes.Buffer
 	require.NoError(t, history.Encode(&buf, h))
@@ -32,6 +32,10 @@ func TestGrantedFieldsRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, history.ErrUnknownField)
 	require.Equal(t, "granted_tll_ms", fe.Field)
 	require.Contains(t, err.Error(), `did you mean "granted_ttl_ms"?`)
+
+	bad = strings.Replace(buf.String(), `"client_library"`, `"client_librari"`, 1)
+	_, err = history.Decode(strings.NewReader(bad), "h.json")
+	require.ErrorContains(t, err, `did you mean "client_library"?`)
 
 	neg := strings.Replace(buf.String(), `"granted_ttl_ms": 4000`, `"granted_ttl_ms": -1`, 1)
 	_, err = history.Decode(strings.NewReader(neg), "h.json")

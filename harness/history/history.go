@@ -131,7 +131,12 @@ type Run struct {
 	// lock (PostgreSQL idle_session_timeout, MariaDB wait_timeout, ...), by name, as
 	// the server reported them.
 	SessionTimeouts map[string]string `json:"session_timeouts,omitempty"`
-	Extra           map[string]any    `json:"-"`
+	// ClientLibrary is the lock client's library and its version as the clients said
+	// (an exec client's "library", e.g. "kazoo 2.10.0") or as fencecheck was built with
+	// it (a built-in client's Go module, "go.etcd.io/etcd/client/v3 v3.7.3"); "" when
+	// unknown.
+	ClientLibrary string         `json:"client_library,omitempty"`
+	Extra         map[string]any `json:"-"`
 }
 
 // AskedForFaults reports whether the run asked for any fault, targeted or random.

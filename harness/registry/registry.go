@@ -205,6 +205,11 @@ type Backend struct {
 	// closing its connections (silent-partition), and the setting a team must make for
 	// it to happen within about a TTL: the fact a comparison's paragraph names.
 	SilentHolder string
+	// Configuration, if set, names what a team must set on the service or its client for
+	// a run's result to hold in production (Redis appendfsync always, PostgreSQL
+	// idle_session_timeout, the ZooKeeper session timeout, ...): the settings the runs
+	// relied on, which a default install may lack. A comparison's paragraph names it.
+	Configuration string
 	// Version, if set, says which version of the service these settings run ("etcd
 	// 3.6.5 (embedded)", "Redis server v=7.0.15"), learned from the program or the
 	// linked module; "" when it cannot be learned (an existing server).

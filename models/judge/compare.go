@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ type Facts struct {
 	ClientExpiry bool `json:"client_expiry"`
 	// External says which option pointed the backend at servers fencecheck does not own.
 	External string `json:"external,omitempty"`
+	// Configuration is what a team must set on the service or its client for the
+	// result to hold, as the descriptor declares it (registry.Backend.Configuration).
+	Configuration string `json:"configuration,omitempty"`
 }
 
 // CompareRun is one run of a comparison: its figures, from the checked history.
@@ -410,9 +414,19 @@ type ServiceRow struct {
 	Options     map[string]string `json:"options,omitempty"`
 	Setup       string            `json:"setup"`
 	Version     string            `json:"version"`
-	Facts       Facts             `json:"facts"`
-	Baseline    []CompareRun      `json:"baseline"`
-	Faults      []CompareFault    `json:"faults"`
+	// ServerVersion is the service's version as its server said over its own protocol
+	// in the runs (the history's run.server_version), ClientLibrary the lock client's
+	// library and version (run.client_library), GrantedTTLNanos the longest TTL the
+	// service granted a lease in any run (run.granted_ttl_ms), and SessionTimeouts the
+	// server settings that end a lock's session as the server reported them: each from
+	// the runs' histories, absent when none said.
+	ServerVersion   string            `json:"server_version,omitempty"`
+	ClientLibrary   string            `json:"client_library,omitempty"`
+	GrantedTTLNanos int64             `json:"granted_ttl_ns,omitempty"`
+	SessionTimeouts map[string]string `json:"session_timeouts,omitempty"`
+	Facts           Facts             `json:"facts"`
+	Baseline        []CompareRun      `json:"baseline"`
+	Faults          []CompareFault    `json:"faults"`
 
 	// Judged by Judge:
 	// Verdict: "safe with fencing", "UNSAFE with fencing", "no fencing token",
@@ -631,6 +645,62 @@ func (s ServiceRow) NoticeWords() string {
 	return noticeSpread(s.NoticeDelay.Spread) + " under " + s.NoticeDelay.Fault
 }
 
+// ServerWords is the service's version: the server's own word from the runs, else the
+// descriptor's, else "".
+func (s ServiceRow) ServerWords() string {
+	if s.ServerVersion != "" {
+		return s.ServerVersion
+	}
+	return s.Version
+}
+
+// GrantedTTLWords is the longest granted TTL in words, "—" when no run recorded one.
+func (s ServiceRow) GrantedTTLWords() string {
+	if s.GrantedTTLNanos <= 0 {
+		return "—"
+	}
+	return Duration(s.GrantedTTLNanos)
+}
+
+// SessionTimeoutWords lists the session timeouts, "name=value, ..." by name.
+func (s ServiceRow) SessionTimeoutWords() string {
+	names := slices.Sorted(maps.Keys(s.SessionTimeouts))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + s.SessionTimeouts[n]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// configurationSentence names what a team must set for the result to hold (the
+// descriptor's declared fact) and the session settings the server ran with, or "".
+func configurationSentence(s ServiceRow) string {
+	var p []string
+	if c := strings.TrimSpace(s.Facts.Configuration); c != "" {
+		p = append(p, "For this result to hold in production, set what the runs relied on: "+strings.TrimSuffix(c, ".")+".")
+	}
+	if len(s.SessionTimeouts) > 0 {
+		p = append(p, fmt.Sprintf("The server ran with %s, as it reported them; a different value changes when a silent holder's session, and its lock, ends.", s.SessionTimeoutWords()))
+	}
+	var asked int64
+	for _, r := range allRunsOf(s) {
+		asked = max(asked, r.TTLNanos)
+	}
+	if s.GrantedTTLNanos > 0 && asked > 0 && s.GrantedTTLNanos != asked {
+		p = append(p, fmt.Sprintf("The service granted leases of up to %s for the %s asked: a holder is superseded on its figure, not the one asked for.", Duration(s.GrantedTTLNanos), Duration(asked)))
+	}
+	return strings.Join(p, " ")
+}
+
+// allRunsOf is every run of a row, the runs without a fault first.
+func allRunsOf(s ServiceRow) []CompareRun {
+	out := slices.Clone(s.Baseline)
+	for _, f := range s.Faults {
+		out = append(append(out, f.Unfenced...), f.Fenced...)
+	}
+	return out
+}
+
 // NotTested is what every paragraph says compare leaves out, with the command that runs it.
 func NotTested(backend string) string {
 	return fmt.Sprintf("Not tested here: compare crashes no server and moves no clock; `fencecheck evaluate --backend %s` runs the crash and clock faults that apply to it.", backend)
@@ -746,6 +816,9 @@ func Paragraph(s ServiceRow, runs int, alone bool) string {
 		}
 		p = append(p, fmt.Sprintf("Without faults%s an acquire took %s at the median and %s at p99, and the service granted locks at %s to the contending clients.",
 			beside, DurationWords(l.AcquireP50), DurationWords(l.AcquireP99), RateWords(l.GrantsPerSecond)))
+	}
+	if c := configurationSentence(s); c != "" {
+		p = append(p, c)
 	}
 	p = append(p, NotTested(s.Backend))
 	return strings.Join(p, " ")

@@ -287,3 +287,80 @@ func TestScrub(t *testing.T) {
 		require.Equal(t, want, Scrub(in), in)
 	}
 }
+
+// A paragraph names what a team must set for the result to hold (the descriptor's
+// declared configuration), the session settings the server reported and a granted TTL
+// that differs from the asked one; every paragraph says what compare does not test, and
+// none names a process or a path.
+func TestParagraphNamesConfiguration(t *testing.T) {
+	pause := CompareFault{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(cmpRun(OutcomeSafe, 1, 0, models.Held))}
+	for _, tc := range []struct {
+		name     string
+		row      ServiceRow
+		want     []string
+		not      []string
+		verdict  string
+		notToken bool
+	}{
+		{
+			name: "declared configuration",
+			row:  ServiceRow{Facts: Facts{Token: "t", Configuration: "appendfsync always on the Redis server."}},
+			want: []string{"For this result to hold in production, set what the runs relied on: appendfsync always on the Redis server."},
+			not:  []string{"The server ran with", "granted leases of up to"},
+		},
+		{
+			name: "session timeouts as reported",
+			row:  ServiceRow{Facts: Facts{Token: "t", Configuration: "wait_timeout about the TTL"}, SessionTimeouts: map[string]string{"wait_timeout": "2", "net_read_timeout": "30"}},
+			want: []string{"set what the runs relied on: wait_timeout about the TTL.", "The server ran with net_read_timeout=30, wait_timeout=2, as it reported them"},
+		},
+		{
+			name: "a granted TTL longer than asked",
+			row:  ServiceRow{Facts: Facts{Token: "t"}, GrantedTTLNanos: 4e9},
+			want: []string{"The service granted leases of up to 4.00 s for the 2.00 s asked"},
+			not:  []string{"For this result to hold"},
+		},
+		{
+			name: "granted as asked, nothing declared",
+			row:  ServiceRow{Facts: Facts{Token: "t"}, GrantedTTLNanos: 2e9},
+			not:  []string{"For this result to hold", "granted leases of up to", "The server ran with"},
+		},
+		{
+			name: "no process id or path in it",
+			row:  ServiceRow{Facts: Facts{Token: "t", Configuration: "idle_session_timeout (see /etc/postgresql/15/main/postgresql.conf, pid 4711)"}},
+			want: []string{"idle_session_timeout (see postgresql.conf, a process)."},
+			not:  []string{"/etc/", "4711"},
+		},
+		{
+			name:    "no token",
+			row:     ServiceRow{Facts: Facts{Token: "none", NoToken: "a random value", Configuration: "appendfsync always"}},
+			verdict: VerdictNoToken, notToken: true,
+			want: []string{"set what the runs relied on: appendfsync always."},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := tc.row
+			row.Name, row.Backend, row.Baseline = "svc", "be", runs(cmpRun(OutcomeSafe, 0, 0, models.Held))
+			f := pause
+			if tc.notToken {
+				f.Fenced = runs(CompareRun{Outcome: NotRunWord})
+			}
+			row.Faults = []CompareFault{f}
+			c := Comparison{TTLNanos: 2e9, Runs: 1, BaselineAlone: true, Services: []ServiceRow{row}}
+			c.Judge()
+			s := c.Services[0]
+			want := tc.verdict
+			if want == "" {
+				want = VerdictSafe
+			}
+			require.Equal(t, want, s.Verdict)
+			for _, w := range tc.want {
+				require.Contains(t, s.Paragraph, w)
+			}
+			for _, w := range tc.not {
+				require.NotContains(t, s.Paragraph, w)
+			}
+			require.True(t, strings.HasSuffix(s.Paragraph, NotTested("be")), "it ends saying what compare does not test: %s", s.Paragraph)
+			require.Contains(t, s.Paragraph, "`fencecheck evaluate --backend be`")
+		})
+	}
+}

@@ -58,8 +58,9 @@ func Descriptor() registry.Backend {
 			}
 			return "embedded etcd, 1 member"
 		},
-		GrantedTTL:  grantedTTL,
-		Recommended: true,
+		GrantedTTL:    grantedTTL,
+		Recommended:   true,
+		Configuration: "a session lease TTL (concurrency.WithTTL) no shorter than the TTL tested, and a fenced resource that refuses a revision not newer than the newest it accepted; etcd keeps its leases and revisions across a restart, so no server setting is needed",
 		Version: func(_ context.Context, s registry.Settings) string {
 			if len(s.List(OptionEndpoints)) > 0 {
 				return ""

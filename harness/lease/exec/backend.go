@@ -133,6 +133,9 @@ type Backend struct {
 	kind grantKind
 	// noToken is the first client's reason its lock has no fencing token.
 	noToken string
+	// libraries are the distinct "library" reports of the run's clients, in the order
+	// they first came.
+	libraries []string
 	// seen counts the tokenless grants in the order fencecheck read them: their Token.
 	seen atomic.Int64
 }
@@ -178,6 +181,24 @@ func (b *Backend) ReportedNoToken() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.noToken
+}
+
+// reportLibrary notes a client's "library" report.
+func (b *Backend) reportLibrary(lib string) {
+	lib = strings.TrimSpace(lib)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.Contains(b.libraries, lib) && len(b.libraries) < 8 {
+		b.libraries = append(b.libraries, lib)
+	}
+}
+
+// ClientLibrary implements harness.ClientLibraryReporter: what the run's clients said
+// of their lock library ("library"), distinct reports joined with ", "; "" when none said.
+func (b *Backend) ClientLibrary() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.libraries, ", ")
 }
 
 // NoTokenError is a client that said its lock has no fencing token in a run whose

@@ -1,10 +1,14 @@
 package execlock_test
 
 import (
+	"archive/zip"
 	"context"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -115,15 +119,33 @@ func TestZooKeeperExamples(t *testing.T) {
 	tests := []struct {
 		name, lockPath string
 		cmd            func(t *testing.T) string
+		// library is what the client must say of its library, as the installed one is.
+		library func(t *testing.T) string
 	}{
 		{"kazoo Lock", "/fencecheck/lock", func(t *testing.T) string {
 			exectest.RequirePythonModule(t, "kazoo", "python3-kazoo")
 			return exectest.SystemPython + " " + example(t, "kazoo_lock.py")
+		}, func(t *testing.T) string {
+			return "kazoo " + pythonSays(t, "import kazoo.version; print(kazoo.version.__version__)")
 		}},
 		{"Curator InterProcessMutex", "/fencecheck/curator-lock", func(t *testing.T) string {
 			script := example(t, "curator_lock.sh")
 			exectest.PrepareCurator(t, script)
 			return "sh " + script
+		}, func(t *testing.T) string {
+			// The jar's Maven pom.properties says its version.
+			z, err := zip.OpenReader("/usr/share/java/curator-recipes.jar")
+			require.NoError(t, err)
+			defer z.Close()
+			f, err := z.Open("META-INF/maven/org.apache.curator/curator-recipes/pom.properties")
+			require.NoError(t, err)
+			defer f.Close()
+			props, err := io.ReadAll(f)
+			require.NoError(t, err)
+			m := regexp.MustCompile(`(?m)^version=(\S+)`).FindSubmatch(props)
+			require.NotNil(t, m, "pom.properties: %s", props)
+			v := string(m[1])
+			return "Apache Curator " + v
 		}},
 	}
 	for _, tt := range tests {
@@ -154,6 +176,7 @@ func TestZooKeeperExamples(t *testing.T) {
 				le, _ := grant(l)
 				require.NoError(t, le.Release(ctx))
 			}
+			require.Equal(t, tt.library(t), b.ClientLibrary(), "the library it reported")
 
 			// The parent goes (a container ZooKeeper reaps once empty, a cleanup job) and
 			// is made again: the sequence restarts, the czxid does not.
@@ -209,6 +232,7 @@ func TestRedisPyLock(t *testing.T) {
 	}
 	require.Equal(t, []int64{1, 2, 3}, tokens, "the order fencecheck saw the grants in")
 	require.Contains(t, b.ReportedNoToken(), "redis-py's Lock is SET NX PX with a random value")
+	require.Equal(t, "redis-py "+pythonSays(t, "import redis; print(redis.__version__)"), b.ClientLibrary())
 	require.NoError(t, b.Close())
 
 	fenced, err := execlock.Start(ctx, execlock.Config{Command: script, Endpoints: []string{addr}, TTL: time.Second, TokenResource: "fenced"})
@@ -237,4 +261,12 @@ func TestRedisPyLock(t *testing.T) {
 	require.Empty(t, incr.ReportedNoToken())
 	require.NoError(t, incr.Close())
 	requireOnly(t, redisPID)
+}
+
+// pythonSays is what the system Python prints for code (trimmed).
+func pythonSays(t *testing.T, code string) string {
+	t.Helper()
+	out, err := exec.Command(exectest.SystemPython, "-c", code).Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
 }

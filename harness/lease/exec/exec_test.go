@@ -3,6 +3,7 @@ package execlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -142,6 +143,7 @@ func TestBadClients(t *testing.T) {
 		{"token and no_token", script("both_tokens.sh"), true, []string{`"no_token\":\"none really\"}": a grant has either "token" or "no_token", not both`}},
 		{"empty no_token", script("empty_no_token.sh"), true, []string{`"no_token" must be a string saying why the lock has no fencing token, got ""`}},
 		{"lost reason not a string", script("bad_reason.sh"), true, []string{`it sent "{\"event\":\"lost\",\"reason\":5}": a lost event's "reason" must be a string`}},
+		{"library not a string", script("bad_library.sh"), true, []string{`"library" must be a non-empty string naming the lock library and its version`, `got 2`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -413,4 +415,37 @@ func TestProgramProtocolErrorIsNotInput(t *testing.T) {
 	require.ErrorContains(t, err, "own client 0 (pid ")
 	require.NoError(t, b.Close())
 	requireNoProcesses(t)
+}
+
+// TestClientLibrary: the clients' "library" reports, distinct ones in the order they came;
+// a client that sends none (every client written before the field) says nothing.
+func TestClientLibrary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		libs [2]string // client 0's and client 1's ("": it sends none)
+		want string
+	}{
+		{"none said", [2]string{"", ""}, ""},
+		{"all agree", [2]string{"fakelock 1.2.3", "fakelock 1.2.3"}, "fakelock 1.2.3"},
+		{"one said", [2]string{"", "fakelock 1.2.3"}, "fakelock 1.2.3"},
+		{"they differ", [2]string{"fakelock 1.2.3", "fakelock 2.0"}, "fakelock 1.2.3, fakelock 2.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			cmd := fmt.Sprintf(`if [ "$FENCECHECK_CLIENT" = 0 ]; then LIBRARY='%s'; else LIBRARY='%s'; fi; export LIBRARY; exec %s`, tc.libs[0], tc.libs[1], script("fake.sh"))
+			b := startNaive(t, execlock.Config{Command: cmd, TTL: 500 * time.Millisecond})
+			require.Empty(t, b.ClientLibrary(), "nothing is known before an answer")
+			for id := range 2 {
+				l, err := b.NewLocker(ctx, id, b.Endpoints())
+				require.NoError(t, err)
+				le, err := l.Acquire(ctx)
+				require.NoError(t, err)
+				require.NoError(t, le.Release(ctx))
+			}
+			require.NoError(t, b.Err())
+			require.Equal(t, tc.want, b.ClientLibrary())
+			require.NoError(t, b.Close())
+			requireNoProcesses(t)
+		})
+	}
 }

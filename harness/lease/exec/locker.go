@@ -265,6 +265,13 @@ func (l *Locker) handle(inc *incarnation, line string) error {
 		return bad("answers id %d, which is not a request awaiting an answer (fencecheck has sent ids 1 to %d)", id, last)
 	}
 	a := answer{ok: okv}
+	if raw, has := m["library"]; has {
+		var lib string
+		if json.Unmarshal(raw, &lib) != nil || strings.TrimSpace(lib) == "" {
+			return bad(`"library" must be a non-empty string naming the lock library and its version (e.g. "kazoo 2.10.0"), got %s`, raw)
+		}
+		l.b.reportLibrary(lib)
+	}
 	if okv && req.op == "acquire" {
 		rawTok, hasTok := m["token"]
 		rawNo, hasNo := m["no_token"]

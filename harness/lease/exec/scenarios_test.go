@@ -58,27 +58,29 @@ func TestRunExamples(t *testing.T) {
 		name string
 		ttl  time.Duration
 		spec func(t *testing.T) (opts map[string]string, keep []int)
+		// library is how the run's client_library starts ("": the client says none).
+		library string
 	}{
 		{"python template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
 			proctest.Skip(t, execlock.ExampleNeeds("naive_http.py")...)
 			return map[string]string{"client-cmd": "python3 " + execFile(t, "examples/naive_http.py"), "lock-service": "naive"}, nil
-		}},
+		}, ""},
 		{"sh + curl template, naive server", 0, func(t *testing.T) (map[string]string, []int) {
 			proctest.Skip(t, proc.Need{Program: "curl", Package: "curl"})
 			return map[string]string{"client-cmd": "sh " + execFile(t, "examples/naive_http.sh")}, nil
-		}},
+		}, ""},
 		{"redis-py Lock with an INCR token, redis-server", 0, func(t *testing.T) (map[string]string, []int) {
 			exectest.RequirePythonModule(t, "redis", "python3-redis")
 			addr, pid := exectest.StartRedis(t)
 			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/redis_lock.py") + " --token incr", "lock-endpoints": addr}, []int{pid}
-		}},
+		}, "redis-py "},
 		// The session timeout is the TTL: 1 s, so kazoo's heartbeats (every third of it)
 		// keep up on a loaded machine; the pause stops the client for 2 s.
 		{"kazoo Lock, ZooKeeper", time.Second, func(t *testing.T) (map[string]string, []int) {
 			exectest.RequirePythonModule(t, "kazoo", "python3-kazoo")
 			addr, pid := exectest.StartZooKeeper(t)
 			return map[string]string{"client-cmd": exectest.SystemPython + " " + execFile(t, "examples/kazoo_lock.py"), "lock-endpoints": addr}, []int{pid}
-		}},
+		}, "kazoo "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +89,12 @@ func TestRunExamples(t *testing.T) {
 				o, err := trial.Run(context.Background(), builtin.Registry(), spec.Spec{Backend: "exec", Options: x, Resource: resource, Faults: []string{"pause"}, TTL: tt.ttl}, trial.Options{Dir: t.TempDir()})
 				require.NoError(t, err)
 				requireSignalled(t, o.History)
+				// The history records the library the example said it is.
+				if tt.library == "" {
+					require.Empty(t, o.History.Run.ClientLibrary)
+				} else {
+					require.Regexp(t, `^`+tt.library+`\d+\.\d+`, o.History.Run.ClientLibrary)
+				}
 				// The catalogue's expectations for the same fault on a Go client.
 				want := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Violated, catalogue.Violated, catalogue.Held, catalogue.Violated), MinStaleAccepted: 1}
 				if resource == "fenced" {

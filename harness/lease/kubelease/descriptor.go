@@ -39,6 +39,7 @@ func Descriptors() []registry.Backend {
 			// leaseTransitions is the API's own count of holders; the resourceVersion is
 			// opaque by the API's contract, whatever it is on etcd.
 			Service: Name, Recommended: tok == TokenTransitions,
+			Configuration: "client-go's LeaseDuration, RenewDeadline and RetryPeriod as tested (leaseDurationSeconds is whole seconds, and a leader stops only after RenewDeadline without a renewal)",
 			Version: func(_ context.Context, s registry.Settings) string {
 				if s.Option(OptionKubeconfig) != "" {
 					return ""

@@ -77,6 +77,7 @@ func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenCounter,
+			Configuration: "wait_timeout on the lock's sessions, about the TTL in whole seconds, with the client pinging more often (MariaDB's default is 8 hours: a holder cut off by a silent network keeps its lock that long)",
 			Version: func(ctx context.Context, s registry.Settings) string {
 				if s.Option(OptionDSN) != "" {
 					return ""

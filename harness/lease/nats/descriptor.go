@@ -42,7 +42,8 @@ func Descriptor() registry.Backend {
 			}
 			return sh
 		},
-		Recommended: true,
+		Recommended:   true,
+		Configuration: "the KV bucket's TTL (its MaxAge: the lock's TTL) as tested, on file storage (JetStream FileStorage, as in these runs)",
 		Version: func(ctx context.Context, s registry.Settings) string {
 			if s.Option(OptionURL) != "" {
 				return ""

@@ -69,6 +69,7 @@ func Descriptors() []registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenSequence,
 			Version: version, SilentHolder: silentHolder,
+			Configuration: "idle_session_timeout on the lock's sessions, about the TTL, with the client pinging more often (PostgreSQL's default is none: a holder cut off by a silent network keeps its lock until the network heals)",
 			// A crash loses the commit records the WAL writer had not flushed, and the
 			// restarted server hands their transaction ids out again.
 			TokensResetOnCrash: tok == TokenXact,

@@ -37,7 +37,8 @@ func Descriptors() []registry.Backend {
 		return registry.Backend{
 			Name: name, Meaning: meaning, Token: token, Service: Name,
 			// The AOF keeps the counter across a crash; the others lose it or have none.
-			Recommended: persist && kind == TokenIncr,
+			Recommended:   persist && kind == TokenIncr,
+			Configuration: configuration(persist),
 			Version: func(ctx context.Context, s registry.Settings) string {
 				if len(s.List(OptionAddrs)) > 0 {
 					return ""
@@ -88,6 +89,14 @@ func Descriptors() []registry.Backend {
 }
 
 const externalWords = "an existing redis-server (--" + OptionAddrs + ")"
+
+// configuration is what a team must set on its Redis for a variant's result to hold.
+func configuration(persist bool) string {
+	if !persist {
+		return ""
+	}
+	return "appendonly yes with appendfsync always on the Redis server (without it a crash loses the lock key and the INCR counter, and tokens start again below the newest a resource accepted), and the lock's TTL (PX) as tested"
+}
 
 func start(ctx context.Context, env registry.Env, cfg Config) (harness.Backend, error) {
 	kind := cfg.Token

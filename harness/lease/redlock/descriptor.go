@@ -18,14 +18,15 @@ const Name = "redlock"
 // Descriptor returns the registry entry of the redlock backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:        Name,
-		Meaning:     "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
-		Token:       "no token (the lock's random value)",
-		Members:     3,
-		MultiMember: true,
-		Options:     []registry.Option{redis.AddrsOption()},
-		Needs:       redis.Needs,
-		Recommended: true,
+		Name:          Name,
+		Meaning:       "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
+		Token:         "no token (the lock's random value)",
+		Members:       3,
+		MultiMember:   true,
+		Options:       []registry.Option{redis.AddrsOption()},
+		Needs:         redis.Needs,
+		Recommended:   true,
+		Configuration: "the lock's TTL as tested on every Redis node, and appendonly yes with appendfsync always where a node may restart (these runs ran without it and crashed no node; a node that restarts without its lock keys grants the lock again)",
 		Version: func(ctx context.Context, s registry.Settings) string {
 			if len(s.List(redis.OptionAddrs)) > 0 {
 				return ""

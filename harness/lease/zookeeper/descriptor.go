@@ -37,6 +37,7 @@ func Descriptors() []registry.Backend {
 			Name: name, Meaning: meaning, Token: tokenWords,
 			// The czxid is the ensemble's zxid, which goes on across lock parents.
 			Service: Name, Recommended: token == TokenCzxid,
+			Configuration: "the client's session timeout as tested (the lock lasts as long as the session; the server clamps it to between 2 and 20 tickTime, so check the negotiated timeout, not the one asked for)",
 			Version: func(_ context.Context, s registry.Settings) string {
 				if len(s.List(OptionServers)) > 0 {
 					return ""

@@ -139,7 +139,7 @@ public final class CuratorLock {
             held = true;
             lost = false;
             heldNode = node;
-            emit("{\"id\":" + id + ",\"ok\":true,\"token\":" + st.getCzxid() + "}");
+            emit("{\"id\":" + id + ",\"ok\":true,\"token\":" + st.getCzxid() + ",\"library\":" + quote(LIBRARY) + "}");
             if (!client.getZookeeperClient().isConnected()) {
                 loseIfHeld(null, "connection suspended right after the grant");
             }
@@ -177,6 +177,43 @@ public final class CuratorLock {
         } catch (Exception e) {
             System.err.println("release: " + e);
         }
+    }
+
+    /** Curator and its version, read at run time, for the grants' "library". */
+    static final String LIBRARY = "Apache Curator " + curatorVersion();
+
+    /**
+     * The curator-recipes jar's version: its Maven pom.properties, else the jar's manifest,
+     * else the version in the jar file's real name (curator-recipes-5.4.0.jar), else "unknown".
+     */
+    static String curatorVersion() {
+        try (java.io.InputStream in = InterProcessMutex.class.getResourceAsStream(
+                "/META-INF/maven/org.apache.curator/curator-recipes/pom.properties")) {
+            if (in != null) {
+                java.util.Properties p = new java.util.Properties();
+                p.load(in);
+                String v = p.getProperty("version");
+                if (v != null && !v.isBlank()) {
+                    return v.trim();
+                }
+            }
+        } catch (IOException e) {
+            System.err.println("reading curator-recipes' pom.properties: " + e);
+        }
+        String v = InterProcessMutex.class.getPackage().getImplementationVersion();
+        if (v != null && !v.isBlank()) {
+            return v.trim();
+        }
+        try {
+            java.nio.file.Path jar = java.nio.file.Paths.get(InterProcessMutex.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toRealPath();
+            Matcher m = Pattern.compile("curator-recipes-(\\d[^/]*)\\.jar").matcher(jar.getFileName().toString());
+            if (m.matches()) {
+                return m.group(1);
+            }
+        } catch (Exception e) {
+            System.err.println("finding curator-recipes' jar: " + e);
+        }
+        return "unknown";
     }
 
     static String refusal(long id, String error, boolean definite) {

@@ -28,6 +28,7 @@ import os
 import sys
 import threading
 
+from kazoo import version as kazoo_version
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, LockTimeout
 from kazoo.protocol.states import EventType
@@ -43,6 +44,10 @@ LOCK_PATH = "/fencecheck/lock"
 out_lock = threading.RLock()
 held_node = None  # the lock node of the grant we hold, None when released
 lost = False  # ... and it may be gone
+
+
+# The library and its version, read at run time, for the grants' "library".
+LIBRARY = "kazoo " + kazoo_version.__version__
 
 
 def emit(obj):
@@ -102,7 +107,7 @@ def acquire(rid):
         return {"id": rid, "ok": False, "error": "granted, but the lock node %s could not be read for its czxid" % node}
     with out_lock:
         held_node, lost = node, False
-        emit({"id": rid, "ok": True, "token": st.czxid})
+        emit({"id": rid, "ok": True, "token": st.czxid, "library": LIBRARY})
         if zk.state != KazooState.CONNECTED:
             lose(None, "session %s right after the grant" % zk.state)
     return None

@@ -74,6 +74,10 @@ out_lock = threading.Lock()
 stop_renewing = threading.Event()
 
 
+# The library and its version, read at run time, for the grants' "library".
+LIBRARY = "redis-py " + redis.__version__
+
+
 def emit(obj):
     with out_lock:
         sys.stdout.write(json.dumps(obj) + "\n")
@@ -109,8 +113,8 @@ def acquire(rid):
     stop_renewing = threading.Event()
     threading.Thread(target=renew, args=(stop_renewing,), daemon=True).start()
     if ARGS.token == "incr":
-        return {"id": rid, "ok": True, "token": lock.fence}
-    return {"id": rid, "ok": True, "no_token": NO_TOKEN}
+        return {"id": rid, "ok": True, "token": lock.fence, "library": LIBRARY}
+    return {"id": rid, "ok": True, "no_token": NO_TOKEN, "library": LIBRARY}
 
 
 def release(rid):

@@ -5,6 +5,7 @@
 # is not JSON, BREAK_WITH=exit exits with status 5. NO_TOKEN=why grants with "no_token"
 # instead of a token; SWITCH_AFTER=N switches between the two after N grants. LOSE=reason
 # reports every grant with a token lost as it grants it ({"event":"lost","reason":...}).
+# LIBRARY=words names the client's lock library in every grant ("library").
 n=0
 seen=0
 while read -r line; do
@@ -31,6 +32,8 @@ while read -r line; do
     elif [ -n "${LOSE:-}" ]; then
       # One write: the event is in the pipe with the grant, before any SIGSTOP can land.
       printf '{"id":%s,"ok":true,"token":%s}\n{"event":"lost","reason":"%s"}\n' "$id" "$n" "$LOSE"
+    elif [ -n "${LIBRARY:-}" ]; then
+      printf '{"id":%s,"ok":true,"token":%s,"library":"%s"}\n' "$id" "$n" "$LIBRARY"
     else
       printf '{"id":%s,"ok":true,"token":%s}\n' "$id" "$n"
     fi

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -145,4 +147,48 @@ func printEndpoint(c common, w io.Writer) error {
 	}
 	_, err = fmt.Fprintln(w, cl.target)
 	return err
+}
+
+// printVersion asks the server for its version over its own API (GET /version, what
+// kubectl version reads) and prints "kube-apiserver <gitVersion>".
+func printVersion(ctx context.Context, c common, w io.Writer) error {
+	cl, cc, done, err := direct(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	raw, err := cc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return fmt.Errorf("kube-lease: GET /version at %s: %w", cl.target, err)
+	}
+	var info struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := json.Unmarshal(raw, &info); err != nil || info.GitVersion == "" {
+		return fmt.Errorf("kube-lease: GET /version at %s: no gitVersion in %.200q", cl.target, raw)
+	}
+	_, err = fmt.Fprintln(w, "kube-apiserver "+info.GitVersion)
+	return err
+}
+
+// clientGoVersion is the client-go module this program was built with, "k8s.io/client-go
+// v0.37.2" (its build information; the path alone when the build says no version).
+func clientGoVersion() string {
+	const path = "k8s.io/client-go"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return path
+	}
+	for _, m := range info.Deps {
+		if m.Path != path {
+			continue
+		}
+		if m.Replace != nil && m.Replace.Version != "" {
+			m = m.Replace
+		}
+		if m.Version != "" && m.Version != "(devel)" {
+			return path + " " + m.Version
+		}
+	}
+	return path
 }

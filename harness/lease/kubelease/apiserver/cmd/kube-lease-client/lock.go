@@ -15,6 +15,9 @@ import (
 type grant struct {
 	transitions     int
 	resourceVersion string
+	// durationSeconds is the Lease's leaseDurationSeconds as the server stored it (the
+	// object its write returned); 0 when it did not say.
+	durationSeconds int32
 }
 
 // recordingLock is client-go's LeaseLock, watched: it notes which of its writes were
@@ -67,12 +70,12 @@ func (r *recordingLock) write(ctx context.Context, ler rl.LeaderElectionRecord, 
 	if err := f(ctx, ler); err != nil {
 		return err
 	}
-	rv := r.seen.last()
+	rv, dur := r.seen.last(), r.seen.duration()
 	r.mu.Lock()
 	renewal := false
 	switch {
 	case ours && r.won == nil:
-		r.won, r.last = &grant{transitions: ler.LeaderTransitions, resourceVersion: rv}, start
+		r.won, r.last = &grant{transitions: ler.LeaderTransitions, resourceVersion: rv, durationSeconds: dur}, start
 	case ours:
 		r.last, renewal = start, true
 	case ler.HolderIdentity == "":
@@ -112,12 +115,13 @@ func (r *recordingLock) releasedOK() bool {
 	return r.released
 }
 
-// versionSeen passes the LeaseLock's requests through and keeps the resourceVersion of
-// the Lease its last Create or Update returned.
+// versionSeen passes the LeaseLock's requests through and keeps the resourceVersion and
+// the leaseDurationSeconds of the Lease its last Create or Update returned.
 type versionSeen struct {
 	coordclient.LeasesGetter
-	mu sync.Mutex
-	rv string
+	mu  sync.Mutex
+	rv  string
+	dur int32
 }
 
 func (v *versionSeen) Leases(ns string) coordclient.LeaseInterface {
@@ -130,10 +134,19 @@ func (v *versionSeen) last() string {
 	return v.rv
 }
 
+func (v *versionSeen) duration() int32 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.dur
+}
+
 func (v *versionSeen) note(l *coordinationv1.Lease, err error) (*coordinationv1.Lease, error) {
 	if err == nil && l != nil {
 		v.mu.Lock()
 		v.rv = l.ResourceVersion
+		if d := l.Spec.LeaseDurationSeconds; d != nil {
+			v.dur = *d
+		}
 		v.mu.Unlock()
 	}
 	return l, err

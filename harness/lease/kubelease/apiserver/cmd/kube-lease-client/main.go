@@ -11,6 +11,7 @@
 //	delete    delete the Lease
 //	list      print the names of the Leases in the namespace, one a line
 //	endpoint  print the host:port of the kubeconfig's server
+//	version   print the server's version (GET /version): "kube-apiserver v1.37.2"
 //
 // Every subcommand takes -protocol, the version of this interface fencecheck speaks; a
 // build that speaks another refuses to run, naming build.sh. Errors are one line on
@@ -78,7 +79,7 @@ func (c *common) check(needLease bool) error {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: serve, create, delete, list or endpoint")}
+		return usageError{errors.New("want a subcommand: serve, create, delete, list, endpoint or version")}
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet(sub, flag.ContinueOnError)
@@ -123,6 +124,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return err
 		}
 		return printEndpoint(c, stdout)
+	case "version":
+		if err := c.check(false); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		return printVersion(ctx, c, stdout)
 	}
-	return usageError{fmt.Errorf("unknown subcommand %q (serve, create, delete, list, endpoint)", sub)}
+	return usageError{fmt.Errorf("unknown subcommand %q (serve, create, delete, list, endpoint, version)", sub)}
 }

@@ -217,7 +217,12 @@ func (s *server) grant(id int64, e *election) {
 	}
 	s.cur = e
 	e.announce(func() map[string]any {
-		return map[string]any{"id": id, "ok": true, "token": tok, "valid_until_ms": e.validUntil()}
+		a := map[string]any{"id": id, "ok": true, "token": tok, "valid_until_ms": e.validUntil(), "library": clientGoVersion()}
+		if g.durationSeconds > 0 {
+			// The TTL the server granted: the Lease's leaseDurationSeconds as stored.
+			a["ttl_ms"] = int64(g.durationSeconds) * 1000
+		}
+		return a
 	})
 }
 

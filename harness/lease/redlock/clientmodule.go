@@ -1,0 +1,8 @@
+package redlock
+
+import "github.com/fencecheck/fencecheck/harness"
+
+var _ harness.ClientModuler = (*Backend)(nil)
+
+// ClientModule implements harness.ClientModuler: the lock client is github.com/go-redsync/redsync/v4.
+func (b *Backend) ClientModule() string { return "github.com/go-redsync/redsync/v4" }
