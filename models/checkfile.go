@@ -135,7 +135,7 @@ func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResu
 		if tail != nil {
 			hdr.Effects, hdr.Lost, known = tail.Effects, tail.Lost, true
 		}
-		c := newStreamChecker(hdr.Run)
+		c := newStreamChecker(hdr)
 		c.seenAll = seenAll
 		if known && len(hdr.Effects) > 0 {
 			c.effects = newEffectIndex(hdr.Effects)
@@ -442,22 +442,27 @@ func collectSeen(ctx context.Context, open func() (opSource, error)) (map[keyVal
 // each violation certified on its capture, porcupine's second opinion skipped.
 func (c *streamChecker) report(ctx context.Context, h *history.History, began time.Time) *Report {
 	d := c.result()
-	results := make([]Result, len(Properties))
-	for i, p := range Properties {
+	results := make([]Result, len(c.plugins))
+	for i, p := range c.plugins {
 		results[i] = directResult(p, h, c.ops, d)
 	}
 	directTook := time.Since(began)
-	for i, p := range Properties {
+	for i, p := range c.plugins {
 		r := &results[i]
 		switch {
-		case declaredNoToken(p, h):
+		case declaredNoToken(p.name(), h):
 			if r.Verdict == Violated {
 				r.Certified, r.CertifyNote = true, noTokenNote
 			}
 			r.Porcupine, r.PorcupineNote = OpinionSkipped, noTokenNote
 			continue
+		case !p.name().HasModel():
+			if r.Verdict == Violated {
+				noModelWitness(r)
+			}
+			continue
 		case r.Verdict == Violated:
-			ks := c.keyFor(d.Findings[p].Key)
+			ks := c.keyFor(d.Findings[p.name()].Key)
 			ks.wit.certifyCapture(ctx, c, ks, r)
 		}
 		r.Porcupine = OpinionSkipped
@@ -473,19 +478,12 @@ func (c *streamChecker) report(ctx context.Context, h *history.History, began ti
 		DirectNanos: directTook.Nanoseconds(),
 		Ops:         c.ops,
 	}
-	for _, r := range results {
-		rep.Verdicts[r.Property] = r.Verdict
-	}
-	if c.effects != nil {
-		newer := map[int]int{}
-		for _, ks := range c.order {
-			for id, s := range ks.reg.stale {
-				newer[id] = s.newer.op.id
-			}
+	for _, p := range plugins { // the properties judged on the whole history (effects.go)
+		if w, ok := p.(wholeChecker); ok && p.applies(h) {
+			rep.Results = append(rep.Results, w.judgeStream(c, h, d, rep))
 		}
-		r, er := c.effects.judge(h, c.ops, d, newer)
-		rep.Results, rep.Verdicts[Effects], rep.Effects = append(rep.Results, r), r.Verdict, er
 	}
+	rep.order()
 	return rep
 }
 

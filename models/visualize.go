@@ -32,7 +32,7 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 	drawn := h
 	var extra []porcupine.Annotation
 	if f := d.Findings[p]; f.Violated && len(f.Ops) > 0 {
-		cut := cutWitness(ctx, p, newPartIndex(partFor(splitByKey(h), f.Key).h), f.Ops)
+		cut := cutWitness(ctx, modelled(p), newPartIndex(partFor(splitByKey(h), f.Key).h), f.Ops)
 		if cut.res == porcupine.Illegal {
 			drawn = cut.sub
 			lo, hi := int64(history.Infinity), int64(0)
@@ -55,8 +55,8 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 		}
 	}
 	vals := newValues(drawn)
-	model := newModel(ctx, p, drawn, vals)
-	ops := operations(p, drawn, vals)
+	model := newModel(ctx, modelled(p), drawn, vals)
+	ops := operations(modelled(p), drawn, vals)
 	_, info := porcupine.CheckOperationsVerbose(model, ops, visualizeTimeout(ctx))
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("visualize %s: %w", p, err)
@@ -81,7 +81,7 @@ func Drawable(p Property, h *history.History) (bool, string) {
 	if !p.Valid() || h == nil {
 		return false, "unknown property or no history"
 	}
-	_, largest, est := modelSize(p, splitByKey(h))
+	_, largest, est := modelSize(modelled(p), splitByKey(h))
 	if est > DefaultPorcupineMaxBytes {
 		return false, fmt.Sprintf("not drawn: %d %s ops on the largest key, and porcupine's memory grows as n² (about %s here, over the %s cap)",
 			largest, p, bytesText(est), bytesText(DefaultPorcupineMaxBytes))
