@@ -173,7 +173,11 @@ func parseFailOn(list []string) ([]models.Property, error) {
 
 // failOnFlag is --fail-on.
 func failOnFlag(fs *pflag.FlagSet, p *[]string) {
-	fs.StringSliceVar(p, "fail-on", []string{"register", "updates"}, "properties whose violation makes the exit code 1 (of register, updates, tokens, mutex, effects)")
+	var all []string
+	for _, q := range models.AllProperties {
+		all = append(all, string(q))
+	}
+	fs.StringSliceVar(p, "fail-on", []string{"register", "updates"}, "properties whose violation makes the exit code 1 (of "+strings.Join(all, ", ")+")")
 }
 
 // names of the registry's backends, resources, faults, policies and the catalogue's
