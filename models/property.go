@@ -194,3 +194,12 @@ type always struct{}
 
 func (always) core() bool                    { return true }
 func (always) applies(*history.History) bool { return true }
+
+// modelProperties are the names of modelPlugins.
+func modelProperties() []Property {
+	var out []Property
+	for _, p := range modelPlugins() {
+		out = append(out, p.name())
+	}
+	return out
+}

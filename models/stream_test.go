@@ -133,9 +133,10 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 		if d.Evidence.NoticeDelayNanos > 0 {
 			noticed.Add(1)
 		}
-		for _, p := range Properties {
+		for _, pl := range keyedPlugins(h) { // every property the list decides per key
+			p := pl.name()
 			// Every verdict, and an inconclusive one's reason, as the in-memory check gives it.
-			if dr, sr := directResult(mustPlugin(p), h, len(h.Ops), d), mustResult(rep, p); dr.Verdict != sr.Verdict || dr.Reason != sr.Reason || dr.Why != sr.Why {
+			if dr, sr := directResult(pl, h, len(h.Ops), d), mustResult(rep, p); dr.Verdict != sr.Verdict || dr.Reason != sr.Reason || dr.Why != sr.Why {
 				fail("history %d: %s: direct says %s (%s: %s), the stream %s (%s: %s)\n%s", i, p, dr.Verdict, dr.Reason, dr.Why, sr.Verdict, sr.Reason, sr.Why, dump(h))
 				return
 			}
