@@ -251,6 +251,9 @@ type streamChecker struct {
 	// its header says (a rerun knows its effects and lost records); hdr is that header.
 	plugins []checker
 	hdr     *history.History
+	// common is the state each plug-in keeps for the whole stream, rather than per key
+	// (shared).
+	common  map[Property]any
 	fence   string
 	noToken string
 	keys    map[string]*keyState
@@ -329,6 +332,20 @@ func (c *streamChecker) key(k string) *keyState {
 	}
 	c.lastKey = ks
 	return ks
+}
+
+// shared is the state plug-in p keeps for the whole stream (an index of the header's
+// records, say), made by mk the first time a key asks for it.
+func (c *streamChecker) shared(p Property, mk func() any) any {
+	if v, ok := c.common[p]; ok {
+		return v
+	}
+	if c.common == nil {
+		c.common = map[Property]any{}
+	}
+	v := mk()
+	c.common[p] = v
+	return v
 }
 
 // advance handles every event before time t.
