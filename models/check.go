@@ -35,11 +35,11 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	second := startSecondOpinion(ctx, h, parts, opt)
 	defer second.stop()
 
-	d := directParts(h, parts)
+	d := directParts(h, parts, opt.Select)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	plugs := keyedPlugins(h)
+	plugs := keyedPlugins(h, opt.Select)
 	results := make([]Result, len(plugs))
 	for i, p := range plugs {
 		results[i] = directResult(p, h, len(h.Ops), d)
@@ -90,7 +90,7 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 		}
 	}
 	for _, p := range plugins { // the properties judged on the whole history (effects.go)
-		if w, ok := p.(wholeChecker); ok && p.applies(h) {
+		if w, ok := p.(wholeChecker); ok && checked(p, h, opt.Select) {
 			rep.Results = append(rep.Results, w.judge(h, d, rep))
 		}
 	}

@@ -103,7 +103,7 @@ func checkInMemory(ctx context.Context, path string, opt Options) (*FileResult, 
 // single file whose effects or lost records come after its ops is read again with them
 // known.
 func checkStreamed(ctx context.Context, path string, opt Options) (*FileResult, error) {
-	res, err := streamSource(ctx, func() (opSource, error) { return history.OpenScanner(path) })
+	res, err := streamSelect(ctx, func() (opSource, error) { return history.OpenScanner(path) }, opt.Select)
 	if errors.Is(err, ErrInvalid) && !strings.HasPrefix(err.Error(), path+": ") {
 		err = invalid(fmt.Errorf("%s: %w", path, err))
 	}
@@ -122,6 +122,11 @@ type opSource interface {
 // streamSource checks the history open gives as a stream (open may be called more
 // than once: see checkStreamed).
 func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResult, error) {
+	return streamSelect(ctx, open, nil)
+}
+
+// streamSelect is streamSource with the opt-in properties sel asked for.
+func streamSelect(ctx context.Context, open func() (opSource, error), sel []Property) (*FileResult, error) {
 	began := time.Now()
 	var seenAll map[keyValue]seenInfo
 	var tail *history.History
@@ -135,7 +140,7 @@ func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResu
 		if tail != nil {
 			hdr.Effects, hdr.Lost, known = tail.Effects, tail.Lost, true
 		}
-		c := newStreamChecker(hdr)
+		c := newStreamChecker(hdr, sel)
 		c.seenAll = seenAll
 		if known && len(hdr.Effects) > 0 {
 			c.effects = newEffectIndex(hdr.Effects)
@@ -479,7 +484,7 @@ func (c *streamChecker) report(ctx context.Context, h *history.History, began ti
 		Ops:         c.ops,
 	}
 	for _, p := range plugins { // the properties judged on the whole history (effects.go)
-		if w, ok := p.(wholeChecker); ok && p.applies(h) {
+		if w, ok := p.(wholeChecker); ok && checked(p, h, c.sel) {
 			rep.Results = append(rep.Results, w.judgeStream(c, h, d, rep))
 		}
 	}

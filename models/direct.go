@@ -37,8 +37,11 @@ func (d *DirectResult) Violated(p Property) bool { return d.Findings[p].Violated
 // with. h should be valid (history.Validate); on an invalid history the answers are
 // best effort.
 func Direct(h *history.History) *DirectResult {
-	return directByKey(h) // keys.go: one analysis per independent key
+	return directByKey(h, nil) // keys.go: one analysis per independent key
 }
+
+// directSelect is Direct with the opt-in properties sel asked for too.
+func directSelect(h *history.History, sel []Property) *DirectResult { return directByKey(h, sel) }
 
 // directSingle is the direct analysis of a single-key history by the plug-ins plugs.
 func directSingle(h *history.History, plugs []checker) *DirectResult {

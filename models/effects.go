@@ -29,6 +29,8 @@ func (effectsProp) doc() string {
 
 func (effectsProp) core() bool { return false }
 
+func (effectsProp) optIn() bool { return false }
+
 func (effectsProp) applies(h *history.History) bool { return HasEffects(h) }
 
 func (effectsProp) direct(*history.History, *DirectResult) Finding { return Finding{} }

@@ -95,11 +95,13 @@ func operationsParts(p checker, parts []keyPart, vals *values) []porcupine.Opera
 }
 
 // directByKey runs the direct analysis per key, in parallel, and merges the results.
-func directByKey(h *history.History) *DirectResult { return directParts(h, splitByKey(h)) }
+func directByKey(h *history.History, sel []Property) *DirectResult {
+	return directParts(h, splitByKey(h), sel)
+}
 
 // directParts is directByKey on h's parts (splitByKey).
-func directParts(h *history.History, parts []keyPart) *DirectResult {
-	plugs := keyedPlugins(h)
+func directParts(h *history.History, parts []keyPart, sel []Property) *DirectResult {
+	plugs := keyedPlugins(h, sel)
 	if len(parts) == 1 {
 		d := directSingle(parts[0].h, plugs)
 		for p, f := range d.Findings {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/anishathalye/porcupine"
@@ -24,6 +25,10 @@ type checker interface {
 	// ones). An optional one is checked only when applies says the history calls for it.
 	core() bool
 	applies(h *history.History) bool
+	// optIn says an optional property is checked only when asked for (Options.Select),
+	// and then only when applies: one whose verdict a whole class of runs gets by
+	// design, which reports must not start giving unasked.
+	optIn() bool
 
 	// model is the property's porcupine model for fence rule fence and the interned
 	// values vals (usesValues: nil when it does not use them); ok is false for a
@@ -132,6 +137,13 @@ func (p Property) Valid() bool {
 	return c != nil && c.core()
 }
 
+// OptIn reports whether p is checked only when asked for (Options.Select; --fail-on
+// names it), not whenever the history calls for it.
+func (p Property) OptIn() bool {
+	c := pluginOf(p)
+	return c != nil && c.optIn()
+}
+
 // Known reports whether p is one of AllProperties.
 func (p Property) Known() bool { return pluginOf(p) != nil }
 
@@ -155,12 +167,19 @@ var withModel = sync.OnceValue(func() map[Property]bool {
 	return m
 })
 
+// checked says whether h's report has property p when the properties sel are asked
+// for: a core property always, an optional one when h calls for it, and an opt-in one
+// only when asked for too.
+func checked(p checker, h *history.History, sel []Property) bool {
+	return p.core() || p.applies(h) && (!p.optIn() || slices.Contains(sel, p.name()))
+}
+
 // keyedPlugins are the plug-ins decided per key (every one but the whole-history
-// ones) that apply to h.
-func keyedPlugins(h *history.History) []checker {
+// ones) that h's report has when the properties sel are asked for.
+func keyedPlugins(h *history.History, sel []Property) []checker {
 	var out []checker
 	for _, p := range plugins {
-		if _, whole := p.(wholeChecker); !whole && (p.core() || p.applies(h)) {
+		if _, whole := p.(wholeChecker); !whole && checked(p, h, sel) {
 			out = append(out, p)
 		}
 	}
@@ -193,6 +212,7 @@ func (noModel) closure(*cutter, int)                          {}
 type always struct{}
 
 func (always) core() bool                    { return true }
+func (always) optIn() bool                   { return false }
 func (always) applies(*history.History) bool { return true }
 
 // modelProperties are the names of modelPlugins.

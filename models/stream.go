@@ -251,6 +251,7 @@ type streamChecker struct {
 	// its header says (a rerun knows its effects and lost records); hdr is that header.
 	plugins []checker
 	hdr     *history.History
+	sel     []Property // the opt-in properties asked for
 	// common is the state each plug-in keeps for the whole stream, rather than per key
 	// (shared).
 	common  map[Property]any
@@ -298,14 +299,14 @@ type keyValue struct{ key, value string }
 // as many again, so a write's read_id may name a read that far back.
 const recentOps = 2 * lookAhead
 
-func newStreamChecker(hdr *history.History) *streamChecker {
+func newStreamChecker(hdr *history.History, sel []Property) *streamChecker {
 	run := hdr.Run
 	fence := run.Fence
 	if fence == "" {
 		fence = history.FenceStrict
 	}
 	return &streamChecker{
-		plugins: keyedPlugins(hdr), hdr: hdr,
+		plugins: keyedPlugins(hdr, sel), hdr: hdr, sel: sel,
 		fence: fence, noToken: run.NoToken, keys: map[string]*keyState{},
 		firstWriteCall: -1, lastWriteCall: -1, lastOp: -1,
 		recent: make([]recentOp, 0, 1024),

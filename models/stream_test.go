@@ -59,6 +59,12 @@ func streamCheck(t testing.TB, h *history.History, step int) (*FileResult, error
 	return streamSource(context.Background(), func() (opSource, error) { return &memSource{h: h, step: step}, nil })
 }
 
+// streamCheckAll is streamCheck with every opt-in property asked for.
+func streamCheckAll(t testing.TB, h *history.History, step int) (*FileResult, error) {
+	t.Helper()
+	return streamSelect(context.Background(), func() (opSource, error) { return &memSource{h: h, step: step}, nil }, AllProperties)
+}
+
 // TestStreamAgreesWithDirect holds the streaming analysis to the direct analysis
 // (which TestDirectAgreesWithPorcupine holds to porcupine) on the same generated
 // histories, and on multi-key ones: every verdict, the evidence and the stale writes equal, and every
@@ -110,8 +116,8 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 		if h.Validate() != nil {
 			return
 		}
-		d := Direct(h)
-		res, err := streamCheck(t, h, 1+r.IntN(5))
+		d := directSelect(h, AllProperties) // every property, the opt-in ones too
+		res, err := streamCheckAll(t, h, 1+r.IntN(5))
 		if errors.Is(err, errNeedsMemory) {
 			fallbacks.Add(1)
 			return
@@ -133,7 +139,7 @@ func TestStreamAgreesWithDirect(t *testing.T) {
 		if d.Evidence.NoticeDelayNanos > 0 {
 			noticed.Add(1)
 		}
-		for _, pl := range keyedPlugins(h) { // every property the list decides per key
+		for _, pl := range keyedPlugins(h, AllProperties) { // every property the list decides per key
 			p := pl.name()
 			// Every verdict, and an inconclusive one's reason, as the in-memory check gives it.
 			if dr, sr := directResult(pl, h, len(h.Ops), d), mustResult(rep, p); dr.Verdict != sr.Verdict || dr.Reason != sr.Reason || dr.Why != sr.Why {

@@ -274,6 +274,9 @@ type Options struct {
 	// as n²/8 bytes for n model ops on one key; a property over it is skipped. 0 means
 	// DefaultPorcupineMaxBytes.
 	PorcupineMaxBytes int64
+	// Select asks for the opt-in properties (Property.OptIn) to check, when the history
+	// calls for them; naming another property changes nothing. Nil: none.
+	Select []Property
 	// StreamAbove is the size in bytes above which CheckFile checks a history file as a
 	// stream rather than in memory; 0 means DefaultStreamAbove, a negative value
 	// streams every file.

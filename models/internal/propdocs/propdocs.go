@@ -43,7 +43,10 @@ func Table() string {
 	b.WriteString("| property | checked | porcupine model | definition |\n|---|---|---|---|\n")
 	for _, p := range models.AllProperties {
 		checked := "on every history"
-		if !p.Valid() {
+		switch {
+		case p.OptIn():
+			checked = "when asked for (`--fail-on`, `Options.Select`) and the history calls for it"
+		case !p.Valid():
 			checked = "when the history calls for it"
 		}
 		model := "no"
