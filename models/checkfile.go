@@ -119,13 +119,8 @@ type opSource interface {
 	Close() error
 }
 
-// streamSource checks the history open gives as a stream (open may be called more
-// than once: see checkStreamed).
-func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResult, error) {
-	return streamSelect(ctx, open, nil)
-}
-
-// streamSelect is streamSource with the opt-in properties sel asked for.
+// streamSelect checks the history open gives as a stream, with the opt-in properties
+// sel asked for (open may be called more than once: see checkStreamed).
 func streamSelect(ctx context.Context, open func() (opSource, error), sel []Property) (*FileResult, error) {
 	began := time.Now()
 	var seenAll map[keyValue]seenInfo

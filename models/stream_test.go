@@ -54,12 +54,8 @@ func (m *memSource) TailKnown() bool { return m.done }
 func (m *memSource) Close() error    { return nil }
 
 // streamCheck checks h as a stream.
-func streamCheck(t testing.TB, h *history.History, step int) (*FileResult, error) {
-	t.Helper()
-	return streamSource(context.Background(), func() (opSource, error) { return &memSource{h: h, step: step}, nil })
-}
-
-// streamCheckAll is streamCheck with every opt-in property asked for.
+// streamCheckAll checks h as a stream, step ops at a time, with every opt-in property
+// asked for.
 func streamCheckAll(t testing.TB, h *history.History, step int) (*FileResult, error) {
 	t.Helper()
 	return streamSelect(context.Background(), func() (opSource, error) { return &memSource{h: h, step: step}, nil }, AllProperties)
