@@ -87,6 +87,7 @@ var plugins = []checker{
 	tokensProp{},
 	mutexProp{},
 	effectsProp{},
+	heedProp{},
 }
 
 // Properties lists the core properties, checked on every history, in report order.
