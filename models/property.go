@@ -198,6 +198,19 @@ func modelPlugins() []checker {
 	return out
 }
 
+// annotator is a property that draws its direct analysis's findings as extra rows of
+// its porcupine visualization (visualize.go).
+type annotator interface {
+	annotations(h *history.History, d *DirectResult) []porcupine.Annotation
+}
+
+// capturer is a property whose streamed witness needs more than the key's recent ops
+// and the ops its finding names (stream_witness.go): capture adds them to cp when the
+// property is first found violated on key ks.
+type capturer interface {
+	capture(c *streamChecker, ks *keyState, cp *capture)
+}
+
 // noModel is embedded by a property without a porcupine model.
 type noModel struct{}
 

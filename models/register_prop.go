@@ -119,3 +119,44 @@ func (registerProp) held(ev Evidence) string {
 }
 
 func (registerProp) untested() string { return "the fence was never tested" }
+
+// capture: a refusal's candidates — every write with a token it fails against called
+// before it returned, which the register still holds (its token is above what it
+// forgot) — join its streamed witness.
+func (registerProp) capture(c *streamChecker, ks *keyState, cp *capture) {
+	for id := range cp.core {
+		x, ok := cp.ops[id]
+		if !ok || x.kind != history.Write || x.status != history.Rejected || c.fence == history.FenceOwner {
+			continue
+		}
+		for _, v := range ks.reg.byTok {
+			if (v.op.status == history.OK || v.op.status == history.Unknown) && v.op.call < x.ret && !history.Passes(c.fence, x.token, v.op.token) {
+				if _, ok := cp.ops[v.op.id]; !ok {
+					cp.ops[v.op.id] = v.op
+				}
+			}
+		}
+	}
+}
+
+// annotations draws the stale writes.
+func (registerProp) annotations(h *history.History, d *DirectResult) []porcupine.Annotation {
+	var out []porcupine.Annotation
+	byID := h.ByID()
+	for _, s := range d.StaleWrites {
+		w := byID[s.Write]
+		stop := w.End()
+		if stop == history.Infinity {
+			stop = w.Call
+		}
+		out = append(out, porcupine.Annotation{
+			Tag:             "stale writes",
+			Start:           w.Call,
+			End:             stop,
+			Description:     fmt.Sprintf("#%d %s", s.Write, s.Status),
+			Details:         fmt.Sprintf("write #%d (client %d, token %d) is older than write #%d (client %d, token %d), in effect by %d ns; %s", s.Write, s.Client, s.Token, s.Newer, s.NewerClient, s.NewerToken, s.NewerAt, s.Status),
+			BackgroundColor: staleColor(s.Status),
+		})
+	}
+	return out
+}

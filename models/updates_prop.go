@@ -1,6 +1,8 @@
 package models
 
 import (
+	"fmt"
+
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/harness/history"
@@ -101,3 +103,25 @@ func (updatesProp) held(ev Evidence) string {
 }
 
 func (updatesProp) untested() string { return "no read-modify-write was put to the test" }
+
+// annotations draws the lost updates.
+func (updatesProp) annotations(h *history.History, d *DirectResult) []porcupine.Annotation {
+	var out []porcupine.Annotation
+	byID := h.ByID()
+	for _, l := range d.LostUpdates {
+		w := byID[l.Write]
+		stop := w.End()
+		if stop == history.Infinity {
+			stop = w.Call
+		}
+		out = append(out, porcupine.Annotation{
+			Tag:             "lost updates",
+			Start:           w.Call,
+			End:             stop,
+			Description:     fmt.Sprintf("#%d", l.Write),
+			Details:         fmt.Sprintf("write #%d (client %d): %s", l.Write, l.Client, l.Explanation),
+			BackgroundColor: "#f6d5d5",
+		})
+	}
+	return out
+}

@@ -108,42 +108,8 @@ func annotations(p Property, h *history.History, d *DirectResult) []porcupine.An
 			BackgroundColor: "#f6d5d5",
 		})
 	}
-	if p != Register && p != Updates {
-		return out
-	}
-	byID := h.ByID()
-	if p == Register {
-		for _, s := range d.StaleWrites {
-			w := byID[s.Write]
-			stop := w.End()
-			if stop == history.Infinity {
-				stop = w.Call
-			}
-			out = append(out, porcupine.Annotation{
-				Tag:             "stale writes",
-				Start:           w.Call,
-				End:             stop,
-				Description:     fmt.Sprintf("#%d %s", s.Write, s.Status),
-				Details:         fmt.Sprintf("write #%d (client %d, token %d) is older than write #%d (client %d, token %d), in effect by %d ns; %s", s.Write, s.Client, s.Token, s.Newer, s.NewerClient, s.NewerToken, s.NewerAt, s.Status),
-				BackgroundColor: staleColor(s.Status),
-			})
-		}
-		return out
-	}
-	for _, l := range d.LostUpdates {
-		w := byID[l.Write]
-		stop := w.End()
-		if stop == history.Infinity {
-			stop = w.Call
-		}
-		out = append(out, porcupine.Annotation{
-			Tag:             "lost updates",
-			Start:           w.Call,
-			End:             stop,
-			Description:     fmt.Sprintf("#%d", l.Write),
-			Details:         fmt.Sprintf("write #%d (client %d): %s", l.Write, l.Client, l.Explanation),
-			BackgroundColor: "#f6d5d5",
-		})
+	if an, ok := pluginOf(p).(annotator); ok {
+		out = append(out, an.annotations(h, d)...)
 	}
 	return out
 }
