@@ -40,7 +40,7 @@ func TestDirectAgreesWithPorcupine(t *testing.T) {
 	}
 	type tally struct{ held, violated atomic.Int64 }
 	counts := map[Property]*tally{}
-	for _, p := range Properties {
+	for _, p := range modelProperties() {
 		counts[p] = &tally{}
 	}
 	var ties, unknownWrites, rejected, monotonic, owner, mutated atomic.Int64
@@ -79,7 +79,7 @@ func TestDirectAgreesWithPorcupine(t *testing.T) {
 			return
 		}
 		d := Direct(h)
-		for _, p := range Properties {
+		for _, p := range modelProperties() {
 			res := porcupine.CheckOperationsTimeout(Model(p, h), Operations(p, h), 10*time.Second)
 			if res == porcupine.Unknown {
 				fail("history %d: porcupine timed out on %s", i, p)
@@ -141,7 +141,7 @@ func TestDirectAgreesWithPorcupine(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	for _, p := range Properties {
+	for _, p := range modelProperties() {
 		c := counts[p]
 		held, violated := int(c.held.Load()), int(c.violated.Load())
 		t.Logf("%-8s held %6d  violated %6d", p, held, violated)

@@ -129,7 +129,7 @@ func BenchmarkCheck(b *testing.B) {
 				b.Run(s.String()+"/porcupine", func(b *testing.B) {
 					parts := splitByKey(h)
 					for _, p := range Properties {
-						if _, largest, est := modelSize(p, parts); est > 2<<30 {
+						if _, largest, est := modelSize(modelled(p), parts); est > 2<<30 {
 							b.Skipf("%s: %d ops on one key, porcupine would need about %s", p, largest, bytesText(est))
 						}
 					}
@@ -137,7 +137,7 @@ func BenchmarkCheck(b *testing.B) {
 					began := time.Now()
 					for b.Loop() {
 						for _, p := range Properties {
-							res := porcupine.CheckOperationsTimeout(newModel(context.Background(), p, h, vals), operations(p, h, vals), 10*time.Second)
+							res := porcupine.CheckOperationsTimeout(newModel(context.Background(), modelled(p), h, vals), operations(modelled(p), h, vals), 10*time.Second)
 							if res == porcupine.Unknown {
 								b.Skipf("%s: porcupine did not finish within 10 s", p)
 							}
@@ -161,8 +161,8 @@ func BenchmarkProperty(b *testing.B) {
 		for _, p := range Properties {
 			b.Run(s.String()+"/"+string(p), func(b *testing.B) {
 				b.Run("porcupine", func(b *testing.B) {
-					model := newModel(context.Background(), p, h, vals)
-					ops := operations(p, h, vals)
+					model := newModel(context.Background(), modelled(p), h, vals)
+					ops := operations(modelled(p), h, vals)
 					var res porcupine.CheckResult
 					for b.Loop() {
 						res = porcupine.CheckOperationsTimeout(model, ops, DefaultTimeout)

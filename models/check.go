@@ -1,9 +1,11 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,27 +35,32 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 	second := startSecondOpinion(ctx, h, parts, opt)
 	defer second.stop()
 
-	d := directParts(h, parts)
+	d := directParts(h, parts, opt.Select)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	results := make([]Result, len(Properties))
-	for i, p := range Properties {
+	plugs := keyedPlugins(h, opt.Select)
+	results := make([]Result, len(plugs))
+	for i, p := range plugs {
 		results[i] = directResult(p, h, len(h.Ops), d)
 	}
 	directTook := time.Since(began)
 	indexes := map[string]*partIndex{} // per key, shared by its violated properties
-	for i, p := range Properties {
+	for i, p := range plugs {
 		if r := &results[i]; r.Verdict == Violated {
-			if declaredNoToken(p, h) {
+			switch {
+			case declaredNoToken(p.name(), h):
 				r.Certified, r.CertifyNote = true, noTokenNote
 				continue
+			case !p.name().HasModel():
+				noModelWitness(r)
+				continue
 			}
-			key := d.Findings[p].Key
+			key := d.Findings[p.name()].Key
 			if indexes[key] == nil {
 				indexes[key] = newPartIndex(partFor(parts, key).h)
 			}
-			certify(ctx, r, indexes[key], d.Findings[p].Ops)
+			certify(ctx, r, indexes[key], d.Findings[p.name()].Ops)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -78,15 +85,16 @@ func Check(ctx context.Context, h *history.History, opt Options) (*Report, error
 		DirectNanos: directTook.Nanoseconds(),
 	}
 	for _, r := range results {
-		rep.Verdicts[r.Property] = r.Verdict
 		if r.Porcupine == OpinionDisagreed {
 			rep.Agree = false
 		}
 	}
-	if HasEffects(h) { // the optional fifth property (effects.go)
-		r, er := checkEffects(h, d)
-		rep.Results, rep.Verdicts[Effects], rep.Effects = append(rep.Results, r), r.Verdict, er
+	for _, p := range plugins { // the properties judged on the whole history (effects.go)
+		if w, ok := p.(wholeChecker); ok && checked(p, h, opt.Select) {
+			rep.Results = append(rep.Results, w.judge(h, d, rep))
+		}
 	}
+	rep.order()
 	return rep, nil
 }
 
@@ -103,21 +111,40 @@ const noTokenNote = "not measured: the backend declares that it hands out no fen
 // directResult is the direct analysis's verdict on p, explained: violated, or
 // inconclusive with the reason when the history lacks the evidence (unproven), else
 // held. ops counts the history's ops (a streamed history keeps none).
-func directResult(p Property, h *history.History, ops int, d *DirectResult) Result {
-	f := d.Findings[p]
-	r := Result{Property: p, DirectViolated: f.Violated}
+func directResult(p checker, h *history.History, ops int, d *DirectResult) Result {
+	f := d.Findings[p.name()]
+	r := Result{Property: p.name(), DirectViolated: f.Violated}
 	switch {
 	case f.Violated:
 		r.Verdict, r.Counterexample, r.Explanation = Violated, f.Ops, f.Reason
 	default:
-		if reason, why := unproven(p, h, ops, d.Evidence); reason != "" {
+		if reason, why := p.unproven(h, ops, d.Evidence); reason != "" {
 			r.Verdict, r.Reason, r.Why = Inconclusive, reason, why
-			r.Explanation = inconclusiveExplanation(p, reason, why, d.Evidence)
+			r.Explanation = inconclusiveExplanation(p.name(), reason, why, d.Evidence)
 			return r
 		}
-		r.Verdict, r.Explanation = Held, heldExplanation(p, d)
+		r.Verdict, r.Explanation = Held, p.held(d.Evidence)
 	}
 	return r
+}
+
+// noModelWitness is the witness of a violated property without a porcupine model: the
+// ops its direct analysis names, which porcupine cannot judge.
+func noModelWitness(r *Result) {
+	r.Witness = r.Counterexample
+	r.CertifyNote = "no porcupine model: the witness is the direct analysis's, read off the recorded times"
+}
+
+// order puts the report's results in the plug-ins' order and fills Verdicts.
+func (r *Report) order() {
+	pos := map[Property]int{}
+	for i, p := range plugins {
+		pos[p.name()] = i
+	}
+	slices.SortStableFunc(r.Results, func(a, b Result) int { return cmp.Compare(pos[a.Property], pos[b.Property]) })
+	for _, res := range r.Results {
+		r.Verdicts[res.Property] = res.Verdict
+	}
 }
 
 func partFor(parts []keyPart, key string) keyPart {
@@ -137,7 +164,7 @@ func (r *Report) Trouble() string {
 		switch {
 		case res.Porcupine == OpinionDisagreed:
 			return fmt.Sprintf("%s: the direct analysis and porcupine disagree (%s)", res.Property, res.PorcupineNote)
-		case res.Verdict == Violated && res.Property != Effects && !res.Certified:
+		case res.Verdict == Violated && res.Property.HasModel() && !res.Certified:
 			return fmt.Sprintf("%s: porcupine did not confirm the violation's witness (%s)", res.Property, res.CertifyNote)
 		}
 	}
@@ -167,52 +194,14 @@ func gap(h *history.History, ops int, ev Evidence) (Reason, string) {
 // maxWhyError bounds the acquire error a Why quotes.
 const maxWhyError = 160
 
-// unproven says why a verdict on p that nothing contradicts proves nothing, or "" when
-// it proves something: the history's gap, then what p itself needs — an accepted write
-// (register, updates), a stale write under a fault that struck (register, updates;
-// effects: effects.go), two grants under faults (tokens). The mutex needs only a grant.
-func unproven(p Property, h *history.History, ops int, ev Evidence) (Reason, string) {
-	reason, why := gap(h, ops, ev)
-	switch p {
-	case Register, Updates:
-		switch {
-		case reason != "":
-			return reason, why
-		case ev.WritesAccepted == 0:
-			return ReasonNoAcceptedWrite, fmt.Sprintf("no write was accepted (%d attempted)", ev.Writes)
-		case len(h.Faults) > 0 && ev.StaleAttempted == 0:
-			return ReasonNoStaleWrite, "no stale write was attempted"
-		}
-	case Tokens:
-		switch {
-		case reason == ReasonNoOps || reason == ReasonNoGrant:
-			return reason, why
-		case ev.Grants < 2 && (len(h.Faults) > 0 || h.Run.AskedForFaults()):
-			return ReasonFewGrants, fmt.Sprintf("only %d grant(s)", ev.Grants)
-		}
-	case Mutex:
-		if reason == ReasonNoOps || reason == ReasonNoGrant {
-			return reason, why
-		}
-	}
-	return "", ""
-}
-
 // inconclusiveExplanation is an inconclusive verdict's sentence. The reasons a fault
 // that struck gives keep the words they always had.
 func inconclusiveExplanation(p Property, reason Reason, why string, ev Evidence) string {
 	switch {
 	case reason == ReasonNoStaleWrite || reason == ReasonFewGrants:
-		return heldExplanation(p, &DirectResult{Evidence: ev})
+		return mustPlugin(p).held(ev)
 	}
-	what := map[Property]string{
-		Register: "the fence was never tested",
-		Updates:  "no read-modify-write was put to the test",
-		Tokens:   "there was no token order to check",
-		Mutex:    "no two clients could have believed they held the lock",
-		Effects:  "no side effect was put to the test",
-	}[p]
-	return fmt.Sprintf("Not tested: %s, so %s.", why, what)
+	return fmt.Sprintf("Not tested: %s, so %s.", why, mustPlugin(p).untested())
 }
 
 // Shorten cuts s to about n bytes, keeping its start and its end (where a wrapped
@@ -230,29 +219,6 @@ func Shorten(s string, n int) string {
 		start++
 	}
 	return s[:head] + " … " + s[start:]
-}
-
-func heldExplanation(p Property, d *DirectResult) string {
-	ev := d.Evidence
-	switch p {
-	case Register:
-		if ev.StaleAttempted == 0 {
-			return "Every accepted write and read fits one atomic register that accepts a write only when its token passes the fence, but no stale write was attempted, so the fence was never tested."
-		}
-		return fmt.Sprintf("Every accepted write and read fits one atomic register that accepts a write only when its token passes the fence; %d stale write(s) were attempted and the fence rejected them.", ev.StaleRejected)
-	case Updates:
-		if ev.StaleAttempted == 0 {
-			return "Every accepted read-modify-write read the value accepted just before it, but no stale write was attempted, so the run did not put that to the test."
-		}
-		return "Every accepted read-modify-write read the value accepted just before it: no update was lost."
-	case Tokens:
-		if ev.Grants < 2 {
-			return fmt.Sprintf("Only %d grant(s), so there was no token order to check.", ev.Grants)
-		}
-		return fmt.Sprintf("All %d grants carry strictly increasing tokens in real-time order.", ev.Grants)
-	default:
-		return "No two clients ever both believed they held the lock."
-	}
 }
 
 // secondOpinion is porcupine checking the whole history, one goroutine per property.
@@ -278,18 +244,18 @@ func startSecondOpinion(ctx context.Context, h *history.History, parts []keyPart
 	pctx, cancel := context.WithCancel(ctx)
 	s := &secondOpinion{cancel: cancel, byProp: map[Property]*opinion{}}
 	if opt.budget() == NoPorcupine {
-		for _, p := range Properties {
-			s.byProp[p] = &opinion{skip: "skipped (porcupine budget 0)"}
+		for _, p := range modelPlugins() {
+			s.byProp[p.name()] = &opinion{skip: "skipped (porcupine budget 0)"}
 		}
 		return s
 	}
 	vals := sync.OnceValue(func() *values { return newValues(h) })
 	limit := opt.maxBytes()
 	var used int64
-	for _, p := range Properties {
+	for _, p := range modelPlugins() {
 		n, largest, est := modelSize(p, parts)
 		o := &opinion{ops: n}
-		s.byProp[p] = o
+		s.byProp[p.name()] = o
 		if used+est > limit {
 			o.skip = fmt.Sprintf("skipped: porcupine's memory grows as n² (about %s for the %d ops of the largest key, %s in all), over the %s cap", bytesText(int64(largest)*int64(largest)/8), largest, bytesText(est), bytesText(limit))
 			continue
@@ -299,7 +265,7 @@ func startSecondOpinion(ctx context.Context, h *history.History, parts []keyPart
 		s.wg.Go(func() {
 			defer close(o.done)
 			var v *values
-			if p == Register || p == Updates {
+			if p.usesValues() {
 				v = vals()
 			}
 			model := newModel(pctx, p, h, v)
@@ -323,8 +289,7 @@ func (s *secondOpinion) wait(ctx context.Context, budget time.Duration) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	for _, p := range Properties {
-		o := s.byProp[p]
+	for _, o := range s.byProp {
 		if o.done == nil {
 			continue
 		}
@@ -379,28 +344,12 @@ func (s *secondOpinion) apply(r *Result) {
 
 // modelSize counts the ops of p's porcupine model on each key and estimates
 // porcupine's memo table: a bitset of n bits per linearized op, n²/8 bytes per key.
-func modelSize(p Property, parts []keyPart) (total, largest int, bytes int64) {
+func modelSize(p checker, parts []keyPart) (total, largest int, bytes int64) {
 	for _, part := range parts {
 		n := 0
 		for i := range part.h.Ops {
-			o := &part.h.Ops[i]
-			switch p {
-			case Register:
-				if (o.Kind == history.Write && o.Status != history.Fail) || (o.Kind == history.Read && o.Status == history.OK) {
-					n++
-				}
-			case Updates:
-				if o.Kind == history.Write && o.Status != history.Fail {
-					n++
-				}
-			case Tokens:
-				if o.Kind == history.Acquire && o.Status == history.OK {
-					n++
-				}
-			case Mutex:
-				if (o.Kind == history.Acquire && o.Status == history.OK) || o.Kind == history.Release {
-					n++
-				}
+			if p.inModel(&part.h.Ops[i]) {
+				n++
 			}
 		}
 		total += n

@@ -103,7 +103,7 @@ func checkInMemory(ctx context.Context, path string, opt Options) (*FileResult, 
 // single file whose effects or lost records come after its ops is read again with them
 // known.
 func checkStreamed(ctx context.Context, path string, opt Options) (*FileResult, error) {
-	res, err := streamSource(ctx, func() (opSource, error) { return history.OpenScanner(path) })
+	res, err := streamSelect(ctx, func() (opSource, error) { return history.OpenScanner(path) }, opt.Select)
 	if errors.Is(err, ErrInvalid) && !strings.HasPrefix(err.Error(), path+": ") {
 		err = invalid(fmt.Errorf("%s: %w", path, err))
 	}
@@ -119,9 +119,9 @@ type opSource interface {
 	Close() error
 }
 
-// streamSource checks the history open gives as a stream (open may be called more
-// than once: see checkStreamed).
-func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResult, error) {
+// streamSelect checks the history open gives as a stream, with the opt-in properties
+// sel asked for (open may be called more than once: see checkStreamed).
+func streamSelect(ctx context.Context, open func() (opSource, error), sel []Property) (*FileResult, error) {
 	began := time.Now()
 	var seenAll map[keyValue]seenInfo
 	var tail *history.History
@@ -135,7 +135,7 @@ func streamSource(ctx context.Context, open func() (opSource, error)) (*FileResu
 		if tail != nil {
 			hdr.Effects, hdr.Lost, known = tail.Effects, tail.Lost, true
 		}
-		c := newStreamChecker(hdr.Run)
+		c := newStreamChecker(hdr, sel)
 		c.seenAll = seenAll
 		if known && len(hdr.Effects) > 0 {
 			c.effects = newEffectIndex(hdr.Effects)
@@ -442,22 +442,27 @@ func collectSeen(ctx context.Context, open func() (opSource, error)) (map[keyVal
 // each violation certified on its capture, porcupine's second opinion skipped.
 func (c *streamChecker) report(ctx context.Context, h *history.History, began time.Time) *Report {
 	d := c.result()
-	results := make([]Result, len(Properties))
-	for i, p := range Properties {
+	results := make([]Result, len(c.plugins))
+	for i, p := range c.plugins {
 		results[i] = directResult(p, h, c.ops, d)
 	}
 	directTook := time.Since(began)
-	for i, p := range Properties {
+	for i, p := range c.plugins {
 		r := &results[i]
 		switch {
-		case declaredNoToken(p, h):
+		case declaredNoToken(p.name(), h):
 			if r.Verdict == Violated {
 				r.Certified, r.CertifyNote = true, noTokenNote
 			}
 			r.Porcupine, r.PorcupineNote = OpinionSkipped, noTokenNote
 			continue
+		case !p.name().HasModel():
+			if r.Verdict == Violated {
+				noModelWitness(r)
+			}
+			continue
 		case r.Verdict == Violated:
-			ks := c.keyFor(d.Findings[p].Key)
+			ks := c.keyFor(d.Findings[p.name()].Key)
 			ks.wit.certifyCapture(ctx, c, ks, r)
 		}
 		r.Porcupine = OpinionSkipped
@@ -473,19 +478,12 @@ func (c *streamChecker) report(ctx context.Context, h *history.History, began ti
 		DirectNanos: directTook.Nanoseconds(),
 		Ops:         c.ops,
 	}
-	for _, r := range results {
-		rep.Verdicts[r.Property] = r.Verdict
-	}
-	if c.effects != nil {
-		newer := map[int]int{}
-		for _, ks := range c.order {
-			for id, s := range ks.reg.stale {
-				newer[id] = s.newer.op.id
-			}
+	for _, p := range plugins { // the properties judged on the whole history (effects.go)
+		if w, ok := p.(wholeChecker); ok && checked(p, h, c.sel) {
+			rep.Results = append(rep.Results, w.judgeStream(c, h, d, rep))
 		}
-		r, er := c.effects.judge(h, c.ops, d, newer)
-		rep.Results, rep.Verdicts[Effects], rep.Effects = append(rep.Results, r), r.Verdict, er
 	}
+	rep.order()
 	return rep
 }
 

@@ -37,37 +37,30 @@ func (d *DirectResult) Violated(p Property) bool { return d.Findings[p].Violated
 // with. h should be valid (history.Validate); on an invalid history the answers are
 // best effort.
 func Direct(h *history.History) *DirectResult {
-	return directByKey(h) // keys.go: one analysis per independent key
+	return directByKey(h, nil) // keys.go: one analysis per independent key
 }
 
-// directSingle is the direct analysis of a single-key history.
-func directSingle(h *history.History) *DirectResult {
-	// The four analyses are independent: on a large history, run them side by side
-	// (on a small one, or one key of many, goroutines would cost more than they save).
-	var (
-		reg      regResult
-		upd      updResult
-		tok, mut Finding
-		wg       sync.WaitGroup
-	)
-	run := func(f func()) { f() }
-	if len(h.Ops) >= 50_000 {
-		run = wg.Go
+// directSelect is Direct with the opt-in properties sel asked for too.
+func directSelect(h *history.History, sel []Property) *DirectResult { return directByKey(h, sel) }
+
+// directSingle is the direct analysis of a single-key history by the plug-ins plugs.
+func directSingle(h *history.History, plugs []checker) *DirectResult {
+	// The analyses are independent: on a large history, run them side by side (on a
+	// small one, or one key of many, goroutines would cost more than they save). Each
+	// fills only its own lists of d.
+	d := &DirectResult{Findings: make(map[Property]Finding, len(plugs))}
+	findings := make([]Finding, len(plugs))
+	var wg sync.WaitGroup
+	for i, p := range plugs {
+		if len(h.Ops) >= 50_000 && i < len(plugs)-1 {
+			wg.Go(func() { findings[i] = p.direct(h, d) })
+		} else {
+			findings[i] = p.direct(h, d)
+		}
 	}
-	run(func() { reg = analyzeRegister(h) })
-	run(func() { upd = analyzeUpdates(h) })
-	run(func() { tok = analyzeTokens(h) })
-	mut = analyzeMutex(h)
 	wg.Wait()
-	d := &DirectResult{
-		Findings: map[Property]Finding{
-			Register: reg.finding,
-			Updates:  upd.finding,
-			Tokens:   tok,
-			Mutex:    mut,
-		},
-		StaleWrites: reg.stale,
-		LostUpdates: upd.lost,
+	for i, p := range plugs {
+		d.Findings[p.name()] = findings[i]
 	}
 	if d.StaleWrites == nil {
 		d.StaleWrites = []StaleWrite{}

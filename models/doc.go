@@ -1,6 +1,8 @@
 // Package models turns a recorded history into verdicts.
 //
-// Four properties are checked (five with side effects). The direct analysis, a complete
+// Each property is a plug-in (property.go) in one list: the four core ones below are
+// checked on every history, the optional ones (effects, …) when the history calls for
+// them (docs/checker.md, "Properties"). The direct analysis, a complete
 // O(n log n) decision procedure (docs/checker.md), gives each verdict and explains what
 // went wrong (which write was stale, which update was lost). Porcupine, against a
 // sequential model per property, certifies every violation on a small witness
@@ -31,3 +33,7 @@
 //     that release's outcome (the client stops believing it holds the lock when it calls
 //     release), or to the end of the history; an unknown release ends at its call.
 package models
+
+// The properties table of docs/checker.md and the schemas' property enums.
+//
+//go:generate go run ./internal/propdocs/gen -root ..

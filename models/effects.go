@@ -17,9 +17,51 @@ import (
 // analysis is its judge and it takes no part in Report.Agree.
 const Effects Property = "effects"
 
-// AllProperties lists the four core properties and then the optional ones, in report
-// order. A report has the optional ones only when its history calls for them.
-var AllProperties = []Property{Register, Updates, Tokens, Mutex, Effects}
+// effectsProp is the effects property: judged on the whole history, after the direct
+// analysis whose stale writes it uses.
+type effectsProp struct{ noModel }
+
+func (effectsProp) name() Property { return Effects }
+
+func (effectsProp) doc() string {
+	return "Every side effect delivered outside the resource (a webhook, an e-mail) belongs to a write that took effect. A violation means a side effect escaped the fence. Checked only on histories that record side effects; it has no porcupine model."
+}
+
+func (effectsProp) core() bool { return false }
+
+func (effectsProp) optIn() bool { return false }
+
+func (effectsProp) applies(h *history.History) bool { return HasEffects(h) }
+
+func (effectsProp) direct(*history.History, *DirectResult) Finding { return Finding{} }
+
+func (effectsProp) streamKey(*streamChecker, *keyState) keyStream { return nil }
+
+func (effectsProp) unproven(h *history.History, ops int, ev Evidence) (Reason, string) {
+	return gap(h, ops, ev)
+}
+
+func (effectsProp) held(Evidence) string { return "" }
+
+func (effectsProp) untested() string { return "no side effect was put to the test" }
+
+func (effectsProp) judge(h *history.History, d *DirectResult, rep *Report) Result {
+	r, er := checkEffects(h, d)
+	rep.Effects = er
+	return r
+}
+
+func (effectsProp) judgeStream(c *streamChecker, h *history.History, d *DirectResult, rep *Report) Result {
+	newer := map[int]int{}
+	for _, ks := range c.order {
+		for id, s := range ks.reg.stale {
+			newer[id] = s.newer.op.id
+		}
+	}
+	r, er := c.effects.judge(h, c.ops, d, newer)
+	rep.Effects = er
+	return r
+}
 
 // StaleEffect is a delivered side effect whose write never took effect.
 type StaleEffect struct {

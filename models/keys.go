@@ -27,7 +27,7 @@ type keyPart struct {
 }
 
 // splitByKey returns h's sub-histories, one per key, sorted by key. With a single key it
-// returns h itself, uncopied. Each sub-history shares h's run and faults.
+// returns h itself, uncopied. Each sub-history shares h's run, faults and lost records.
 func splitByKey(h *history.History) []keyPart {
 	if len(h.Ops) == 0 || !hasKeys(h) {
 		return []keyPart{{h: h}}
@@ -46,7 +46,7 @@ func splitByKey(h *history.History) []keyPart {
 	}
 	parts := make([]keyPart, len(counts))
 	for k, i := range idx {
-		parts[i] = keyPart{key: k, h: &history.History{Format: h.Format, Run: h.Run, Faults: h.Faults, Ops: make([]history.Op, 0, counts[i])}}
+		parts[i] = keyPart{key: k, h: &history.History{Format: h.Format, Run: h.Run, Faults: h.Faults, Lost: h.Lost, Ops: make([]history.Op, 0, counts[i])}}
 	}
 	for _, o := range h.Ops {
 		p := &parts[idx[o.Key]]
@@ -83,7 +83,7 @@ func Keys(h *history.History) []string {
 
 // operationsParts is operations over h's key parts: each key's ops, one after another,
 // which the model's Partition splits apart again.
-func operationsParts(p Property, parts []keyPart, vals *values) []porcupine.Operation {
+func operationsParts(p checker, parts []keyPart, vals *values) []porcupine.Operation {
 	if len(parts) == 1 {
 		return operationsSingle(p, parts[0].h, vals)
 	}
@@ -95,12 +95,15 @@ func operationsParts(p Property, parts []keyPart, vals *values) []porcupine.Oper
 }
 
 // directByKey runs the direct analysis per key, in parallel, and merges the results.
-func directByKey(h *history.History) *DirectResult { return directParts(h, splitByKey(h)) }
+func directByKey(h *history.History, sel []Property) *DirectResult {
+	return directParts(h, splitByKey(h), sel)
+}
 
 // directParts is directByKey on h's parts (splitByKey).
-func directParts(h *history.History, parts []keyPart) *DirectResult {
+func directParts(h *history.History, parts []keyPart, sel []Property) *DirectResult {
+	plugs := keyedPlugins(h, sel)
 	if len(parts) == 1 {
-		d := directSingle(parts[0].h)
+		d := directSingle(parts[0].h, plugs)
 		for p, f := range d.Findings {
 			f.Key = parts[0].key
 			d.Findings[p] = f
@@ -116,7 +119,7 @@ func directParts(h *history.History, parts []keyPart) *DirectResult {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			results[i] = directSingle(p.h)
+			results[i] = directSingle(p.h, plugs)
 		})
 	}
 	wg.Wait()
@@ -148,9 +151,9 @@ func directParts(h *history.History, parts []keyPart) *DirectResult {
 		sum.ValidityGapNanos = max(sum.ValidityGapNanos, ev.ValidityGapNanos)
 		sum.ValidityGapTotalNanos += ev.ValidityGapTotalNanos
 	}
-	for _, p := range Properties {
-		if _, ok := d.Findings[p]; !ok {
-			d.Findings[p] = Finding{}
+	for _, p := range plugs {
+		if _, ok := d.Findings[p.name()]; !ok {
+			d.Findings[p.name()] = Finding{}
 		}
 	}
 	d.Evidence.FirstAcquireError = firstAcquireError(h)

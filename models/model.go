@@ -100,24 +100,23 @@ func (v *values) name(i int32) string {
 // Model returns the porcupine model of property p for history h (h supplies the fence
 // rule and the value names). It panics on a property outside Properties.
 func Model(p Property, h *history.History) porcupine.Model {
-	return newModel(context.Background(), p, h, newValues(h))
+	return newModel(context.Background(), modelled(p), h, newValues(h))
+}
+
+// modelled is p's plug-in; it panics on a property without a porcupine model.
+func modelled(p Property) checker {
+	if c := pluginOf(p); c != nil && p.HasModel() {
+		return c
+	}
+	panic(fmt.Sprintf("models: no porcupine model for property %q", p))
 }
 
 // newModel builds p's model. Its StepContext also stops on ctx, the caller's context,
 // because porcupine's own context only carries its timeout.
-func newModel(ctx context.Context, p Property, h *history.History, vals *values) porcupine.Model {
-	var m porcupine.Model
-	switch p {
-	case Register:
-		m = registerModel(h.FenceRule(), vals)
-	case Updates:
-		m = updatesModel(vals)
-	case Tokens:
-		m = tokensModel()
-	case Mutex:
-		m = mutexModel()
-	default:
-		panic(fmt.Sprintf("models: unknown property %q", p))
+func newModel(ctx context.Context, p checker, h *history.History, vals *values) porcupine.Model {
+	m, ok := p.model(h.FenceRule(), vals)
+	if !ok {
+		panic(fmt.Sprintf("models: no porcupine model for property %q", p.name()))
 	}
 	step := m.Step
 	m.StepContext = func(pctx context.Context, s, in, out any) (bool, any) {
@@ -306,7 +305,7 @@ func mutexModel() porcupine.Model {
 // unknown one moved to a fresh client id. Each operation's Metadata names its history
 // op. It panics on a property outside Properties.
 func Operations(p Property, h *history.History) []porcupine.Operation {
-	return operations(p, h, newValues(h))
+	return operations(modelled(p), h, newValues(h))
 }
 
 // modelOp is one history op chosen for a model, with the return time the model gives it.
@@ -344,60 +343,13 @@ func firstSeen(h *history.History) map[string]*history.Op {
 // report; here it only must not make the interval end before it starts.
 func seenEnd(w, r *history.Op) int64 { return max(w.Call, *r.Return) }
 
-func operations(p Property, h *history.History, vals *values) []porcupine.Operation {
+func operations(p checker, h *history.History, vals *values) []porcupine.Operation {
 	return operationsParts(p, splitByKey(h), vals) // keys.go
 }
 
 // operationsSingle is operations for a single-key history.
-func operationsSingle(p Property, h *history.History, vals *values) []porcupine.Operation {
-	var sel []modelOp
-	switch p {
-	case Register:
-		for i := range h.Ops {
-			o := &h.Ops[i]
-			switch {
-			case o.Kind == history.Write && o.Status != history.Fail:
-				sel = append(sel, modelOp{op: o, ret: o.End(), input: regOp{o.ID, o.Client, false, o.Status, vals.id(o.Value), o.Token}})
-			case o.Kind == history.Read && o.Status == history.OK:
-				sel = append(sel, modelOp{op: o, ret: o.End(), input: regOp{o.ID, o.Client, true, o.Status, vals.id(o.Value), o.Token}})
-			}
-		}
-	case Updates:
-		byID := h.ByID()
-		seen := firstSeen(h)
-		for i := range h.Ops {
-			o := &h.Ops[i]
-			if o.Kind != history.Write || o.Status == history.Fail {
-				continue
-			}
-			u := updOp{id: o.ID, client: o.Client, status: o.Status, value: vals.id(o.Value)}
-			if r := readOf(o, byID); r != nil {
-				u.rmw, u.readValue, u.readID = true, vals.id(r.Value), r.ID
-			}
-			ret := o.End()
-			if r := seen[o.Value]; o.Status == history.Unknown && r != nil {
-				u.status, u.seenBy, ret = history.OK, r.ID, seenEnd(o, r)
-			}
-			sel = append(sel, modelOp{op: o, ret: ret, input: u})
-		}
-	case Tokens:
-		for i := range h.Ops {
-			o := &h.Ops[i]
-			if o.Kind == history.Acquire && o.Status == history.OK {
-				sel = append(sel, modelOp{op: o, ret: o.End(), input: tokOp{o.ID, o.Client, o.Token}})
-			}
-		}
-	case Mutex:
-		for _, hd := range holds(h) {
-			sel = append(sel, modelOp{op: hd.acq, ret: hd.acq.End(), input: mutexOp{hd.acq.ID, hd.acq.Client, false, hd.acq.Status}})
-			if hd.rel != nil {
-				sel = append(sel, modelOp{op: hd.rel, ret: releaseEnd(hd.rel), input: mutexOp{hd.rel.ID, hd.rel.Client, true, hd.rel.Status}})
-			}
-		}
-	default:
-		panic(fmt.Sprintf("models: unknown property %q", p))
-	}
-	return toPorcupine(sel)
+func operationsSingle(p checker, h *history.History, vals *values) []porcupine.Operation {
+	return toPorcupine(p.modelOps(h, vals))
 }
 
 // readOf returns the read a write's value was computed from, or nil for a plain write.

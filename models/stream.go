@@ -206,6 +206,7 @@ type keyState struct {
 	tim      timingKey
 	wit      witnessState
 	findings map[Property]*streamFinding
+	streams  []keyStream // the plug-ins' streaming forms on the key (nil: none)
 }
 
 // streamFinding is a property's first violation on a key.
@@ -229,7 +230,9 @@ func (ks *keyState) violate(c *streamChecker, p Property, refs []*sop, format st
 	}
 	f := &streamFinding{ops: ops, reason: fmt.Sprintf(format, args...), at: c.now}
 	ks.findings[p] = f
-	ks.wit.begin(c, ks, p, f, refs)
+	if p.HasModel() { // a witness for porcupine to certify
+		ks.wit.begin(c, ks, p, f, refs)
+	}
 }
 
 // recentOp is what validating a read_id needs to know of an op.
@@ -244,6 +247,14 @@ type recentOp struct {
 
 // streamChecker is one streaming analysis.
 type streamChecker struct {
+	// plugins are the properties decided per key that apply to the history, as far as
+	// its header says (a rerun knows its effects and lost records); hdr is that header.
+	plugins []checker
+	hdr     *history.History
+	sel     []Property // the opt-in properties asked for
+	// common is the state each plug-in keeps for the whole stream, rather than per key
+	// (shared).
+	common  map[Property]any
 	fence   string
 	noToken string
 	keys    map[string]*keyState
@@ -288,12 +299,14 @@ type keyValue struct{ key, value string }
 // as many again, so a write's read_id may name a read that far back.
 const recentOps = 2 * lookAhead
 
-func newStreamChecker(run history.Run) *streamChecker {
+func newStreamChecker(hdr *history.History, sel []Property) *streamChecker {
+	run := hdr.Run
 	fence := run.Fence
 	if fence == "" {
 		fence = history.FenceStrict
 	}
 	return &streamChecker{
+		plugins: keyedPlugins(hdr, sel), hdr: hdr, sel: sel,
 		fence: fence, noToken: run.NoToken, keys: map[string]*keyState{},
 		firstWriteCall: -1, lastWriteCall: -1, lastOp: -1,
 		recent: make([]recentOp, 0, 1024),
@@ -311,11 +324,29 @@ func (c *streamChecker) key(k string) *keyState {
 		ks.upd.init()
 		ks.mux.init()
 		ks.wit.init()
+		ks.streams = make([]keyStream, len(c.plugins))
+		for i, p := range c.plugins {
+			ks.streams[i] = p.streamKey(c, ks)
+		}
 		c.keys[k] = ks
 		c.order = append(c.order, ks)
 	}
 	c.lastKey = ks
 	return ks
+}
+
+// shared is the state plug-in p keeps for the whole stream (an index of the header's
+// records, say), made by mk the first time a key asks for it.
+func (c *streamChecker) shared(p Property, mk func() any) any {
+	if v, ok := c.common[p]; ok {
+		return v
+	}
+	if c.common == nil {
+		c.common = map[Property]any{}
+	}
+	v := mk()
+	c.common[p] = v
+	return v
 }
 
 // advance handles every event before time t.
@@ -414,34 +445,30 @@ func (c *streamChecker) add(o *history.Op) error {
 	ks := c.key(s.key)
 	ks.lastTime = max(ks.lastTime, last)
 	ks.wit.record(&s)
-	switch s.kind {
-	case history.Read:
-		if s.status == history.OK {
-			ks.reg.read(c, ks, &s)
-		}
+	switch s.kind { // the evidence
 	case history.Write:
 		c.countWrite(&s)
-		if err := ks.reg.write(c, ks, &s); err != nil {
-			c.err = err
-			return err
-		}
-		ks.upd.write(c, ks, &s)
-		if c.effects != nil {
-			c.effects.write(c, &s)
-		}
 	case history.Acquire:
 		if s.status == history.OK {
 			c.ev.Grants++
-			ks.tok.grant(c, ks, &s)
 		} else {
 			c.ev.AcquireFailed++
 			if c.ev.FirstAcquireError == "" && o.Error != "" {
 				c.ev.FirstAcquireError = o.Error // ops come in (call, id) order
 			}
 		}
-		ks.mux.acquire(c, ks, &s)
-	case history.Release:
-		ks.mux.release(c, ks, &s)
+	}
+	for _, st := range ks.streams { // the properties, in the list's order
+		if st == nil {
+			continue
+		}
+		if err := st.op(c, ks, &s); err != nil {
+			c.err = err
+			return err
+		}
+	}
+	if s.kind == history.Write && c.effects != nil {
+		c.effects.write(c, &s)
 	}
 	c.tim.op(s.kind, s.status, s.call, s.ret)
 	ks.tim.op(c, &s)
@@ -574,9 +601,11 @@ func (c *streamChecker) finish() {
 		c.handle(&e)
 	}
 	for _, ks := range c.order {
-		ks.reg.finish(c, ks)
-		ks.upd.finish(c, ks)
-		ks.mux.finish(c, ks)
+		for _, st := range ks.streams {
+			if st != nil {
+				st.finish(c, ks)
+			}
+		}
 		ks.tim.finish(c)
 	}
 }
@@ -589,7 +618,8 @@ func (c *streamChecker) result() *DirectResult {
 	ev := c.ev
 	var lost []lostRec
 	for _, ks := range c.order {
-		for _, p := range Properties {
+		for _, pl := range c.plugins {
+			p := pl.name()
 			f := ks.findings[p]
 			if f == nil || d.Findings[p].Violated {
 				continue
@@ -612,9 +642,9 @@ func (c *streamChecker) result() *DirectResult {
 	if p := Tokens; c.noToken != "" {
 		d.Findings[p] = analyzeTokens(&history.History{Run: history.Run{NoToken: c.noToken}})
 	}
-	for _, p := range Properties {
-		if _, ok := d.Findings[p]; !ok {
-			d.Findings[p] = Finding{}
+	for _, p := range c.plugins {
+		if _, ok := d.Findings[p.name()]; !ok {
+			d.Findings[p.name()] = Finding{}
 		}
 	}
 	ev.StaleAttempted = ev.StaleRejected + ev.StaleAccepted

@@ -122,22 +122,8 @@ func (w *witnessState) begin(c *streamChecker, ks *keyState, p Property, f *stre
 			}
 		}
 	}
-	// A refusal's candidates: every write with a token it fails against called before
-	// it returned, which the register still holds (its token is above what it forgot).
-	if p == Register {
-		for id := range cp.core {
-			x, ok := cp.ops[id]
-			if !ok || x.kind != history.Write || x.status != history.Rejected || c.fence == history.FenceOwner {
-				continue
-			}
-			for _, v := range ks.reg.byTok {
-				if (v.op.status == history.OK || v.op.status == history.Unknown) && v.op.call < x.ret && !history.Passes(c.fence, x.token, v.op.token) {
-					if _, ok := cp.ops[v.op.id]; !ok {
-						cp.ops[v.op.id] = v.op
-					}
-				}
-			}
-		}
+	if cr, ok := pluginOf(p).(capturer); ok {
+		cr.capture(c, ks, cp)
 	}
 	w.caps = append(w.caps, cp)
 	w.open++

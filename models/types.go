@@ -5,34 +5,14 @@ import "time"
 // Property names one thing a history is checked for.
 type Property string
 
-// The four properties, in the order reports show them.
+// The four core properties. Each is a plug-in (property.go): its definition is its
+// doc (Property.Doc), its file register_prop.go, updates_prop.go or locks_prop.go.
 const (
-	// Register: the resource behaves as one atomic register that accepts a write iff its
-	// token passes the fence. A violation means a stale write got through (the token
-	// went backwards) or the fence is not atomic.
 	Register Property = "register"
-	// Updates: every read-modify-write critical section is atomic. A violation means the
-	// protected data lost an update, even where tokens look fine.
-	Updates Property = "updates"
-	// Tokens: grants carry strictly increasing tokens in real-time order. A violation
-	// means token reuse or regression.
-	Tokens Property = "tokens"
-	// Mutex: at most one client believes it holds the lock at any time. Lease locks
-	// violate it under pauses; that is why fencing exists.
-	Mutex Property = "mutex"
+	Updates  Property = "updates"
+	Tokens   Property = "tokens"
+	Mutex    Property = "mutex"
 )
-
-// Properties lists every property in report order. Treat it as read-only.
-var Properties = []Property{Register, Updates, Tokens, Mutex}
-
-// Valid reports whether p is one of Properties.
-func (p Property) Valid() bool {
-	switch p {
-	case Register, Updates, Tokens, Mutex:
-		return true
-	}
-	return false
-}
 
 // Verdict is the outcome of checking one property.
 type Verdict string
@@ -294,6 +274,9 @@ type Options struct {
 	// as n²/8 bytes for n model ops on one key; a property over it is skipped. 0 means
 	// DefaultPorcupineMaxBytes.
 	PorcupineMaxBytes int64
+	// Select asks for the opt-in properties (Property.OptIn) to check, when the history
+	// calls for them; naming another property changes nothing. Nil: none.
+	Select []Property
 	// StreamAbove is the size in bytes above which CheckFile checks a history file as a
 	// stream rather than in memory; 0 means DefaultStreamAbove, a negative value
 	// streams every file.

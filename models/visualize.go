@@ -32,7 +32,7 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 	drawn := h
 	var extra []porcupine.Annotation
 	if f := d.Findings[p]; f.Violated && len(f.Ops) > 0 {
-		cut := cutWitness(ctx, p, newPartIndex(partFor(splitByKey(h), f.Key).h), f.Ops)
+		cut := cutWitness(ctx, modelled(p), newPartIndex(partFor(splitByKey(h), f.Key).h), f.Ops)
 		if cut.res == porcupine.Illegal {
 			drawn = cut.sub
 			lo, hi := int64(history.Infinity), int64(0)
@@ -55,8 +55,8 @@ func Visualize(ctx context.Context, w io.Writer, p Property, h *history.History)
 		}
 	}
 	vals := newValues(drawn)
-	model := newModel(ctx, p, drawn, vals)
-	ops := operations(p, drawn, vals)
+	model := newModel(ctx, modelled(p), drawn, vals)
+	ops := operations(modelled(p), drawn, vals)
 	_, info := porcupine.CheckOperationsVerbose(model, ops, visualizeTimeout(ctx))
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("visualize %s: %w", p, err)
@@ -81,7 +81,7 @@ func Drawable(p Property, h *history.History) (bool, string) {
 	if !p.Valid() || h == nil {
 		return false, "unknown property or no history"
 	}
-	_, largest, est := modelSize(p, splitByKey(h))
+	_, largest, est := modelSize(modelled(p), splitByKey(h))
 	if est > DefaultPorcupineMaxBytes {
 		return false, fmt.Sprintf("not drawn: %d %s ops on the largest key, and porcupine's memory grows as n² (about %s here, over the %s cap)",
 			largest, p, bytesText(est), bytesText(DefaultPorcupineMaxBytes))
@@ -108,42 +108,8 @@ func annotations(p Property, h *history.History, d *DirectResult) []porcupine.An
 			BackgroundColor: "#f6d5d5",
 		})
 	}
-	if p != Register && p != Updates {
-		return out
-	}
-	byID := h.ByID()
-	if p == Register {
-		for _, s := range d.StaleWrites {
-			w := byID[s.Write]
-			stop := w.End()
-			if stop == history.Infinity {
-				stop = w.Call
-			}
-			out = append(out, porcupine.Annotation{
-				Tag:             "stale writes",
-				Start:           w.Call,
-				End:             stop,
-				Description:     fmt.Sprintf("#%d %s", s.Write, s.Status),
-				Details:         fmt.Sprintf("write #%d (client %d, token %d) is older than write #%d (client %d, token %d), in effect by %d ns; %s", s.Write, s.Client, s.Token, s.Newer, s.NewerClient, s.NewerToken, s.NewerAt, s.Status),
-				BackgroundColor: staleColor(s.Status),
-			})
-		}
-		return out
-	}
-	for _, l := range d.LostUpdates {
-		w := byID[l.Write]
-		stop := w.End()
-		if stop == history.Infinity {
-			stop = w.Call
-		}
-		out = append(out, porcupine.Annotation{
-			Tag:             "lost updates",
-			Start:           w.Call,
-			End:             stop,
-			Description:     fmt.Sprintf("#%d", l.Write),
-			Details:         fmt.Sprintf("write #%d (client %d): %s", l.Write, l.Client, l.Explanation),
-			BackgroundColor: "#f6d5d5",
-		})
+	if an, ok := pluginOf(p).(annotator); ok {
+		out = append(out, an.annotations(h, d)...)
 	}
 	return out
 }

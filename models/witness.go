@@ -74,7 +74,7 @@ func certify(ctx context.Context, r *Result, x *partIndex, core []int) {
 		r.CertifyNote = "the direct analysis named no ops to cut a witness from"
 		return
 	}
-	cut := cutWitness(ctx, r.Property, x, core)
+	cut := cutWitness(ctx, mustPlugin(r.Property), x, core)
 	r.Witness = cut.ids
 	switch {
 	case ctx.Err() != nil:
@@ -99,7 +99,7 @@ type witnessCut struct {
 
 // cutWitness cuts the witness out of x's sub-history around core, widening it until
 // porcupine finds it illegal or it cannot grow.
-func cutWitness(ctx context.Context, p Property, x *partIndex, core []int) witnessCut {
+func cutWitness(ctx context.Context, p checker, x *partIndex, core []int) witnessCut {
 	c := newCutter(p, x, core)
 	for round := 1; ; round++ {
 		sub := c.subHistory()
@@ -116,7 +116,7 @@ func cutWitness(ctx context.Context, p Property, x *partIndex, core []int) witne
 // cutter grows a witness inside one key's sub-history.
 type cutter struct {
 	*partIndex
-	p      Property
+	p      checker
 	fence  string
 	in     []bool // in[i]: h.Ops[i] is in the cut
 	list   []int  // the indexes in the cut, in the order they joined
@@ -128,23 +128,9 @@ type cutter struct {
 	closed int // c.list[:closed] have had the closure rules applied
 }
 
-func newCutter(p Property, x *partIndex, core []int) *cutter {
+func newCutter(p checker, x *partIndex, core []int) *cutter {
 	c := &cutter{partIndex: x, p: p, fence: x.h.FenceRule(), in: make([]bool, len(x.h.Ops)), core: map[int]bool{}}
-	if p == Mutex {
-		// Only the ends of holds may join the cut: a renewal (an ok acquire while the
-		// client already holds) would start a hold of its own there, which without the
-		// hold's release would last to the end of the history.
-		c.hold, c.ends = map[int]int{}, map[int]bool{}
-		for _, hd := range holds(x.h) {
-			a := c.index(hd.acq.ID)
-			c.ends[a] = true
-			if hd.rel != nil {
-				r := c.index(hd.rel.ID)
-				c.hold[a], c.hold[r] = r, a
-				c.ends[r] = true
-			}
-		}
-	}
+	p.prepareCut(c)
 	for _, id := range core {
 		if i := c.index(id); i >= 0 {
 			c.core[i] = true
@@ -165,64 +151,13 @@ func (c *cutter) add(i int) {
 
 // relevant says whether op i takes part in the property's model at all (fail ops never
 // do; rejected writes only through the closure).
-func (c *cutter) relevant(i int) bool {
-	o := &c.h.Ops[i]
-	switch c.p {
-	case Register, Updates:
-		return (o.Kind == history.Write && (o.Status == history.OK || o.Status == history.Unknown)) ||
-			(o.Kind == history.Read && o.Status == history.OK)
-	case Tokens:
-		return o.Kind == history.Acquire && o.Status == history.OK
-	default:
-		return c.ends[i]
-	}
-}
+func (c *cutter) relevant(i int) bool { return c.p.relevant(c, i) }
 
 // close applies the closure rules to every op that joined the cut since the last call,
 // including those it adds. An op's rules depend on the op alone, so once is enough.
 func (c *cutter) close() {
 	for ; c.closed < len(c.list); c.closed++ {
-		i := c.list[c.closed]
-		{
-			o := &c.h.Ops[i]
-			switch c.p {
-			case Register:
-				if o.Kind == history.Read && o.Value != "" {
-					if w, ok := c.write[o.Value]; ok && (c.h.Ops[w].Status == history.OK || c.h.Ops[w].Status == history.Unknown) {
-						c.add(w)
-					}
-				}
-				if o.Kind == history.Write && o.Status == history.Rejected && c.fence != history.FenceOwner {
-					for j := range c.h.Ops {
-						w := &c.h.Ops[j]
-						if w.Kind == history.Write && (w.Status == history.OK || w.Status == history.Unknown) &&
-							w.Call < o.End() && !history.Passes(c.fence, o.Token, w.Token) {
-							c.add(j)
-						}
-					}
-				}
-			case Updates:
-				if o.Kind == history.Write && o.ReadID != nil && c.core[i] {
-					if r := c.index(*o.ReadID); r >= 0 {
-						c.add(r)
-						if v := c.h.Ops[r].Value; v != "" {
-							if w, ok := c.write[v]; ok && c.h.Ops[w].Status != history.Fail && c.h.Ops[w].Status != history.Rejected {
-								c.add(w)
-							}
-						}
-					}
-				}
-				if o.Kind == history.Write && o.Status == history.Unknown {
-					if r, ok := c.seen[o.Value]; ok {
-						c.add(r)
-					}
-				}
-			case Mutex:
-				if j, ok := c.hold[i]; ok {
-					c.add(j)
-				}
-			}
-		}
+		c.p.closure(c, c.list[c.closed])
 	}
 }
 

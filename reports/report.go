@@ -108,7 +108,8 @@ func capitalize(s string) string {
 	return string(s[0]-'a'+'A') + s[1:]
 }
 
-// propertyMeaning says what each property is about, for the verdict cards.
+// propertyMeaning says what each property is about, for the verdict cards; another
+// property's card quotes its definition (models.Property.Doc).
 var propertyMeaning = map[models.Property]string{
 	models.Register: "The resource acts as one atomic register that accepts a write only if its token passes the fence. Violated: a stale write got through.",
 	models.Updates:  "Every read-modify-write read the value accepted just before it. Violated: an update was lost.",
@@ -216,6 +217,9 @@ func newRunView(h *history.History, rep *models.Report) runView {
 	}
 	for _, res := range rep.Results {
 		rv := resultView{Result: res, Meaning: propertyMeaning[res.Property]}
+		if rv.Meaning == "" { // a property the cards have no words of their own for
+			rv.Meaning = res.Property.Doc()
+		}
 		if slices.Contains(models.Properties, res.Property) { // effects has no porcupine model
 			rv.Porcupine = "porcupine-" + string(res.Property) + ".html"
 		}

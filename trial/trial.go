@@ -38,6 +38,9 @@ type Options struct {
 	Logger *slog.Logger
 	// CheckTimeout bounds each property's linearizability check (0: models' default).
 	CheckTimeout time.Duration
+	// Select asks for the opt-in properties to check (models.Options.Select; run's
+	// --fail-on names them).
+	Select []models.Property
 	// Host, when set, runs a built-in backend's lock clients as client host processes
 	// in every run with a process pause (HostedFaults), so the pause stops the whole
 	// client with SIGSTOP. Nil: every lock client runs inside fencecheck.
@@ -278,7 +281,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		}
 	}
 	start = time.Now()
-	rep, err := models.Check(ctx, h, models.Options{Timeout: opt.CheckTimeout})
+	rep, err := models.Check(ctx, h, models.Options{Timeout: opt.CheckTimeout, Select: opt.Select})
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
@@ -379,7 +382,7 @@ func runError(ctx context.Context, err error, h *history.History, dir string, be
 // then the history without its ops.
 func checkSpilled(ctx context.Context, out *Outcome, head string, opt Options, log *slog.Logger) error {
 	start := time.Now()
-	res, err := models.CheckFile(ctx, head, models.Options{Timeout: opt.CheckTimeout})
+	res, err := models.CheckFile(ctx, head, models.Options{Timeout: opt.CheckTimeout, Select: opt.Select})
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}

@@ -189,7 +189,7 @@ func (a *app) check(ctx context.Context, f *checkFlags, files []string) error {
 	code := exitSafe
 	enc := json.NewEncoder(a.stdout)
 	for i, path := range files {
-		opt := models.Options{Timeout: f.timeout, PorcupineBudget: f.budget.d}
+		opt := models.Options{Timeout: f.timeout, PorcupineBudget: f.budget.d, Select: props} // --fail-on asks for an opt-in property
 		var rep *models.Report
 		var err error
 		if hs[i] != nil {

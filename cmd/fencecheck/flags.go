@@ -173,7 +173,18 @@ func parseFailOn(list []string) ([]models.Property, error) {
 
 // failOnFlag is --fail-on.
 func failOnFlag(fs *pflag.FlagSet, p *[]string) {
-	fs.StringSliceVar(p, "fail-on", []string{"register", "updates"}, "properties whose violation makes the exit code 1 (of register, updates, tokens, mutex, effects)")
+	var all, optIn []string
+	for _, q := range models.AllProperties {
+		all = append(all, string(q))
+		if q.OptIn() {
+			optIn = append(optIn, string(q))
+		}
+	}
+	help := "properties whose violation makes the exit code 1 (of " + strings.Join(all, ", ") + ")"
+	if len(optIn) > 0 {
+		help += "; " + strings.Join(optIn, ", ") + " is checked only when named here"
+	}
+	fs.StringSliceVar(p, "fail-on", []string{"register", "updates"}, help)
 }
 
 // names of the registry's backends, resources, faults, policies and the catalogue's

@@ -167,7 +167,7 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	if random {
 		fmt.Fprint(out, sched.String())
 	}
-	o, runErr := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger, CheckTimeout: f.checkTimeout, Host: a.host})
+	o, runErr := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger, CheckTimeout: f.checkTimeout, Host: a.host, Select: props})
 	runErr = a.red.Error(runErr)
 	if runErr != nil && ctx.Err() != nil {
 		// An interrupt (Ctrl-C, SIGTERM, SIGHUP) is said as one, here and in the run's note.
