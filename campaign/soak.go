@@ -143,6 +143,12 @@ func SoakPlanned(ctx context.Context, cfg SoakConfig) (*SoakResult, *Plan, error
 			switch {
 			case keepAll && res.Dir != "":
 				r.Evidence = RelTo(store, res.Dir)
+			case res.Err != nil && ctx.Err() != nil && res.Dir != "":
+				// Cut short by the interrupt: it shows nothing about the scenario, and a
+				// temporary store is left behind only for a run that shows something.
+				if err := removeRun(res.Dir); err != nil && cleanupErr == nil {
+					cleanupErr = err
+				}
 			case len(r.Diffs) > 0 || r.Err != "":
 				r.Evidence = res.Dir
 			case res.Dir != "":

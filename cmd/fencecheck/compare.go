@@ -6,6 +6,7 @@ import (
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,6 +159,9 @@ func (a *app) compare(cmd *cobra.Command, f *compareFlags) error {
 	if err != nil {
 		return fail(err)
 	}
+	if err := a.checkClientServices(f.clients, extra); err != nil {
+		return fail(err)
+	}
 	cfg := campaign.CompareConfig{Backends: backends, Options: f.options(), TTL: f.ttl, Faults: faults, Seed: f.seed, Extra: extra, Runs: f.runs, Parallel: f.parallel}
 	if f.runs > campaign.MaxCompareRuns {
 		// Say what it would have cost: the plan of one run per cell, times the runs.
@@ -270,6 +274,25 @@ func clientRows(values []string) ([]campaign.CompareRow, error) {
 		})
 	}
 	return rows, nil
+}
+
+// checkClientServices refuses a --client row whose SERVICE is no lock service: an
+// unknown name is a mistake in the command line (exit 2 before anything runs), not a
+// service that cannot run here, which compare skips.
+func (a *app) checkClientServices(values []string, rows []campaign.CompareRow) error {
+	var services []string
+	for _, n := range a.backendNames() {
+		if n != execlock.Name {
+			services = append(services, n)
+		}
+	}
+	for i, r := range rows {
+		svc := r.Options[execlock.OptionLockService]
+		if !slices.Contains(services, svc) {
+			return badInput("--client %q: unknown lock service %q%s (a backend from 'fencecheck list' other than exec)", values[i], svc, didYouMean(svc, services))
+		}
+	}
+	return nil
 }
 
 // compareExit: 1 when a service with a fencing token was unsafe with fencing (a

@@ -187,6 +187,8 @@ func TestCompareBadInput(t *testing.T) {
 		{"too many runs", []string{"compare", "--backend", "naive", "--runs", "500"}, "--runs 500 is above the most compare makes, 50: 500 runs of each of 7 cells would take about"},
 		{"client without a service", []string{"compare", "--client", "python3 x.py"}, `--client "python3 x.py": want [NAME=]SERVICE:CMD`},
 		{"client with an empty command", []string{"compare", "--client", "kazoo=zookeeper:"}, `--client "kazoo=zookeeper:": want [NAME=]SERVICE:CMD`},
+		{"client of an unknown service", []string{"compare", "--backend", "naive", "--client", "n=navie:true"}, `--client "n=navie:true": unknown lock service "navie"; did you mean "naive"?`},
+		{"client of exec", []string{"compare", "--backend", "naive", "--client", "n=exec:true"}, `--client "n=exec:true": unknown lock service "exec"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := run(t, tc.args...)

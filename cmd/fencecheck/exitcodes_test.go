@@ -30,6 +30,15 @@ func TestExitCodeRule(t *testing.T) {
 		probe.Close()
 		require.NoError(t, os.Remove(probe.Name()))
 	}
+	// A kernel file system refuses a folder even to root, whom access(2) lets write.
+	procRefuses := false
+	if st, err := os.Stat("/proc"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/proc", "probe")
+		procRefuses = err != nil
+		if err == nil {
+			_ = os.Remove(d)
+		}
+	}
 	hist := "testdata/concurrent-legal.json"
 	out := t.TempDir()
 
@@ -63,6 +72,9 @@ func TestExitCodeRule(t *testing.T) {
 		rows = append(rows,
 			row{"a file as folder", append([]string{w.cmd, w.flag, file}, w.args...), w.flag + " " + `"` + file + `": ` + file + " is a file, not a folder"},
 			row{"a folder under a file", append([]string{w.cmd, w.flag, filepath.Join(file, "sub")}, w.args...), file + " is a file, not a folder"})
+		if procRefuses {
+			rows = append(rows, row{"kernel file system", append([]string{w.cmd, w.flag, "/proc/sub"}, w.args...), w.flag + ` "/proc/sub": cannot write in /proc`})
+		}
 		if !rootWrites {
 			rows = append(rows, row{"read-only folder", append([]string{w.cmd, w.flag, readOnly}, w.args...), "cannot write in " + readOnly + ": permission denied"})
 		}

@@ -16,7 +16,9 @@ const wOK, xOK = 0x2, 0x1
 // --out) that cannot be one, before anything runs: empty, a file, under a file, or where
 // nothing may be written (permissions, a read-only mount). Such a path is the user's to
 // change (exit 2), not fencecheck's failure. The folder itself need not exist yet: the
-// nearest folder that does is checked, and nothing is created.
+// nearest folder that does is checked, and nothing is left behind. Access(2) says yes to
+// root everywhere, and a kernel file system (/proc, /sys) refuses what its permissions
+// allow, so the folder is also asked by making a folder in it and removing it at once.
 func writableDir(flag, dir string) error {
 	if strings.TrimSpace(dir) == "" {
 		return badInput("%s is empty: give a folder to write into", flag)
@@ -31,6 +33,11 @@ func writableDir(flag, dir string) error {
 			if err := syscall.Access(p, wOK|xOK); err != nil {
 				return badInput("%s %q: cannot write in %s: %s", flag, dir, p, pathReason(err))
 			}
+			probe, err := os.MkdirTemp(p, ".fencecheck-probe-")
+			if err != nil {
+				return badInput("%s %q: cannot write in %s: %s", flag, dir, p, pathReason(err))
+			}
+			_ = os.Remove(probe)
 			return nil
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 			return badInput("%s %q: %s", flag, dir, pathReason(err))

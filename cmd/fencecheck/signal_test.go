@@ -105,6 +105,45 @@ func TestRunStoppedBySignal(t *testing.T) {
 	}
 }
 
+// A soak into a temporary store (--out "") keeps only the runs that show something; a
+// run the interrupt cut short shows nothing, so nothing is left in TMPDIR.
+func TestSoakTemporaryStoreStoppedBySignal(t *testing.T) {
+	bin := buildCLI(t)
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	require.NoError(t, os.Mkdir(tmp, 0o755))
+	cmd := exec.Command(bin, "soak", "--scenario", "naive-fenced-pause", "--runs", "3", "--out", "")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(runLogs(t, filepath.Join(tmp, "fencecheck-soak-*")), "workload started") {
+		select {
+		case err := <-exited:
+			t.Fatalf("fencecheck ended before its workload started (%v):\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "the workload did not start:\n%s", stderr.String())
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("fencecheck did not stop after SIGTERM:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "exit: %v", err)
+	require.Equal(t, exitUsage, ee.ExitCode(), "stderr:\n%s", stderr.String())
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left, "temp files left behind:\n%s", stderr.String())
+	require.NotContains(t, stderr.String(), "(evidence: ")
+}
+
 // runLogs is every run.log under the store out.
 func runLogs(t *testing.T, out string) string {
 	files, err := filepath.Glob(filepath.Join(out, "*", "2*", reports.RunLog))

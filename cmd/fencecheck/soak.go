@@ -90,7 +90,7 @@ scenarios that cannot run here (each named on stderr with what it needs).`,
 	fs.StringSliceVar(&f.named, "scenario", []string{"all"}, "catalogue scenarios, comma-separated, or 'all'")
 	fs.StringSliceVar(&f.named, "scenarios", []string{"all"}, "")
 	deprecate(fs, "scenarios", "scenario")
-	fs.IntVar(&f.runs, "runs", 20, "runs per scenario, with seeds 1..N")
+	fs.IntVar(&f.runs, "runs", 20, fmt.Sprintf("runs per scenario, with seeds 1..N (1 to %d)", maxSoakRuns))
 	fs.BoolVar(&f.random, "random", false, "replace each scenario's targeted faults with a random schedule of the same kinds drawn from the seed (verdicts reported, not compared)")
 	outFlag(fs, &f.out, defaultOut, "results store: every run goes to DIR/<scenario>/<timestamp>/, the soak's page to DIR/soak/<timestamp>/index.html (empty: a temporary folder keeps only the runs that differ)")
 	checkTimeoutFlag(fs, &f.checkTimeout, false)
@@ -110,11 +110,18 @@ scenarios that cannot run here (each named on stderr with what it needs).`,
 	return c
 }
 
+// maxSoakRuns bounds --runs: the plan holds every run before the first starts, so a
+// number far beyond any soak's (10^11) would only fill memory before it began.
+const maxSoakRuns = 10000
+
 func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
 	ctx := cmd.Context()
 	fail := a.failer(f.json)
 	if f.runs < 1 {
 		return fail(badInput("--runs must be at least 1, got %d", f.runs))
+	}
+	if f.runs > maxSoakRuns {
+		return fail(badInput("--runs %d is above the most a soak makes, %d runs per scenario (shard a longer soak: --shard, docs/sharding.md)", f.runs, maxSoakRuns))
 	}
 	if err := checkParallel(f.parallel); err != nil {
 		return fail(err)

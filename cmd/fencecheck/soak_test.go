@@ -20,6 +20,7 @@ func TestSoakBadInput(t *testing.T) {
 	}{
 		{"unknown scenario", []string{"soak", "--scenarios", "naive-fenced-pause,nope"}, `unknown scenario "nope"`},
 		{"zero runs", []string{"soak", "--runs", "0"}, "--runs must be at least 1"},
+		{"too many runs", []string{"soak", "--scenarios", "naive-fenced-pause", "--runs", "99999999999"}, "--runs 99999999999 is above the most a soak makes, 10000 runs per scenario"},
 		{"arguments", []string{"soak", "naive-fenced-pause"}, "unexpected arguments"},
 		{"random without faults", []string{"soak", "--scenarios", "naive-32bit-fenced", "--random", "--runs", "1"}, "no faults to draw a random schedule from"},
 	} {

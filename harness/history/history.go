@@ -277,6 +277,9 @@ func (r Run) Check() error {
 				Msg: fmt.Sprintf("unknown field (did you mean %q?); a free-form member of the run may not be within two edits of a named one (%s)", near, strings.Join(runFields, ", "))}
 		}
 	}
+	if r.TTLms < 0 {
+		return fmt.Errorf("field \"run.ttl_ms\": %d is negative", r.TTLms)
+	}
 	if r.GrantedTTLms < 0 {
 		return fmt.Errorf("field \"run.granted_ttl_ms\": %d is negative", r.GrantedTTLms)
 	}
@@ -292,6 +295,9 @@ func ValidateFaults(faults []Fault) error {
 	for i, f := range faults {
 		if f.Kind == "" {
 			return fmt.Errorf("faults[%d]: field \"kind\": empty", i)
+		}
+		if f.Start < 0 {
+			return fmt.Errorf("faults[%d]: field \"start\": negative time %d", i, f.Start)
 		}
 		if f.End != nil && *f.End < f.Start {
 			return fmt.Errorf("faults[%d]: field \"end\": %d is before start %d", i, *f.End, f.Start)
@@ -322,6 +328,9 @@ func (o *Op) Check() error {
 	}
 	if o.Call < 0 {
 		return &OpError{ID: o.ID, Field: "call", Msg: fmt.Sprintf("negative time %d", o.Call)}
+	}
+	if o.ValidUntil < 0 {
+		return &OpError{ID: o.ID, Field: "valid_until", Msg: fmt.Sprintf("negative time %d", o.ValidUntil)}
 	}
 	if o.Status == Unknown {
 		if o.Return != nil {

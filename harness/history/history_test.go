@@ -65,6 +65,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate value", op(`{"id":2,"client":0,"kind":"write","call":9,"return":10,"status":"ok","token":1,"value":"a"},{"id":3,"client":0,"kind":"write","call":11,"return":12,"status":"ok","token":2,"value":"a"}`), `op 3 (ops[2]): field "value"`},
 		{"bad fence", `{"format":"fencecheck.history/v1","run":{"fence":"loose"},"ops":[]}`, `run.fence`},
 		{"trailing", example + "{}", "trailing data"},
+		{"negative ttl", `{"format":"fencecheck.history/v1","run":{"ttl_ms":-1},"ops":[]}`, `field "run.ttl_ms": -1 is negative`},
+		{"negative fault start", `{"format":"fencecheck.history/v1","run":{},"ops":[],"faults":[{"kind":"pause","target":"client-0","start":-1,"end":5,"detail":""}]}`, `faults[0]: field "start": negative time -1`},
+		{"negative valid_until", op(`{"id":2,"client":0,"kind":"acquire","call":9,"return":10,"status":"ok","token":1,"valid_until":-1}`), `op 2 (ops[1]): field "valid_until": negative time -1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(strings.NewReader(tc.in), "h.json")
