@@ -187,8 +187,28 @@ func gap(h *history.History, ops int, ev Evidence) (Reason, string) {
 		return ReasonNoGrant, why
 	case h.Run.AskedForFaults() && len(h.Faults) == 0:
 		return ReasonFaultNeverStruck, fmt.Sprintf("the run asked for %s, but no fault struck", strings.Join(h.Run.AskedFaults(), ", "))
+	case h.Run.AskedForFaults() && !struckAsked(h):
+		kinds := make([]string, 0, len(h.Faults))
+		for _, f := range h.Faults {
+			if !slices.Contains(kinds, f.Kind) {
+				kinds = append(kinds, f.Kind)
+			}
+		}
+		return ReasonFaultNeverStruck, fmt.Sprintf("the run asked for %s, but the faults recorded (%s) are none of them", strings.Join(h.Run.AskedFaults(), ", "), Shorten(strings.Join(kinds, ", "), maxWhyError))
 	}
 	return "", ""
+}
+
+// struckAsked reports whether a recorded fault is of a kind the run asked for: a fault
+// the run did not ask for (a misspelled kind) is no evidence that the asked one struck.
+func struckAsked(h *history.History) bool {
+	asked := h.Run.AskedFaults()
+	for _, f := range h.Faults {
+		if slices.Contains(asked, f.Kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxWhyError bounds the acquire error a Why quotes.

@@ -48,6 +48,13 @@ func TestEvidenceGaps(t *testing.T) {
 			return b.h
 		}, map[Property]want{Register: {Inconclusive, ReasonFaultNeverStruck}, Updates: {Inconclusive, ReasonFaultNeverStruck}, Tokens: {Held, ""}, Mutex: {Held, ""}},
 			"the run asked for pause, but no fault struck"},
+		{"only a fault the run did not ask for was recorded", func() *history.History {
+			b := baseline()
+			b.h.Run.Faults = []string{"pause"}
+			b.h.Faults = []history.Fault{{Kind: "paus", Target: "client-0", Start: 12}}
+			return b.h
+		}, map[Property]want{Register: {Inconclusive, ReasonFaultNeverStruck}, Updates: {Inconclusive, ReasonFaultNeverStruck}},
+			"the run asked for pause, but the faults recorded (paus) are none of them"},
 		{"a random schedule that never struck", func() *history.History {
 			b := baseline()
 			b.h.Run.RandomFaults = []string{"pause", "crash"}
