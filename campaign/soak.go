@@ -206,7 +206,8 @@ func summariseSoak(sp *SoakPlan, runs []*SoakRun) *SoakResult {
 }
 
 // RandomSoakDuration is a random-mode soak run's workload time when the scenario sets
-// none: long enough for a schedule at the default interval (2 TTLs) with a 1 s etcd TTL.
+// none: long enough for a schedule at the default interval (2 TTLs) with a 1 s etcd TTL;
+// a scenario with a longer TTL of its own gets four of them.
 const RandomSoakDuration = 5 * time.Second
 
 // soakSpec is the spec a soak runs for sc: as catalogued, or, in random mode, with its
@@ -221,7 +222,8 @@ func soakSpec(sc catalogue.Scenario, random bool) (spec.Spec, error) {
 	}
 	s.RandomFaults, s.Faults = s.Faults, nil
 	if s.Duration == 0 {
-		s.Duration = RandomSoakDuration
+		// At least two of the default intervals (2 TTLs) of the scenario's own TTL.
+		s.Duration = max(RandomSoakDuration, 4*s.TTL)
 	}
 	return s, nil
 }
