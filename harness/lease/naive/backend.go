@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -57,6 +58,9 @@ type Backend struct {
 
 	mu  sync.Mutex
 	srv *Server // nil while crashed
+	// hold keeps the server's port while it is crashed (proc.HoldPort), so that no other
+	// process's server or connection takes it before Restart.
+	hold io.Closer
 }
 
 // New starts a naive lock server and returns its backend.
@@ -117,11 +121,15 @@ func (b *Backend) Server() *Server {
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.srv == nil {
-		return nil
+	var err error
+	if b.srv != nil {
+		err = b.srv.Close()
+		b.srv = nil
 	}
-	err := b.srv.Close()
-	b.srv = nil
+	if b.hold != nil {
+		err = errors.Join(err, b.hold.Close())
+		b.hold = nil
+	}
 	return err
 }
 
@@ -131,7 +139,17 @@ func (b *Backend) Crash(_ context.Context, i int) error {
 	if i != 0 {
 		return fmt.Errorf("naive: there is one server, not node %d", i)
 	}
-	return b.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil {
+		return nil
+	}
+	err := b.srv.Close()
+	b.srv = nil
+	if h, herr := proc.HoldPort(b.addr); herr == nil {
+		b.hold = h
+	}
+	return err
 }
 
 // Restart starts the lock server again on the same address. With keepData=false the
@@ -155,6 +173,10 @@ func (b *Backend) Restart(_ context.Context, i int, keepData bool) error {
 		return fmt.Errorf("naive: restart on %s: %w", b.addr, err)
 	}
 	b.srv = srv
+	if b.hold != nil {
+		_ = b.hold.Close()
+		b.hold = nil
+	}
 	return nil
 }
 

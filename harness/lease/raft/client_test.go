@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/proc"
+
 	"github.com/fencecheck/fencecheck/harness"
 )
 
@@ -53,7 +55,7 @@ func deadAddr(t *testing.T) string {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	h, err := holdPort(addr)
+	h, err := proc.HoldPort(addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	return addr

@@ -73,7 +73,7 @@ type node struct {
 	snaps   *hraft.InmemSnapshotStore
 	apiAddr string
 	inc     *incarnation // nil while crashed
-	hold    io.Closer    // while crashed: keeps apiAddr's port (see holdPort)
+	hold    io.Closer    // while crashed: keeps apiAddr's port (see proc.HoldPort)
 }
 
 // Start starts cfg.Nodes raft nodes, bootstraps them as one cluster and waits (until ctx
@@ -527,7 +527,7 @@ func (s *Service) Crash(_ context.Context, i int) error {
 	}
 	inc.stopFront()
 	s.nw.setDown(i, true)
-	if h, err := holdPort(s.nodes[i].apiAddr); err != nil {
+	if h, err := proc.HoldPort(s.nodes[i].apiAddr); err != nil {
 		s.log.slog.Warn("raft lock: cannot hold the crashed node's port", "node", i, "err", err)
 	} else {
 		s.nodes[i].hold = h

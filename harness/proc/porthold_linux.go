@@ -1,6 +1,6 @@
 //go:build linux
 
-package raftlock
+package proc
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 	"syscall"
 )
 
-// holdPort binds a socket to addr without listening on it, so that while a node is
+// HoldPort binds a socket to addr without listening on it, so that while a server is
 // crashed no other socket (a listener, or an outgoing connection's local port) can take
 // its client API port, and connections to it are refused as they would be for a dead
 // process. Restart listens again (SO_REUSEADDR lets it bind beside the holder), then
 // releases the hold.
-func holdPort(addr string) (io.Closer, error) {
+func HoldPort(addr string) (io.Closer, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || !ap.Addr().Is4() {
 		return nil, fmt.Errorf("hold port %s: need an IPv4 host:port", addr)
