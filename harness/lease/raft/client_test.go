@@ -49,7 +49,7 @@ func (f *fakeNode) count(path string) int {
 }
 
 // deadAddr is an address where connections are refused; on Linux its port is held
-// (holdPort) until the test ends so that no other listener takes it meanwhile.
+// (proc.HoldPort) until the test ends so that no other listener takes it meanwhile.
 func deadAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
