@@ -32,8 +32,9 @@ const DefaultCompareTTL = 2 * time.Second
 
 // CompareBaselineGrants is how many grants the run without a fault makes at least
 // (spec.Spec.MinGrants), so that its latency percentiles and grants per second rest on
-// grants, not on how much a loaded machine got done in its three TTLs.
-const CompareBaselineGrants = 10
+// grants, not on how much a loaded machine got done in its one TTL. About two seconds of
+// any built-in service's workload on an idle machine.
+const CompareBaselineGrants = 50
 
 // MaxCompareRuns is the most runs per cell a comparison makes (CompareConfig.Runs): at
 // 2 × 5 + 1 runs per service and run, 50 runs of a dozen services already take hours.
@@ -249,9 +250,10 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 		}
 		i := len(cmp.Services)
 		cmp.Services = append(cmp.Services, row)
-		// Enough grants for the latency and throughput figures: three TTLs, and at least
-		// CompareBaselineGrants however slow the machine.
-		base.Duration, base.MinGrants = 3*ttl, CompareBaselineGrants
+		// Enough grants for the latency and throughput figures: one TTL, and at least
+		// CompareBaselineGrants however slow the machine. These runs go alone, so each
+		// second of them is a second of the whole comparison.
+		base.Duration, base.MinGrants = ttl, CompareBaselineGrants
 		var jobs []CompareJob
 		for k := range runs {
 			jobs = append(jobs, CompareJob{Row: i, Resource: probe, Spec: nth(base, k), Run: k})

@@ -47,24 +47,25 @@ type compareJSON struct {
 }
 
 // defaultCompareParallel: runs of different services at a time on a 2-core machine;
-// most of a run is waiting for a fault to heal.
-const defaultCompareParallel = 3
+// most of a run is waiting for a fault to heal (six at a time keep about one core busy).
+const defaultCompareParallel = 6
 
 // defaultCompareRuns is how many times each cell runs: enough for a median and a spread
 // (with the fenced twin, 10 samples of every fault's timing).
 const defaultCompareRuns = 5
 
 // estimateCompare is a rough estimate of how long a comparison's jobs take: a run
-// without a fault about 3 TTLs and its start, alone; a fault run about 5 TTLs (the fault
-// heals after 2 × TTL) and its start, parallel at a time.
+// without a fault about one TTL (or its grants) and its start, alone; a fault run about
+// 4 TTLs (armed after one, healed after two more and a takeover) and its start, parallel
+// at a time.
 func estimateCompare(jobs []campaign.CompareJob, ttl time.Duration, parallel int) time.Duration {
-	const start = 3 * time.Second
+	const start = 1500 * time.Millisecond
 	var alone, rest time.Duration
 	for _, j := range jobs {
 		if j.Alone() {
-			alone += 3*ttl + start
+			alone += max(ttl, 2*time.Second) + start
 		} else {
-			rest += 5*ttl + start
+			rest += 4*ttl + start
 		}
 	}
 	return alone + rest/time.Duration(max(parallel, 1))
