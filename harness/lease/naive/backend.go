@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -152,6 +153,9 @@ func (b *Backend) Crash(_ context.Context, i int) error {
 	return err
 }
 
+// restartCeiling bounds how long Restart waits for its port to be free again.
+const restartCeiling = 30 * time.Second
+
 // Restart starts the lock server again on the same address. With keepData=false the
 // persisted counter's file is removed first; an in-memory counter is lost either way.
 func (b *Backend) Restart(_ context.Context, i int, keepData bool) error {
@@ -169,6 +173,12 @@ func (b *Backend) Restart(_ context.Context, i int, keepData bool) error {
 		}
 	}
 	srv, err := b.start(b.addr, nil)
+	// The port hold can miss (another socket had the port for a moment after the crash):
+	// wait out a transient owner, within a generous ceiling, rather than fail the run.
+	for deadline := time.Now().Add(restartCeiling); err != nil && errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		srv, err = b.start(b.addr, nil)
+	}
 	if err != nil {
 		return fmt.Errorf("naive: restart on %s: %w", b.addr, err)
 	}
