@@ -62,6 +62,8 @@ type Backend struct {
 	// hold keeps the server's port while it is crashed (proc.HoldPort), so that no other
 	// process's server or connection takes it before Restart.
 	hold io.Closer
+	// holdErr is why the last crash could not hold the port, for Restart's error.
+	holdErr error
 }
 
 // New starts a naive lock server and returns its backend.
@@ -147,9 +149,7 @@ func (b *Backend) Crash(_ context.Context, i int) error {
 	}
 	err := b.srv.Close()
 	b.srv = nil
-	if h, herr := proc.HoldPort(b.addr); herr == nil {
-		b.hold = h
-	}
+	b.hold, b.holdErr = proc.HoldPort(b.addr)
 	return err
 }
 
@@ -158,7 +158,7 @@ const restartCeiling = 30 * time.Second
 
 // Restart starts the lock server again on the same address. With keepData=false the
 // persisted counter's file is removed first; an in-memory counter is lost either way.
-func (b *Backend) Restart(_ context.Context, i int, keepData bool) error {
+func (b *Backend) Restart(ctx context.Context, i int, keepData bool) error {
 	if i != 0 {
 		return fmt.Errorf("naive: there is one server, not node %d", i)
 	}
@@ -175,11 +175,15 @@ func (b *Backend) Restart(_ context.Context, i int, keepData bool) error {
 	srv, err := b.start(b.addr, nil)
 	// The port hold can miss (another socket had the port for a moment after the crash):
 	// wait out a transient owner, within a generous ceiling, rather than fail the run.
-	for deadline := time.Now().Add(restartCeiling); err != nil && errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline); {
+	deadline := time.Now().Add(restartCeiling)
+	for err != nil && errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 		srv, err = b.start(b.addr, nil)
 	}
 	if err != nil {
+		if b.holdErr != nil {
+			return fmt.Errorf("naive: restart on %s: %w (the port was not held while crashed: %v)", b.addr, err, b.holdErr)
+		}
 		return fmt.Errorf("naive: restart on %s: %w", b.addr, err)
 	}
 	b.srv = srv
