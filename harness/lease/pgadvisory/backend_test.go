@@ -139,8 +139,12 @@ func TestServerDiesWithFencecheck(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err, "the helper printed nothing")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	pidText, dir, ok := strings.Cut(strings.TrimSpace(line), " ")
+	require.True(t, ok, "helper: %s", line)
+	pid, err := strconv.Atoi(pidText)
 	require.NoError(t, err, "helper: %s", line)
+	// The killed helper cannot remove a cluster it made under the system temp dir.
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	require.Eventually(t, func() bool {

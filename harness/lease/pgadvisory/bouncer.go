@@ -79,7 +79,7 @@ func StartBouncer(ctx context.Context, s *Server, cfg BouncerConfig) (*Bouncer, 
 		return nil, err
 	}
 	host, sport, _ := net.SplitHostPort(s.Addr())
-	b := &Bouncer{ini: filepath.Join(s.dir(), "pgbouncer.ini")}
+	b := &Bouncer{ini: filepath.Join(s.Dir(), "pgbouncer.ini")}
 	if _, _, err := proc.OnFreePort(ctx, 0, func(port int, addr string) error {
 		b.addr = addr
 		return b.start(ctx, s, cfg, bin, host, sport, port)

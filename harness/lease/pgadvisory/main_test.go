@@ -12,7 +12,7 @@ import (
 )
 
 // helperEnv makes the test binary a helper that starts a server, prints the
-// postmaster's PID and waits to be killed (TestServerDiesWithFencecheck).
+// postmaster's PID and the cluster's directory and waits to be killed (TestServerDiesWithFencecheck).
 const helperEnv = "FENCECHECK_PGADVISORY_HELPER_DIR"
 
 func TestMain(m *testing.M) {
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 			fmt.Println("error:", err)
 			os.Exit(3)
 		}
-		fmt.Println(s.PID())
+		fmt.Println(s.PID(), s.Dir())
 		time.Sleep(5 * time.Minute)
 		os.Exit(0)
 	}

@@ -162,8 +162,10 @@ func reachable(dir string) bool {
 	}
 }
 
-// dir is the directory that holds the cluster (the one StartServer made, as root).
-func (s *Server) dir() string {
+// Dir is the directory that holds the cluster: ServerConfig.Dir, or the one StartServer
+// made under the system temp dir when running as root. Close removes the latter; a
+// SIGKILL'd fencecheck cannot.
+func (s *Server) Dir() string {
 	if s.own != "" {
 		return s.own
 	}
