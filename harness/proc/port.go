@@ -35,9 +35,15 @@ func ListenFree() (net.Listener, error) {
 	if lo-floor >= 1000 {
 		for range 64 {
 			port := floor + rand.IntN(lo-floor)
-			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
-				return ln, nil
+			ln, err := listenExclusive(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				continue
 			}
+			if err := shareAgain(ln); err != nil {
+				_ = ln.Close()
+				return nil, fmt.Errorf("find a free loopback port: %w", err)
+			}
+			return ln, nil
 		}
 	}
 	// No room below the range (an unusual ip_local_port_range): any free port.
@@ -68,9 +74,10 @@ func ephemeralRange() (lo, hi int) {
 	return l, h
 }
 
-// Taken reports whether a process holds port on 127.0.0.1 now (it cannot be bound).
+// Taken reports whether a process holds port on 127.0.0.1 now (it cannot be bound),
+// also when HoldPort holds it for a crashed server.
 func Taken(port int) bool {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	ln, err := listenExclusive(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return true
 	}

@@ -97,3 +97,39 @@ func TestOnFreePort(t *testing.T) {
 		require.Equal(t, 1, tries)
 	})
 }
+
+// A crashed server's port, held by HoldPort, is Taken for every prober (so FreePort and
+// OnFreePort never hand it to another server), while the server itself can listen on it
+// again past the TIME_WAIT sockets its crash left.
+func TestHeldPortIsTaken(t *testing.T) {
+	ln, err := proc.ListenFree()
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	port := ln.Addr().(*net.TCPAddr).Port
+	// One connection the server closes first, as a crash does: its side stays in
+	// TIME_WAIT on the port.
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	sc := <-accepted
+	require.NotNil(t, sc)
+	require.NoError(t, sc.Close())
+	require.NoError(t, ln.Close())
+	_, _ = c.Read(make([]byte, 1)) // the server's FIN
+	require.NoError(t, c.Close())
+
+	hold, err := proc.HoldPort(addr)
+	require.NoError(t, err, "the hold binds beside the TIME_WAIT socket")
+	require.True(t, proc.Taken(port), "a held port is taken")
+	again, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "the restarted server binds beside its hold")
+	require.NoError(t, hold.Close())
+	require.NoError(t, again.Close())
+}

@@ -3,8 +3,10 @@
 package proc
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"syscall"
 )
@@ -37,3 +39,41 @@ func HoldPort(addr string) (io.Closer, error) {
 type fdCloser int
 
 func (f fdCloser) Close() error { return syscall.Close(int(f)) }
+
+// listenExclusive listens on addr without SO_REUSEADDR (which Go's net.Listen sets), so
+// that it fails on a port HoldPort holds: two sockets may share a port only when both
+// ask for it. A port probe must see the hold, or it hands a crashed server's port to
+// another server and the crashed one cannot restart.
+func listenExclusive(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 0)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	return lc.Listen(context.Background(), "tcp", addr)
+}
+
+// shareAgain sets SO_REUSEADDR on a listener listenExclusive made, once it has its port:
+// the server that keeps it, and the connections it accepts, must let the same server
+// bind the port again after a crash, past their TIME_WAIT sockets and beside a hold.
+func shareAgain(ln net.Listener) error {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return nil
+	}
+	rc, err := tl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}

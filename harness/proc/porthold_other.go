@@ -2,7 +2,10 @@
 
 package proc
 
-import "io"
+import (
+	"io"
+	"net"
+)
 
 // HoldPort is a no-op where raw sockets are not available: a crashed node's port is
 // simply free until Restart listens on it again.
@@ -11,3 +14,7 @@ func HoldPort(string) (io.Closer, error) { return nopCloser{}, nil }
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+func listenExclusive(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+func shareAgain(net.Listener) error { return nil }
