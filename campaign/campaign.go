@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
@@ -44,6 +46,9 @@ type Campaign struct {
 	Log io.Writer
 	// CheckTimeout bounds each property's check (0: the models' default).
 	CheckTimeout time.Duration
+	// Select asks every run's check for these opt-in properties (trial.Options.Select;
+	// run's --fail-on names them).
+	Select []models.Property
 	// Host runs built-in lock clients as client hosts in runs with a process pause
 	// (trial.Options.Host; nil: in-process).
 	Host trial.LockerHost
@@ -206,9 +211,39 @@ func (c Campaign) label(s spec.Spec) string {
 	return c.Catalogue.Label(c.Registry, s)
 }
 
-// runOne runs s into Store/<label>/<timestamp>/ with its log in run.log, and points
-// Store/<label>/latest at it if it left a history (reports.EndRun).
-func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunResult) {
+// ErrStore marks a run that the results store could not take: its folder, its run.log
+// or the note of how it ended could not be written (a full disk, a read-only mount).
+var ErrStore = errors.New("results store")
+
+// runOne resolves s (settling the TTL an external service grants) and runs it as
+// RunResolved does; a spec that does not resolve fails in its own folder.
+func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) RunResult {
+	return c.runInto(ctx, s, label, func(ctx context.Context, log *slog.Logger) (*spec.Resolved, error) {
+		r, err := spec.Resolve(c.Registry, s)
+		if err != nil {
+			return nil, err
+		}
+		r, note, err := r.SettleTTL(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			log.Info(note)
+		}
+		return r, nil
+	})
+}
+
+// RunResolved runs the resolved spec r into Store/<label>/<timestamp>/: the one way a
+// spec is run into a store, for the CLI's run, every campaign and the Go front. Its log
+// goes to run.log (and to Log), secrets are masked in the log, the error and the
+// folder's note, and Store/<label>/latest points at the run if it left a history
+// (reports.EndRun). A store that cannot take the run gives an ErrStore.
+func (c Campaign) RunResolved(ctx context.Context, r *spec.Resolved, label string) RunResult {
+	return c.runInto(ctx, r.Spec, label, func(context.Context, *slog.Logger) (*spec.Resolved, error) { return r, nil })
+}
+
+func (c Campaign) runInto(ctx context.Context, s spec.Spec, label string, resolve func(context.Context, *slog.Logger) (*spec.Resolved, error)) (r RunResult) {
 	r.Label = label
 	started := time.Now()
 	defer func() { r.Took = time.Since(started) }()
@@ -222,13 +257,13 @@ func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunR
 	}
 	dir, err := reports.NewRunDir(c.Store, label, started)
 	if err != nil {
-		r.Err = err
+		r.Err = fmt.Errorf("%w %s: %w", ErrStore, c.Store, err)
 		return r
 	}
 	r.Dir = dir
 	logf, err := os.Create(filepath.Join(dir, reports.RunLog))
 	if err != nil {
-		r.Err = err
+		r.Err = fmt.Errorf("%w %s: %w", ErrStore, c.Store, err)
 		return r
 	}
 	defer logf.Close()
@@ -238,17 +273,20 @@ func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) (r RunR
 	}
 	logger := slog.New(h)
 	logger.Info("scenario starting", "label", label, "backend", s.Backend, "resource", s.Resource, "faults", s.Faults, "seed", s.Seed)
-	r.Outcome, r.Err = trial.Run(ctx, c.Registry, s, trial.Options{Dir: dir, Logger: logger, CheckTimeout: c.CheckTimeout, Host: c.Host})
-	r.Err = c.Redact.Error(r.Err)
+	res, err := resolve(ctx, logger)
+	if err == nil {
+		r.Outcome, err = trial.Execute(ctx, res, trial.Options{Dir: dir, Logger: logger, CheckTimeout: c.CheckTimeout, Host: c.Host, Select: c.Select})
+	}
+	r.Err = c.Redact.Error(err)
 	failure := ""
 	if r.Err != nil {
 		logger.Error("scenario failed", "err", r.Err)
-		failure = r.Err.Error()
+		failure = strings.TrimPrefix(r.Err.Error(), spec.ErrSpec.Error()+": ")
 	}
 	// The folder holds whatever evidence there is, even from a failed run; latest
 	// moves to it only if it has a history.
 	if err := reports.EndRun(dir, failure); err != nil && r.Err == nil {
-		r.Err = fmt.Errorf("results store: %w", err)
+		r.Err = fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	return r
 }

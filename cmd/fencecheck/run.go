@@ -2,21 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
-	"github.com/fencecheck/fencecheck/trial"
 )
 
 // runFlags are `fencecheck run`'s flags.
@@ -144,22 +143,6 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		fmt.Fprintln(out, note)
 	}
 	sched, random := r.Schedule()
-	// The store passed writableDir: a folder it cannot make now is the machine's (a full
-	// disk, a mount gone), not fencecheck's failure.
-	dir, err := reports.NewRunDir(f.out, label, time.Now())
-	if err != nil {
-		return fail(badInput("results store %s: %v", f.out, err))
-	}
-	logFile, err := os.Create(filepath.Join(dir, reports.RunLog))
-	if err != nil {
-		return fail(badInput("results store %s: %v", f.out, err))
-	}
-	defer logFile.Close()
-	var logTo slog.Handler = slog.NewTextHandler(a.red.Writer(logFile), nil)
-	if f.verbose {
-		logTo = slog.NewMultiHandler(logTo, slog.NewTextHandler(a.stderr, nil))
-	}
-	logger := slog.New(logTo)
 	fmt.Fprintf(out, "running %s (seed %d) ...\n", label, r.Spec.Seed)
 	for _, s := range r.Spec.Skipped {
 		fmt.Fprintln(out, "left out of the schedule:", s)
@@ -167,9 +150,23 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	if random {
 		fmt.Fprint(out, sched.String())
 	}
-	o, runErr := trial.Execute(ctx, r, trial.Options{Dir: dir, Logger: logger, CheckTimeout: f.checkTimeout, Host: a.host, Select: props})
-	runErr = a.red.Error(runErr)
-	if runErr != nil && ctx.Err() != nil {
+	c := campaign.Campaign{Registry: a.reg, Store: f.out, CheckTimeout: f.checkTimeout, Select: props, Host: a.host, Redact: a.red}
+	if f.verbose {
+		c.Log = a.stderr
+	}
+	res := c.RunResolved(ctx, r, label)
+	dir, o, runErr := res.Dir, res.Outcome, res.Err
+	if o != nil && errors.Is(runErr, campaign.ErrStore) {
+		// The run has its verdicts; only the note of how it ended could not be written.
+		fmt.Fprintln(a.stderr, "fencecheck run: warning:", message(runErr))
+		runErr = nil
+	}
+	switch {
+	case errors.Is(runErr, campaign.ErrStore):
+		// The store passed writableDir: a folder it cannot take now is the machine's
+		// (a full disk, a mount gone), not fencecheck's failure.
+		runErr = badInput("%s", message(runErr))
+	case runErr != nil && ctx.Err() != nil:
 		// An interrupt (Ctrl-C, SIGTERM, SIGHUP) is said as one, here and in the run's note.
 		msg := message(runErr)
 		if !strings.HasPrefix(msg, "interrupted") {
@@ -180,11 +177,10 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		}
 		runErr = badInput("%s", msg)
 	}
-	if runErr != nil {
-		logger.Error("scenario failed", "err", runErr)
-	}
-	if err := a.endRun(f.out, dir, runErr); err != nil {
-		fmt.Fprintln(a.stderr, "fencecheck run: warning:", err)
+	if dir != "" {
+		if err := reports.WriteStoreIndex(f.out); err != nil {
+			fmt.Fprintln(a.stderr, "fencecheck run: warning: store index:", err)
+		}
 	}
 	if runErr != nil {
 		return fail(runErr)
