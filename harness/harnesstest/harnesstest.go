@@ -132,9 +132,14 @@ type fixture struct {
 	links   [][]*proxy.Link
 }
 
+// startCeiling bounds a backend's start: a server's setup (PostgreSQL's initdb, a JVM)
+// does not scale with the TTL, and several rules start one each at once on a loaded
+// machine (initdb took over 15 s beside a CI run).
+const startCeiling = 3 * time.Minute
+
 func start(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.ceiling())
+	ctx, cancel := context.WithTimeout(context.Background(), max(cfg.ceiling(), startCeiling))
 	defer cancel()
 	b, err := cfg.Start(ctx, t)
 	if err != nil {
