@@ -1,6 +1,7 @@
 // Package harnesstest is the contract every lock backend must meet before fencecheck's
-// verdicts about it mean anything. Call Backend (or Descriptor) from a backend's own
-// tests, including a user's backend in another module:
+// verdicts about it mean anything. Call Backend (or Descriptor, or DescriptorWith for
+// settings of its own) from a backend's own tests, including a user's backend in
+// another module:
 //
 //   - tokens strictly increase across grants (unless the backend is harness.Tokenless);
 //   - a client's Acquire honours its ctx while another client holds the lock;
