@@ -4,8 +4,11 @@
 //
 //	res, err := fencecheck.Run(ctx, fencecheck.Config{Backend: mylock.Descriptor(), Store: t.TempDir()})
 //	ev, err := fencecheck.Evaluate(ctx, fencecheck.Config{Backend: mylock.Descriptor(), Store: t.TempDir()})
+//	p, err := fencecheck.Plan(ctx, fencecheck.Config{Backend: mylock.Descriptor()}) // runs nothing
 //
-// It links the harness, fencecheck's faults and its register resources, and no backend
+// reports.Summary(t.Output(), res.History, res.Report) and
+// reports.PrintScorecard(t.Output(), ev.Scorecard) print a run and a scorecard to the
+// test's log. It links the harness, fencecheck's faults and its register resources, and no backend
 // it is not given: the built-in backends are in harness/builtin, which only the CLI
 // imports. docs/go-api.md walks through the whole path (a backend, the contract suite
 // in harness/harnesstest, a run, an evaluation, the evidence).
