@@ -4,8 +4,11 @@
 //
 //	res, err := fencecheck.Run(ctx, fencecheck.Config{Backend: mylock.Descriptor(), Store: t.TempDir()})
 //	ev, err := fencecheck.Evaluate(ctx, fencecheck.Config{Backend: mylock.Descriptor(), Store: t.TempDir()})
+//	p, err := fencecheck.Plan(ctx, fencecheck.Config{Backend: mylock.Descriptor()}) // runs nothing
 //
-// It links the harness, fencecheck's faults and its register resources, and no backend
+// reports.Summary(t.Output(), res.History, res.Report) and
+// reports.PrintScorecard(t.Output(), ev.Scorecard) print a run and a scorecard to the
+// test's log. It links the harness, fencecheck's faults and its register resources, and no backend
 // it is not given: the built-in backends are in harness/builtin, which only the CLI
 // imports. docs/go-api.md walks through the whole path (a backend, the contract suite
 // in harness/harnesstest, a run, an evaluation, the evidence).
@@ -66,10 +69,11 @@ type Config struct {
 	// changed, and must not hold another backend of the same name.
 	Registry *registry.Registry
 
-	// Store is the results store (required; in a test, t.TempDir()): every run keeps
-	// its evidence in Store/<label>/<timestamp>/ (history.json, verdict.json, report
-	// pages, run.log), Store/<label>/latest points at the newest, and Store/index.html
-	// lists them. A second run adds a folder; it never overwrites the first.
+	// Store is the results store (required by Run and Evaluate, not by Plan; in a
+	// test, t.TempDir()): every run keeps its evidence in Store/<label>/<timestamp>/
+	// (history.json, verdict.json, report pages, run.log; Result.Label);
+	// Store/<label>/latest points at the newest and Store/index.html lists them. A
+	// second run adds a folder; it never overwrites the first.
 	Store string
 	// Log, if set, also receives every run's log (each run's run.log has it anyway).
 	Log io.Writer
@@ -109,7 +113,10 @@ type Config struct {
 // Validate names every field that is unset or does not fit the others, in one error
 // (wrapping spec.ErrSpec); nil when the configuration can run. It starts nothing:
 // the names of faults, resources and options are checked when a run resolves them.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(true) }
+
+// validate is Validate; without runs (a Plan), Store may be unset.
+func (c Config) validate(runs bool) error {
 	var bad []string
 	add := func(field, format string, args ...any) {
 		bad = append(bad, field+": "+fmt.Sprintf(format, args...))
@@ -121,7 +128,7 @@ func (c Config) Validate() error {
 		add("Backend.Start", "unset: a descriptor needs a Start function (or name a backend of Registry, and set Registry)")
 	case c.Started == nil && c.Backend.Start == nil:
 		if _, ok := c.Registry.Backend(c.Backend.Name); !ok {
-			add("Backend.Start", "unset, and Registry has no backend %q to run (it has: %s)", c.Backend.Name, registry.Names(c.Registry.BackendNames()))
+			add("Backend.Name", "backend %s is not in this registry; registered: %s (to run a backend of your own, give its descriptor, with a Start, as Backend)", c.Backend.Name, registeredNames(c.Registry))
 		}
 	case c.Started != nil && c.Backend.Start != nil:
 		add("Backend.Start", "set together with Started: a started backend is not started again; give one of them")
@@ -136,7 +143,7 @@ func (c Config) Validate() error {
 	if c.Started != nil && c.Started.Name() == "" {
 		add("Started", "its Name() is empty; a run is labelled by it")
 	}
-	if c.Store == "" {
+	if c.Store == "" && runs {
 		add("Store", "unset: the results store every run keeps its evidence in (in a test, t.TempDir())")
 	}
 	if c.Started != nil && c.Parallel > 1 {
@@ -160,8 +167,23 @@ func (c Config) Validate() error {
 	return fmt.Errorf("%w: fencecheck.Config: %s", spec.ErrSpec, strings.Join(bad, "; "))
 }
 
+// registeredNames lists reg's backends for a message: "a, b", or "none".
+func registeredNames(reg *registry.Registry) string {
+	if names := registry.Names(reg.BackendNames()); names != "" {
+		return names
+	}
+	return "none"
+}
+
 // Result is one run: where its evidence is, and what it found.
 type Result struct {
+	// Label is the name the run is stored under, built from its settings: the backend
+	// (with its members when more than one, "-external" for servers fencecheck did not
+	// start), the resource, the fence rule when Config.Fence sets one, and the faults
+	// joined by "+", e.g. "tinylock-fenced-pause". The run's folder is
+	// Store/<Label>/<timestamp>, and Store/<Label>/latest points at the newest run of
+	// that label. It is set whenever the Result is.
+	Label string
 	// Dir is the run's folder in the store ("" if the run could not make one).
 	Dir string
 	// Outcome holds the spec as run, the history and the report (Report.Verdicts);
@@ -198,7 +220,7 @@ func run(ctx context.Context, c Config) (*Result, error) {
 	}
 	results, interrupted := c.campaign(reg).Run(ctx, []spec.Spec{s})
 	r := results[0]
-	res := &Result{Dir: r.Dir, Outcome: r.Outcome}
+	res := &Result{Label: r.Label, Dir: r.Dir, Outcome: r.Outcome}
 	if r.Err == nil && interrupted {
 		r.Err = ctx.Err()
 	}
@@ -238,16 +260,30 @@ func evaluate(ctx context.Context, c Config) (*Evaluation, error) {
 	return &Evaluation{Scorecard: sc, Dir: dir, Interrupted: interrupted}, err
 }
 
+// EvaluationPlan is an evaluation before it runs, as Plan returns it (the same type
+// as campaign.EvaluatePlan):
+//
+//   - Name is the scorecard's folder in the store, "evaluate-<backend>" (with
+//     "-external" for servers fencecheck did not start);
+//   - Scorecard is the scorecard's header (Backend, Token, Setup, TTLNanos, NoToken,
+//     the Resources each fault runs against) and one row per fault that would run
+//     (Rows[i].Fault, Rows[i].Meaning), without runs or verdicts yet: the faults that
+//     apply to the backend, or Config.Faults;
+//   - Jobs are the runs, one per fault and resource (Fault, Resource and the Spec it
+//     would run with).
+type EvaluationPlan = campaign.EvaluatePlan
+
 // Plan lists the runs Evaluate would make, and which faults apply, without running
-// them (a Started backend is probed: one lease is acquired and released). A refusal
-// names the Go interface or field that would lift it, as Run's.
-func Plan(ctx context.Context, c Config) (*campaign.EvaluatePlan, error) {
+// them: c.Store is not needed (nothing is written). A Started backend is probed: one
+// lease is acquired and released. A refusal names the Go interface or field that
+// would lift it, as Run's.
+func Plan(ctx context.Context, c Config) (*EvaluationPlan, error) {
 	p, err := plan(ctx, c)
 	return p, registry.WithGoNames(err)
 }
 
-func plan(ctx context.Context, c Config) (*campaign.EvaluatePlan, error) {
-	reg, name, err := c.prepare(ctx)
+func plan(ctx context.Context, c Config) (*EvaluationPlan, error) {
+	reg, name, err := c.resolve(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -266,9 +302,15 @@ func (c Config) campaign(reg *registry.Registry) campaign.Campaign {
 	return campaign.Campaign{Registry: reg, Store: c.Store, Parallel: c.Parallel, Log: c.Log, CheckTimeout: c.CheckTimeout}
 }
 
-// prepare validates c and returns the registry to run in and the backend's name in it.
+// prepare validates c for runs and returns the registry to run in and the backend's
+// name in it.
 func (c Config) prepare(ctx context.Context) (*registry.Registry, string, error) {
-	if err := c.Validate(); err != nil {
+	return c.resolve(ctx, true)
+}
+
+// resolve is prepare; without runs (a Plan), Store may be unset.
+func (c Config) resolve(ctx context.Context, runs bool) (*registry.Registry, string, error) {
+	if err := c.validate(runs); err != nil {
 		return nil, "", err
 	}
 	d := c.Backend

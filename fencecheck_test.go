@@ -1,8 +1,10 @@
 package fencecheck_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/faults"
+	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -152,7 +155,7 @@ func TestRefusalsOfAUserBackend(t *testing.T) {
 		{"unknown fault", func(c *fencecheck.Config) { c.Faults = []string{"meteor"} }, "unknown fault"},
 		{"unknown resource", func(c *fencecheck.Config) { c.Resource = "tape" }, "tape"},
 		{"unknown option", func(c *fencecheck.Config) { c.Options = map[string]string{"colour": "red"} }, "colour"},
-		{"registry without it", func(c *fencecheck.Config) { c.Backend = registry.Backend{Name: "userlock2"}; c.Registry = reg }, "it has: userlock"},
+		{"registry without it", func(c *fencecheck.Config) { c.Backend = registry.Backend{Name: "userlock2"}; c.Registry = reg }, "backend userlock2 is not in this registry; registered: userlock"},
 		{"bad policy", func(c *fencecheck.Config) { c.Policy = "hopeful" }, "hopeful"},
 	} {
 		_, err := fencecheck.Run(ctx, cfg(tc.edit))
@@ -227,4 +230,106 @@ func TestStartedIsProbed(t *testing.T) {
 	require.ErrorContains(t, err, "TTL: 1s, but Started granted a lease of TTL 2s")
 	_, err = fencecheck.Run(ctx, fencecheck.Config{Started: started, Members: 3, Store: t.TempDir()})
 	require.ErrorContains(t, err, "MultiMember")
+}
+
+// A name missing from the Registry is said directly, with the names it has.
+func TestNameNotInRegistry(t *testing.T) {
+	reg, err := fencecheck.Registry(userDescriptor())
+	require.NoError(t, err)
+	empty, err := fencecheck.Registry()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		reg  *registry.Registry
+		want string
+	}{
+		{reg, "backend tinylock is not in this registry; registered: userlock"},
+		{empty, "backend tinylock is not in this registry; registered: none"},
+	} {
+		err := fencecheck.Config{Backend: registry.Backend{Name: "tinylock"}, Registry: tc.reg, Store: "s"}.Validate()
+		require.ErrorIs(t, err, spec.ErrSpec)
+		require.ErrorContains(t, err, tc.want)
+		require.NotContains(t, err.Error(), "Backend.Start", "the missing name is the error, not a missing Start")
+	}
+}
+
+// Plan runs nothing and writes nothing: it needs no Store, and returns the plan's
+// documented type.
+func TestPlanNeedsNoStore(t *testing.T) {
+	ctx := context.Background()
+	var p *fencecheck.EvaluationPlan
+	p, err := fencecheck.Plan(ctx, fencecheck.Config{Backend: userDescriptor()})
+	require.NoError(t, err)
+	require.Equal(t, "evaluate-userlock", p.Name)
+	require.NotEmpty(t, p.Jobs)
+	var same *campaign.EvaluatePlan = p // an alias: code written against campaign's type still compiles
+	require.NotNil(t, same)
+	// Run and Evaluate still need one.
+	require.ErrorContains(t, fencecheck.Config{Backend: userDescriptor()}.Validate(), "Store: unset")
+	_, err = fencecheck.Run(ctx, fencecheck.Config{Backend: userDescriptor()})
+	require.ErrorContains(t, err, "Store: unset")
+	_, err = fencecheck.Evaluate(ctx, fencecheck.Config{Backend: userDescriptor()})
+	require.ErrorContains(t, err, "Store: unset")
+}
+
+// shapeless is the naive backend's descriptor (whose started value is a
+// harness.Crasher) without its Shape, or with shape instead.
+func shapeless(shape func(registry.Settings) registry.Shape) registry.Backend {
+	d := naive.Descriptors()[0]
+	d.Shape = shape
+	return d
+}
+
+// A descriptor that states no Shape is refused a fault, policy or setting its values
+// may well support with words that say the Shape is missing and how to set it, not
+// that the values lack the interface.
+func TestMissingShapeRefusals(t *testing.T) {
+	ctx := context.Background()
+	empty := func(registry.Settings) registry.Shape { return registry.Shape{} }
+	for _, tc := range []struct {
+		name   string
+		shape  func(registry.Settings) registry.Shape
+		edit   func(*fencecheck.Config)
+		want   string
+		goName string
+	}{
+		{"no Shape, crash", nil, func(c *fencecheck.Config) { c.Faults = []string{"crash"} }, "has no Shape", "harness.Crasher"},
+		{"empty Shape, crash", empty, func(c *fencecheck.Config) { c.Faults = []string{"crash"} }, "has a Shape that gives no Backend value", "harness.Crasher"},
+		{"no Shape, skew", nil, func(c *fencecheck.Config) { c.Faults = []string{"skew"} }, "has no Shape", "registry.ServiceClocked (or registry.FastClocked: a clock run fast from the server's start)"},
+		{"no Shape, careful", nil, func(c *fencecheck.Config) { c.Policy = "careful" }, "has no Shape", "harness.Expiring (its leases)"},
+		{"no Shape, keys", nil, func(c *fencecheck.Config) { c.Keys = 2 }, "has no Shape", "harness.KeyedLocker (its lockers)"},
+	} {
+		c := fencecheck.Config{Backend: shapeless(tc.shape), Store: t.TempDir()}
+		tc.edit(&c)
+		_, err := fencecheck.Run(ctx, c)
+		require.ErrorIs(t, err, spec.ErrSpec, tc.name)
+		require.ErrorContains(t, err, "backend naive's descriptor "+tc.want, tc.name)
+		require.ErrorContains(t, err, "set its Shape to return values of the types its Start, NewLocker and Acquire return", tc.name)
+		require.Equal(t, []string{"registry.Backend.Shape", tc.goName}, registry.GoNames(err), tc.name)
+		require.ErrorContains(t, err, "(in Go: registry.Backend.Shape, "+tc.goName+")", tc.name)
+		require.NotContains(t, err.Error(), "\n", tc.name)
+	}
+	// In a plan too.
+	_, err := fencecheck.Plan(ctx, fencecheck.Config{Backend: shapeless(nil), Faults: []string{"crash"}})
+	require.ErrorContains(t, err, "backend naive's descriptor has no Shape")
+	// With its Shape, the same descriptor is planned with what its values have.
+	_, err = fencecheck.Plan(ctx, fencecheck.Config{Backend: naive.Descriptors()[0], Faults: []string{"crash"}})
+	require.NoError(t, err)
+}
+
+// A run that needs no capability goes on without a Shape, and its log says the Shape
+// is missing and what the started value has; its Result names its label.
+func TestMissingShapeRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a pause")
+	}
+	var log bytes.Buffer
+	store := t.TempDir()
+	res, err := fencecheck.Run(context.Background(), fencecheck.Config{
+		Backend: shapeless(nil), Faults: []string{"pause"}, Store: store, Log: &log,
+	})
+	require.NoError(t, err)
+	require.Contains(t, log.String(), "backend naive's descriptor has no Shape")
+	require.Contains(t, log.String(), "Crasher: Shape false, started true")
+	require.Equal(t, "naive-fenced-pause", res.Label)
+	require.Equal(t, filepath.Join(store, res.Label), filepath.Dir(res.Dir))
 }

@@ -61,3 +61,55 @@ func TestExampleModule(t *testing.T) {
 		}
 	}
 }
+
+// Every Go snippet of docs/go-api.md is code of the example module, line for line (the
+// indentation aside): TestExampleModule compiles and runs it, so a snippet a user
+// copies compiles.
+func TestGoAPISnippets(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "go-api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code []string // the example's .go files, each as trimmed lines joined by "\n"
+	files, err := filepath.Glob(filepath.Join("testdata", "ownlock", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the example's files: %v (%d)", err, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code = append(code, trimLines(string(b)))
+	}
+	snippets := strings.Split(string(doc), "```go\n")[1:]
+	if len(snippets) == 0 {
+		t.Fatal("docs/go-api.md has no Go snippet")
+	}
+	for i, s := range snippets {
+		end := strings.Index(s, "```")
+		if end < 0 {
+			t.Fatalf("snippet %d is not closed", i+1)
+		}
+		want := trimLines(s[:end])
+		found := false
+		for _, c := range code {
+			found = found || strings.Contains("\n"+c+"\n", "\n"+want+"\n")
+		}
+		if !found {
+			t.Errorf("docs/go-api.md's Go snippet %d is not code of testdata/ownlock (add it to the example's code, or make it match):\n%s", i+1, s[:end])
+		}
+	}
+}
+
+// trimLines is s with each line's surrounding white space removed and blank lines
+// dropped.
+func trimLines(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -152,7 +152,7 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, registry.Names(Policies()))
 	}
 	if s.Policy == "careful" && !caps.ClientExpiry {
-		return registry.Refuse("harness.Expiring (its leases)", "the careful policy needs a lease that knows its end by the client's clock, and backend %s's leases do not", s.Backend)
+		return be.ShapeRefusal(r.Settings, registry.Refuse("harness.Expiring (its leases)", "the careful policy needs a lease that knows its end by the client's clock, and backend %s's leases do not", s.Backend))
 	}
 	if res.NativeOnly && !slices.Contains(be.Native, res.Name) {
 		return registry.Refuse("registry.Backend.Native", "resource %s is native to the %s backend, not to %q", res.Name, strings.Join(reg.NativeOwners(res.Name), " or "), s.Backend)
@@ -161,13 +161,17 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("%w (backend %s: %s; resource %s fences on tokens)", ErrNoToken, s.Backend, caps.NoToken, res.Name)
 	}
 	if err := checkKeys(s, be.Name, caps, res); err != nil {
+		if !caps.Keyed {
+			err = be.ShapeRefusal(r.Settings, err)
+		}
 		return err
 	}
 	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL,
 		Random: len(s.RandomFaults) > 0, ClientFaults: reg.ClientFaultNames()}
 	for _, f := range s.Faults {
 		if err := r.applies(f); err != nil {
-			return err
+			// A descriptor without a Shape is refused for what it did not state.
+			return be.ShapeRefusal(r.Settings, err)
 		}
 	}
 	// A random schedule draws only from the kinds that apply to this backend.

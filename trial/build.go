@@ -82,6 +82,15 @@ func build(ctx context.Context, r *spec.Resolved, outDir, runID string, log *slo
 		return nil, spec.Input(err)
 	}
 	e.backend = be
+	// A descriptor without a Shape is planned with none of the optional capabilities, and
+	// a run that needs none (a pause) goes on so: its log says it, and what the started
+	// value has that the plan did not know.
+	if why := r.Backend.ShapeMissing(r.Settings); why != "" {
+		if diff := registry.ShapeDiff(r.Backend.ShapeOf(r.Settings), r.Spec.Members, be, nil, nil); diff != "" {
+			why += "; the started value has more: " + diff
+		}
+		log.Warn(why)
+	}
 	if !r.Backend.Shared {
 		e.closers = append(e.closers, be.Close)
 	}

@@ -1,6 +1,7 @@
 // Package harnesstest is the contract every lock backend must meet before fencecheck's
-// verdicts about it mean anything. Call Backend (or Descriptor) from a backend's own
-// tests, including a user's backend in another module:
+// verdicts about it mean anything. Call Backend (or Descriptor, or DescriptorWith for
+// settings of its own) from a backend's own tests, including a user's backend in
+// another module:
 //
 //   - tokens strictly increase across grants (unless the backend is harness.Tokenless);
 //   - a client's Acquire honours its ctx while another client holds the lock;
@@ -60,18 +61,39 @@ type Config struct {
 }
 
 // Descriptor runs the suite on a registry descriptor, started as a run would start it
-// (its default TTL and members, a temporary directory, logs discarded).
+// (its default TTL and members, no options given — an option with an Env reads its
+// environment variable —, a temporary directory, logs discarded): DescriptorWith with
+// zero settings.
 func Descriptor(t *testing.T, d registry.Backend) {
 	t.Helper()
-	ttl := d.TTL
+	DescriptorWith(t, d, registry.Settings{})
+}
+
+// DescriptorWith runs the suite on a registry descriptor started with settings s, as a
+// run with them would start it: s.TTL and s.Members (0: the descriptor's TTL and
+// Members) and s.Options, the descriptor's own options by name as fencecheck.Config's
+// Options gives them (an option not given reads its Env variable). The suite sets the
+// clients itself; s's other fields are not used.
+func DescriptorWith(t *testing.T, d registry.Backend, s registry.Settings) {
+	t.Helper()
+	ttl := s.TTL
+	if ttl == 0 {
+		ttl = d.TTL
+	}
 	if ttl == 0 {
 		ttl = registry.DefaultTTL
 	}
-	members := max(d.Members, 1)
+	members := s.Members
+	if members == 0 {
+		members = max(d.Members, 1)
+	}
+	settings := func(members int) registry.Settings {
+		return registry.Settings{TTL: ttl, Members: members, Clients: 2, Options: s.Options}
+	}
 	startWith := func(members int) func(ctx context.Context, t *testing.T) (harness.Backend, error) {
 		return func(ctx context.Context, t *testing.T) (harness.Backend, error) {
 			env := envFor(t, ttl)
-			env.Members = members
+			env.Settings = settings(members).WithOptions(d.Options)
 			if err := d.CheckSettings(env.Settings); err != nil {
 				return nil, err
 			}
@@ -79,7 +101,7 @@ func Descriptor(t *testing.T, d registry.Backend) {
 		}
 	}
 	declared := func(members int) *registry.Caps {
-		c := d.PlanCaps(registry.Settings{TTL: ttl, Members: members, Clients: 2})
+		c := d.PlanCaps(settings(members))
 		return &c
 	}
 	cfg := Config{TTL: ttl, Start: startWith(members), TokensResetOnCrash: d.TokensResetOnCrash, declared: declared(members), declaredCluster: declared(members)}
@@ -88,7 +110,7 @@ func Descriptor(t *testing.T, d registry.Backend) {
 		cfg.StartCluster, cfg.declaredCluster = startWith(cm), declared(cm)
 	}
 	t.Run("shape", func(t *testing.T) {
-		shapeAgrees(t, cfg, d.ShapeOf(registry.Settings{TTL: ttl, Members: members, Clients: 2}), members)
+		shapeAgrees(t, cfg, d.ShapeOf(settings(members)), members, d.ShapeMissing(settings(members)))
 	})
 	Backend(t, cfg)
 }

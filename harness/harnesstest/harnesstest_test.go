@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,4 +216,75 @@ func TestWaitRenewed(t *testing.T) {
 	default:
 	}
 	ReleaseOnce(t, le)
+}
+
+// clusterRulesEnv makes TestClusterRulesOnAUserBackend run, in a child process with -v
+// (TestClusterSkipsSayTheirRule), so that its skip messages can be read.
+const clusterRulesEnv = "FENCECHECK_HARNESSTEST_CLUSTER_SKIPS"
+
+func TestClusterRulesOnAUserBackend(t *testing.T) {
+	if os.Getenv(clusterRulesEnv) == "" {
+		t.Skip("run by TestClusterSkipsSayTheirRule in a child process")
+	}
+	Backend(t, memlockConfig(true, false, false))
+}
+
+// Each cluster rule a backend that is no cluster skips says what that rule needs a
+// majority for, not another rule's reason.
+func TestClusterSkipsSayTheirRule(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterRulesOnAUserBackend$/^cluster-", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), clusterRulesEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, tc := range []struct{ rule, want, not string }{
+		{"cluster-isolation", "no member to cut off with a majority left", "restart without its data"},
+		{"cluster-wipe", "no follower to restart without its data with a majority left", "cut off"},
+	} {
+		name := "TestClusterRulesOnAUserBackend/" + tc.rule
+		require.Contains(t, string(out), "--- SKIP: "+name+" ", "%s did not skip", tc.rule)
+		// The subtest's own lines follow its RUN line, indented.
+		m := regexp.MustCompile(`=== RUN   ` + regexp.QuoteMeta(name) + `\n((?:    .*\n)*)`).FindStringSubmatch(string(out))
+		require.NotNil(t, m, "%s:\n%s", tc.rule, out)
+		require.Contains(t, m[1], "not a harness.Cluster of 3 nodes or more: "+tc.want, tc.rule)
+		require.NotContains(t, m[1], tc.not, tc.rule)
+	}
+}
+
+// DescriptorWith starts the descriptor with the settings given: its options by name
+// (and, not given, from their environment variables, as in a run) and its TTL.
+func TestDescriptorWith(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	d := registry.Backend{
+		Name: "memlock", Meaning: "a user's lock",
+		Options: []registry.Option{{Name: "memlock-mode", Usage: "a setting of the user's", Env: "FENCECHECK_TEST_MEMLOCK_MODE"}},
+		Shape: func(registry.Settings) registry.Shape {
+			return registry.Shape{Backend: (*memlock)(nil), Locker: (*memLocker)(nil), Lease: (*memLease)(nil)}
+		},
+		Start: func(_ context.Context, env registry.Env) (harness.Backend, error) {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s %v", env.Option("memlock-mode"), env.TTL))
+			mu.Unlock()
+			return startMemlock(env.TTL, true, false)
+		},
+	}
+	took := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Compact(slices.Clone(seen))
+		seen = nil
+		return out
+	}
+	t.Run("given", func(t *testing.T) {
+		DescriptorWith(t, d, registry.Settings{TTL: ttl, Options: map[string]string{"memlock-mode": "given"}})
+	})
+	require.Equal(t, []string{"given 300ms"}, took())
+	t.Setenv("FENCECHECK_TEST_MEMLOCK_MODE", "from-env")
+	t.Run("environment", func(t *testing.T) {
+		DescriptorWith(t, d, registry.Settings{TTL: ttl})
+	})
+	require.Equal(t, []string{"from-env 300ms"}, took())
 }

@@ -208,12 +208,26 @@ func (f *fixture) checkExpiry(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// clusterFixture starts the backend as a cluster (Config.StartCluster) and returns its
-// Cluster and Crasher, or skips when it is not a cluster of at least 3 nodes.
-func clusterFixture(t *testing.T, cfg Config) (*fixture, harness.Cluster) {
+// clusterRules say, for each rule on a cluster, what it needs a majority left for: its
+// skip says it when the backend is no cluster of 3 nodes or more.
+var clusterRules = map[string]string{
+	"cluster-isolation": "no member to cut off with a majority left",
+	"cluster-wipe":      "no follower to restart without its data with a majority left",
+}
+
+// notCluster is why a cluster rule does not apply to a backend that is no harness.Cluster
+// of 3 nodes or more.
+func notCluster(rule string) string {
+	return "not a harness.Cluster of 3 nodes or more: " + clusterRules[rule]
+}
+
+// clusterFixture starts the backend as a cluster (Config.StartCluster) for rule (a key
+// of clusterRules) and returns its Cluster, or skips when it is not a cluster of at
+// least 3 nodes.
+func clusterFixture(t *testing.T, cfg Config, rule string) (*fixture, harness.Cluster) {
 	t.Helper()
 	if cfg.declaredCluster != nil && (!cfg.declaredCluster.Cluster || cfg.declaredCluster.Nodes < 3) {
-		t.Skip("not a harness.Cluster of 3 nodes or more: no member to cut off with a majority left")
+		t.Skip(notCluster(rule))
 	}
 	ccfg := cfg
 	if cfg.StartCluster != nil {
@@ -222,7 +236,7 @@ func clusterFixture(t *testing.T, cfg Config) (*fixture, harness.Cluster) {
 	f := start(t, ccfg)
 	cl, ok := registry.Service(f.backend).(harness.Cluster)
 	if !ok || cl.Nodes() < 3 {
-		t.Skip("not a harness.Cluster of 3 nodes or more: no member to cut off with a majority left")
+		t.Skip(notCluster(rule))
 	}
 	if tl, ok := f.backend.(harness.Tokenless); ok && tl.NoFencingToken() != "" {
 		t.Skipf("backend has no fencing tokens: %s", tl.NoFencingToken())
@@ -231,7 +245,7 @@ func clusterFixture(t *testing.T, cfg Config) (*fixture, harness.Cluster) {
 }
 
 func clusterIsolation(t *testing.T, cfg Config) {
-	f, cl := clusterFixture(t, cfg)
+	f, cl := clusterFixture(t, cfg, "cluster-isolation")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*cfg.ceiling())
 	defer cancel()
 	if err := f.checkIsolation(ctx, cfg, cl); err != nil {
@@ -312,7 +326,7 @@ func (f *fixture) checkIsolation(ctx context.Context, cfg Config, cl harness.Clu
 }
 
 func clusterWipe(t *testing.T, cfg Config) {
-	f, cl := clusterFixture(t, cfg)
+	f, cl := clusterFixture(t, cfg, "cluster-wipe")
 	crasher, ok := registry.Service(f.backend).(harness.Crasher)
 	if !ok {
 		t.Skip("the cluster is not a harness.Crasher: a member cannot lose its data")

@@ -14,12 +14,16 @@ import (
 // shapeAgrees starts the backend once, takes a lease through a proxied locker, and
 // fails with one line naming every capability in which the descriptor's Shape and the
 // started values differ: a plan made from the Shape would offer faults that cannot run,
-// or miss some that can.
-func shapeAgrees(t *testing.T, cfg Config, shape registry.Shape, members int) {
+// or miss some that can. missing, if set, says that the descriptor has no Shape
+// (registry.Backend.ShapeMissing): the failure says it too.
+func shapeAgrees(t *testing.T, cfg Config, shape registry.Shape, members int, missing string) {
 	f := start(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ceiling())
 	defer cancel()
 	if err := f.checkShape(ctx, shape, members); err != nil {
+		if missing != "" {
+			err = fmt.Errorf("%w: %s", err, missing)
+		}
 		t.Error(err)
 	}
 }

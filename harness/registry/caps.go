@@ -163,6 +163,42 @@ func (b Backend) ShapeOf(s Settings) Shape {
 	return b.Shape(s.WithOptions(b.Options))
 }
 
+// ShapeMissing says, in words, that the descriptor states no capabilities with settings
+// (it has no Shape, or its Shape gives no Backend value) and how to state them; "" when
+// its Shape gives a Backend. Without one a plan reads none of the optional
+// capabilities, whatever interfaces the started values implement.
+func (b Backend) ShapeMissing(s Settings) string {
+	var what string
+	switch {
+	case b.Shape == nil:
+		what = "has no Shape"
+	case b.ShapeOf(s).Backend == nil:
+		what = "has a Shape that gives no Backend value"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("backend %s's descriptor %s, so fencecheck plans it as a backend with none of the optional capabilities: "+
+		"set its Shape to return values of the types its Start, NewLocker and Acquire return (nil pointers will do, e.g. (*Server)(nil)), "+
+		"from whose interfaces fencecheck reads them", b.Name, what)
+}
+
+// ShapeRefusal is refusal — a fault, policy or setting refused for a capability the plan
+// read from the descriptor's Shape — restated when the descriptor states no Shape
+// (ShapeMissing): its values may well have the capability, and the missing Shape is
+// what to fix. It carries "registry.Backend.Shape" before refusal's own Go names. An
+// error that is not a refusal (no Go names), or a descriptor with a Shape, leaves
+// refusal as it is.
+func (b Backend) ShapeRefusal(s Settings, refusal error) error {
+	if refusal == nil || len(GoNames(refusal)) == 0 {
+		return refusal
+	}
+	missing := b.ShapeMissing(s)
+	if missing == "" {
+		return refusal
+	}
+	return Refuse("registry.Backend.Shape", "%s; as planned without it, %w", missing, refusal)
+}
+
 // PlanCaps are the capabilities a run of the backend will have with settings, read
 // before anything starts from its Shape (a cluster's Nodes are its Members) and its
 // facts.

@@ -1,15 +1,20 @@
-// Package registry describes what fencecheck can run: lock backends, protected resources
-// and faults, each as a descriptor value. A backend package exports its descriptor (name,
-// meaning, token, defaults, its own options, a start function); a Registry is a value
-// built by a function (see harness/builtin) that scenarios, the CLI and a user's own
-// tests ask, so that adding a backend is one package and one registration line.
+// Package registry holds the descriptor types of what fencecheck can run — lock
+// backends (Backend, with its Options and Shape), protected resources (Resource) and
+// faults (Fault, ClientFault, ServiceFault) — and the Registry value they are
+// registered in. Every stage (spec, trial, campaign, the CLI, the fencecheck front)
+// works in a Registry it is given and never reads a global one: a user's test builds
+// one with fencecheck.Registry (fencecheck's faults and register resources, and its
+// own backends), the CLI with harness/builtin. Adding a backend is a package that
+// exports its descriptor and one registration.
 //
 // What a backend can undergo is read from the interfaces its values implement
-// (harness.Cluster, harness.Crasher, harness.KeyedLocker, ...: Caps), never from its
-// name. Before anything starts, plans read them from the descriptor's Shape: values of
-// the types Start will return, so that the interfaces are the only statement of a
-// capability (the contract suite, harness/harnesstest, checks that the started values
-// agree).
+// (harness.Crasher, harness.Cluster, harness.KeyedLocker, harness.Expiring, ...),
+// never from its name or a list: before anything starts, from the values of the
+// descriptor's Shape (typed nil pointers of the types Start, NewLocker and Acquire
+// return); once it runs, from the started values. The contract suite
+// (harness/harnesstest) checks that the two agree. A refusal says in words what
+// cannot be done here and carries the Go name that would lift it (Refuse, GoNames,
+// WithGoNames).
 package registry
 
 import (

@@ -1,9 +1,11 @@
 // Package ownlock is an example of a lock backend that lives outside fencecheck: a tiny
 // TTL lock server over TCP (one text line per request) and its client, wired into
-// fencecheck through a registry descriptor. Its tests run fencecheck's contract suite,
-// one scenario (from the descriptor, and against a server the test started) and the
-// evaluate scorecard against it, through the fencecheck package; docs/go-api.md walks
-// through it.
+// fencecheck through a registry descriptor. Its tests run fencecheck's contract suite
+// (with the descriptor's defaults and with settings of their own), one scenario (from
+// the descriptor, and against a server the test started), the evaluate scorecard and
+// its plan against it, through the fencecheck package, and print the run's summary and
+// the scorecard to the test's log; docs/go-api.md walks through it, and every Go
+// snippet in it is code of this module.
 //
 // The rules it follows, which every backend must:
 //   - tokens are int64 and increase with every grant (a fenced resource refuses a
