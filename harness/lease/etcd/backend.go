@@ -174,12 +174,17 @@ func (b *Backend) Close() error {
 	return b.closeErr
 }
 
+// lockerDialCeiling bounds a lock client's first answer from servers that Start reached.
+const lockerDialCeiling = 30 * time.Second
+
 // NewLocker implements harness.Backend: a client dialling only addrs.
 func (b *Backend) NewLocker(ctx context.Context, _ int, addrs []string) (harness.Locker, error) {
 	if len(addrs) != len(b.cfg.Endpoints) {
 		return nil, fmt.Errorf("%w: etcd: want %d addresses (one per endpoint), got %d", harness.ErrNoEffect, len(b.cfg.Endpoints), len(addrs))
 	}
-	cli, err := DialKeepAlive(ctx, addrs, b.cfg.DialTimeout, b.cfg.KeepAlive)
+	// The servers answered Start already: a client's first answer waits out a loaded
+	// machine (a client host, a fresh process, took over 2 s beside a CI run).
+	cli, err := DialKeepAlive(ctx, addrs, max(b.cfg.DialTimeout, lockerDialCeiling), b.cfg.KeepAlive)
 	if err != nil {
 		return nil, err
 	}

@@ -75,8 +75,12 @@ func TestUnreachableEndpoint(t *testing.T) {
 		b, err = etcd.New(ctx, etcd.Config{Endpoints: c.Endpoints(), TTL: time.Second, DialTimeout: dial})
 		return err
 	})
+	// A lock client waits up to 30 s for its first answer (NewLocker); its ctx may end
+	// that sooner.
 	start = time.Now()
-	_, err = b.NewLocker(ctx, 0, []string{f.Addr()})
+	sctx, scancel := context.WithTimeout(ctx, time.Second)
+	defer scancel()
+	_, err = b.NewLocker(sctx, 0, []string{f.Addr()})
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 	t.Logf("stalled endpoint failed after %v: %v", time.Since(start), err)
 
