@@ -2,12 +2,14 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // FreePort returns a loopback port that was free a moment ago, for a server process
@@ -87,7 +89,8 @@ func Taken(port int) bool {
 
 // OnFreePort runs start on port, or, when port is 0, on a port FreePort picks; when a
 // picked port's start fails and the port is now Taken (another process bound it between
-// the pick and the server's bind), it picks another, up to 5 tries in all. Any other
+// the pick and the server's bind), or the failure says the port was in use, it picks
+// another, up to 5 tries in all. Any other
 // failure is start's error at once. It returns the port and address start succeeded on.
 func OnFreePort(ctx context.Context, port int, start func(port int, addr string) error) (int, string, error) {
 	picked := port == 0
@@ -100,8 +103,14 @@ func OnFreePort(ctx context.Context, port int, start func(port int, addr string)
 		if err == nil {
 			return p, addr, nil
 		}
-		if !picked || try == 5 || ctx.Err() != nil || !Taken(p) {
+		if !picked || try == 5 || ctx.Err() != nil || !(Taken(p) || inUse(err)) {
 			return 0, "", err
 		}
 	}
+}
+
+// inUse reports whether a server's start failed because its port was in use: another
+// process's probe may have held it for a moment and let it go by the time Taken looks.
+func inUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(strings.ToLower(err.Error()), "address already in use")
 }

@@ -77,6 +77,20 @@ func TestOnFreePort(t *testing.T) {
 		require.ErrorIs(t, err, failed)
 		require.Equal(t, 5, tries)
 	})
+	t.Run("in use for a moment", func(t *testing.T) {
+		// A probe held the port when the server bound it, and let it go since: the
+		// server's own words say so.
+		tries := 0
+		_, _, err := proc.OnFreePort(context.Background(), 0, func(port int, _ string) error {
+			tries++
+			if tries == 1 {
+				return fmt.Errorf("redis-server exited before it was ready; its output ends: Could not create server TCP listening socket 127.0.0.1:%d: bind: Address already in use", port)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, 2, tries)
+	})
 	t.Run("another failure", func(t *testing.T) {
 		tries := 0
 		_, _, err := proc.OnFreePort(context.Background(), 0, func(int, string) error { tries++; return failed })

@@ -206,7 +206,9 @@ func (b *Backend) NewLocker(ctx context.Context, id int, addrs []string) (harnes
 		nc.Close()
 		return nil, fmt.Errorf("%w: nats: jetstream: %w", harness.ErrNoEffect, err)
 	}
-	kctx, cancel := context.WithTimeout(ctx, timeout)
+	// Setup, not the workload: the bucket's lookup and status wait out a loaded machine
+	// (a client host's took over the TTL beside a CI run).
+	kctx, cancel := context.WithTimeout(ctx, max(timeout, connectCeiling))
 	defer cancel()
 	kv, err := js.KeyValue(kctx, b.cfg.Bucket)
 	if err != nil {
