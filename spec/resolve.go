@@ -146,12 +146,12 @@ func (r *Resolved) resolve(s Spec) error {
 	}
 	caps := be.PlanCaps(r.Settings)
 	if s.Policy == "" {
-		s.Policy = "trusting"
+		s.Policy = PolicyTrusting
 	}
 	if !slices.ContainsFunc(Policies(), func(n registry.Named) bool { return n.Name == s.Policy }) {
 		return fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, registry.Names(Policies()))
 	}
-	if s.Policy == "careful" && !caps.ClientExpiry {
+	if s.Policy == PolicyCareful && !caps.ClientExpiry {
 		return registry.Refuse("harness.Expiring (its leases)", "the careful policy needs a lease that knows its end by the client's clock, and backend %s's leases do not", s.Backend)
 	}
 	if res.NativeOnly && !slices.Contains(be.Native, res.Name) {

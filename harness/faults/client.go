@@ -4,6 +4,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 // Strikes on the lock holder itself: it stops (a GC-like pause), or its lock client
@@ -25,7 +26,7 @@ func (f pause) Strike(t registry.Target, riders []registry.ServiceFault) nemesis
 		}
 	}
 	switch {
-	case t.Policy == "careful":
+	case t.Policy == spec.PolicyCareful:
 		s.Point = harness.PauseAfterLeaseCheck
 	case t.Resource.ChecksThenWrites:
 		s.Point = harness.PauseAfterCheck

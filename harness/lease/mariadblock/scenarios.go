@@ -48,7 +48,7 @@ func Scenarios() []catalogue.Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "mariadb-lock-unfenced-careful-skew", Backend: "mariadb-lock", Resource: "unfenced", Policy: "careful", Faults: skew},
+			Spec:   spec.Spec{Name: "mariadb-lock-unfenced-careful-skew", Backend: "mariadb-lock", Resource: "unfenced", Policy: spec.PolicyCareful, Faults: skew},
 			About:  "a careful client checks its lease by its own clock after the pause and finds half its TTL left; the fast server clock has ended its session, and the write lands",
 			Expect: unsafe,
 		},

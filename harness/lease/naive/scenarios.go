@@ -89,17 +89,17 @@ func Scenarios() []catalogue.Scenario {
 			Expect: catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Held, catalogue.Violated, catalogue.Any), MinStaleRejected: 1, NoStaleAccepted: true},
 		},
 		{
-			Spec:   spec.Spec{Name: "naive-unfenced-careful-pause", Backend: "naive", Resource: "unfenced", Policy: "careful", Faults: []string{"pause"}},
+			Spec:   spec.Spec{Name: "naive-unfenced-careful-pause", Backend: "naive", Resource: "unfenced", Policy: spec.PolicyCareful, Faults: []string{"pause"}},
 			About:  "a careful client checks its lease by its own clock right before writing, then pauses between the check and the write",
 			Expect: unsafe,
 		},
 		{
-			Spec:   spec.Spec{Name: "naive-fenced-careful-pause", Backend: "naive", Resource: "fenced", Policy: "careful", Faults: []string{"pause"}},
+			Spec:   spec.Spec{Name: "naive-fenced-careful-pause", Backend: "naive", Resource: "fenced", Policy: spec.PolicyCareful, Faults: []string{"pause"}},
 			About:  "the same careful client against a fenced register: the fence catches what the check missed",
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "naive-unfenced-careful-skew", Backend: "naive", Resource: "unfenced", Policy: "careful", TTL: time.Second, Faults: []string{"skew"}},
+			Spec:   spec.Spec{Name: "naive-unfenced-careful-skew", Backend: "naive", Resource: "unfenced", Policy: spec.PolicyCareful, TTL: time.Second, Faults: []string{"skew"}},
 			About:  "the lock server's clock runs fast: it expires the lease while the careful client's own clock says there is time left",
 			Expect: unsafe,
 		},

@@ -24,7 +24,7 @@ func Scenarios() []catalogue.Scenario {
 		// fit in for the late write to come while the estimate still says valid; a loaded
 		// machine took 1.1 s for them, more than the whole 1 s TTL this scenario had.
 		{
-			Spec:   spec.Spec{Name: "raft-unfenced-careful-skew", Backend: "raft", Resource: "unfenced", Policy: "careful", TTL: 5 * time.Second, Faults: []string{"skew"}},
+			Spec:   spec.Spec{Name: "raft-unfenced-careful-skew", Backend: "raft", Resource: "unfenced", Policy: spec.PolicyCareful, TTL: 5 * time.Second, Faults: []string{"skew"}},
 			About:  "the raft leader's clock runs fast: the lock FSM expires the lease while the careful client's own clock says there is time left",
 			Expect: unsafe,
 		},
