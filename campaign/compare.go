@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -54,7 +55,9 @@ func CompareSeeds(seed int64, runs int) []int64 {
 // apply to every service, including one fencecheck does not own (an external endpoint).
 // Both partitions: the loud one closes the holder's connections (a session lock is
 // freed at once), the silent one leaves them open (only a session timeout frees it).
-func CompareFaults() []string { return []string{"pause", "partition", "silent-partition"} }
+func CompareFaults() []string {
+	return []string{faults.Pause, faults.Partition, faults.SilentPartition}
+}
 
 // CompareConfig says what to compare.
 type CompareConfig struct {

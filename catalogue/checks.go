@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 )
 
@@ -18,7 +19,7 @@ var signalled = regexp.MustCompile(`SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pid [1
 // signal (SIGSTOP, SIGKILL) and the PID it went to: the service's nodes are processes.
 func NodeFaultsSignalled(h *history.History) error {
 	for _, f := range h.Faults {
-		if (f.Kind == "node-pause" || f.Kind == "crash") && !signalled.MatchString(f.Detail) {
+		if (f.Kind == faults.NodePause || f.Kind == faults.Crash) && !signalled.MatchString(f.Detail) {
 			return fmt.Errorf("fault %s at %s names no signal and PID: %q", f.Kind, f.Target, f.Detail)
 		}
 	}

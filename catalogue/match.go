@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
@@ -83,7 +84,7 @@ func (c Catalogue) Expect(reg *registry.Registry, s spec.Spec) (e Expect, fromCa
 		v[models.Updates] = Held
 		e = Expect{Verdicts: v, MinStaleRejected: 1, NoStaleAccepted: true}
 	}
-	if be.TokensResetOnCrash && slices.Contains(n.Faults, "crash") {
+	if be.TokensResetOnCrash && slices.Contains(n.Faults, faults.Crash) {
 		v[models.Tokens] = Violated
 		if !res.Unfenced && n.Fence == "monotonic" {
 			v[models.Updates] = Violated

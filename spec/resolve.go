@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -163,7 +164,7 @@ func (r *Resolved) resolve(s Spec) error {
 	if err := checkKeys(s, be.Name, caps, res); err != nil {
 		return err
 	}
-	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL,
+	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, Careful: s.Policy == PolicyCareful, TTL: s.TTL,
 		Random: len(s.RandomFaults) > 0, ClientFaults: reg.ClientFaultNames()}
 	for _, f := range s.Faults {
 		if err := r.applies(f); err != nil {
@@ -214,7 +215,7 @@ func (r *Resolved) sortFaults() {
 			if slices.Contains(r.Spec.Faults, f.Name()) {
 				r.Strikes = append(r.Strikes, f)
 			}
-			if r.Carrier == nil || f.Name() == "pause" {
+			if r.Carrier == nil || f.Name() == faults.Pause {
 				r.Carrier = f
 			}
 		}

@@ -19,7 +19,7 @@ import (
 
 type nodePause struct{}
 
-func (nodePause) Name() string { return "node-pause" }
+func (nodePause) Name() string { return NodePause }
 func (nodePause) Meaning() string {
 	return "the lock service stops: a cluster's leader (a harness.Cluster of 3 or more nodes: all its links, to peers and clients, stall; a server process, harness.ProcessNodes: SIGSTOP until the pause heals), or a single server process that forgets idle sessions on its own (harness.ProcessNodes: SIGSTOP, and SIGCONT after 2x TTL while the holder is still paused)"
 }
@@ -102,7 +102,7 @@ func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesi
 
 type crash struct{}
 
-func (crash) Name() string { return "crash" }
+func (crash) Name() string { return Crash }
 func (crash) Meaning() string {
 	return "the lock service (a single server, or a cluster's leader; a server process: SIGKILL) crashes while the holder is paused, and restarts with its data (a single server: at once; a leader: when the pause heals); harness.Crasher"
 }
@@ -178,7 +178,7 @@ func (f crash) Action(t registry.Target, b harness.Backend) nemesis.Action {
 
 type clusterCrash struct{}
 
-func (clusterCrash) Name() string { return "cluster-crash" }
+func (clusterCrash) Name() string { return ClusterCrash }
 func (clusterCrash) Meaning() string {
 	return "every node of the lock service crashes while the holder is paused, and the whole service restarts at once from its durable state (a harness.ClusterCrasher)"
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -19,12 +20,12 @@ func Scenarios() []catalogue.Scenario {
 	unsafe := catalogue.Unsafe().Unchecked(models.Updates, models.Mutex)
 	safe := catalogue.Safe().Unchecked(models.Mutex)
 	pg := map[string]string{OptionStore: StorePostgres}
-	pause, crash, skew := []string{"pause"}, []string{"crash"}, []string{"skew"}
+	pause, crash, skew := []string{faults.Pause}, []string{faults.Crash}, []string{faults.Skew}
 	// A skewed clock runs at TTL 1 s: its brief pause is shorter than the TTL by the
 	// holder's own clock.
-	row := func(name, backend, resource, policy string, faults []string, opts map[string]string, about string, e catalogue.Expect) catalogue.Scenario {
-		s := spec.Spec{Name: name, Backend: backend, Resource: resource, Policy: policy, Faults: faults, Options: opts}
-		if len(faults) == 1 && faults[0] == "skew" {
+	row := func(name, backend, resource, policy string, named []string, opts map[string]string, about string, e catalogue.Expect) catalogue.Scenario {
+		s := spec.Spec{Name: name, Backend: backend, Resource: resource, Policy: policy, Faults: named, Options: opts}
+		if len(named) == 1 && named[0] == faults.Skew {
 			s.TTL = time.Second
 		}
 		return catalogue.Scenario{Spec: s, About: about, Expect: e}
