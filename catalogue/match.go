@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/harness/faults"
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
@@ -86,7 +87,7 @@ func (c Catalogue) Expect(reg *registry.Registry, s spec.Spec) (e Expect, fromCa
 	}
 	if be.TokensResetOnCrash && slices.Contains(n.Faults, faults.Crash) {
 		v[models.Tokens] = Violated
-		if !res.Unfenced && n.Fence == "monotonic" {
+		if !res.Unfenced && n.Fence == history.FenceMonotonic {
 			v[models.Updates] = Violated
 			e.NoStaleAccepted = false
 		}

@@ -212,7 +212,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	m.Sharding = sharding(record)
 	code := exitSafe
 	for _, c := range plan {
-		if c.Outcome == "" {
+		if c.Outcome == judge.OutcomeNone {
 			continue // another shard's cell
 		}
 		m.Cells = append(m.Cells, c.MatrixCell)

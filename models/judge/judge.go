@@ -27,6 +27,8 @@ const (
 
 // Outcomes of a run that gave no report.
 const (
+	// OutcomeNone: no result (yet): a run another shard makes, or one not made so far.
+	OutcomeNone RunOutcome = ""
 	// OutcomeError: the run failed (its Error says why).
 	OutcomeError RunOutcome = "error"
 	// OutcomeNotRun: the run was not made (a fenced run of a backend without a token).
