@@ -205,16 +205,16 @@ func run(ctx context.Context, c Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	faults := c.Faults
-	if len(faults) == 0 {
-		faults = []string{"pause"}
+	named := c.Faults
+	if len(named) == 0 {
+		named = []string{faults.Pause}
 	}
 	resource := c.Resource
 	if resource == "" {
 		resource = "fenced"
 	}
 	s := spec.Spec{
-		Backend: name, Resource: resource, Fence: c.Fence, Faults: faults,
+		Backend: name, Resource: resource, Fence: c.Fence, Faults: named,
 		Clients: c.Clients, TTL: c.TTL, Duration: c.Duration, Seed: c.Seed,
 		Policy: c.Policy, Members: c.Members, Options: c.Options, Keys: c.Keys,
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/stretchr/testify/require"
 )
@@ -109,7 +110,7 @@ func TestEvaluateTokenlessPlan(t *testing.T) {
 	sc := plan.Judge(make([]RunResult, len(plan.Jobs)), t.TempDir(), plan.Scorecard.Started)
 	require.False(t, sc.Safe)
 	require.Contains(t, sc.Verdict, "cannot be made safe by fencing")
-	require.Equal(t, "no fencing token", sc.Rows[0].Fenced)
+	require.Equal(t, judge.Cell("no fencing token"), sc.Rows[0].Fenced)
 	_, err = PlanEvaluate(nil, nil, cfg)
 	require.ErrorIs(t, err, spec.ErrSpec, "no registry is refused, not replaced")
 }

@@ -102,7 +102,7 @@ func FillCell(c *reports.MatrixCell, exp catalogue.Expect, store string, res Run
 		c.Dir = RelTo(store, res.Dir)
 	}
 	if res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil {
-		c.Outcome, c.Error = "error", errText(res.Err)
+		c.Outcome, c.Error = judge.OutcomeError, errText(res.Err)
 		return
 	}
 	rep := res.Outcome.Report

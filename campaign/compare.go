@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -54,7 +55,9 @@ func CompareSeeds(seed int64, runs int) []int64 {
 // apply to every service, including one fencecheck does not own (an external endpoint).
 // Both partitions: the loud one closes the holder's connections (a session lock is
 // freed at once), the silent one leaves them open (only a session timeout frees it).
-func CompareFaults() []string { return []string{"pause", "partition", "silent-partition"} }
+func CompareFaults() []string {
+	return []string{faults.Pause, faults.Partition, faults.SilentPartition}
+}
 
 // CompareConfig says what to compare.
 type CompareConfig struct {
@@ -201,7 +204,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 	notRun := func(resource string) []judge.CompareRun {
 		out := make([]judge.CompareRun, runs)
 		for k := range out {
-			out[k] = judge.CompareRun{Resource: resource, Outcome: judge.NotRunWord, Run: k, Seed: seeds[k]}
+			out[k] = judge.CompareRun{Resource: resource, Outcome: judge.OutcomeNotRun, Run: k, Seed: seeds[k]}
 		}
 		return out
 	}
@@ -419,7 +422,7 @@ func (p *ComparePlan) Judge(results []RunResult, store string, started time.Time
 		case res.Err != nil && errors.Is(res.Err, spec.ErrNoToken):
 			// A backend that learns only as it runs that it has no token (an exec client).
 			row.Facts.NoToken = judge.Scrub(strings.TrimPrefix(res.Err.Error(), spec.ErrSpec.Error()+": "))
-			run = judge.CompareRun{Resource: j.Resource, Scenario: res.Label, Outcome: judge.NotRunWord}
+			run = judge.CompareRun{Resource: j.Resource, Scenario: res.Label, Outcome: judge.OutcomeNotRun}
 		case res.Err != nil || res.Outcome == nil || res.Outcome.Report == nil:
 			run = judge.ErrorRun(j.Resource, res.Label, judge.Scrub(errText(res.Err)))
 		default:
@@ -538,7 +541,7 @@ func planned(c *judge.Comparison) *judge.Comparison {
 			f.Unfenced, f.Fenced = notRunYet(f.Unfenced), notRunYet(f.Fenced)
 			f.UnfencedWord, f.FencedWord, f.Figures = "", "", judge.Figures{}
 		}
-		s.Verdict, s.Safe, s.Paragraph, s.Inconclusive = "", false, "", ""
+		s.Verdict, s.Safe, s.Paragraph, s.Inconclusive = judge.VerdictNone, false, "", ""
 		s.ValidityGap, s.Overshoot, s.NoticeDelay, s.Takeover = judge.Worst{}, judge.Worst{}, judge.Worst{}, judge.Worst{}
 		s.NeverNoticed, s.NeverFaults, s.Latency = 0, nil, judge.Latency{}
 	}
@@ -549,7 +552,7 @@ func planned(c *judge.Comparison) *judge.Comparison {
 func notRunYet(runs []judge.CompareRun) []judge.CompareRun {
 	out := make([]judge.CompareRun, len(runs))
 	for k, r := range runs {
-		out[k] = judge.CompareRun{Resource: r.Resource, Outcome: judge.NotRunWord, Run: r.Run, Seed: r.Seed}
+		out[k] = judge.CompareRun{Resource: r.Resource, Outcome: judge.OutcomeNotRun, Run: r.Run, Seed: r.Seed}
 	}
 	return out
 }

@@ -190,10 +190,10 @@ func TestCompareRecord(t *testing.T) {
 	}
 	results[0] = RunResult{Label: "x", Err: errors.New("boom")}
 	cmp := p.Judge(results, t.TempDir(), time.Now())
-	require.Equal(t, "error", cmp.Services[p.Jobs[0].Row].Baseline[0].Outcome)
-	require.Equal(t, judge.NotRunWord, cmp.Services[p.Jobs[1].Row].Baseline[0].Outcome, "another shard's run stays not run")
+	require.Equal(t, judge.RunOutcome("error"), cmp.Services[p.Jobs[0].Row].Baseline[0].Outcome)
+	require.Equal(t, judge.OutcomeNotRun, cmp.Services[p.Jobs[1].Row].Baseline[0].Outcome, "another shard's run stays not run")
 	for _, s := range whole.Compare.Services {
-		require.Equal(t, judge.NotRunWord, s.Baseline[0].Outcome, "the record holds no result")
+		require.Equal(t, judge.OutcomeNotRun, s.Baseline[0].Outcome, "the record holds no result")
 		require.Empty(t, s.Verdict)
 	}
 

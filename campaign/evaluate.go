@@ -224,7 +224,7 @@ func (p *EvaluatePlan) Judge(results []RunResult, store string, started time.Tim
 			if res.Err != nil {
 				msg = res.Err.Error()
 			}
-			run = judge.ScoreRun{Resource: j.Resource, Scenario: res.Label, Outcome: "error", Error: msg}
+			run = judge.ScoreRun{Resource: j.Resource, Scenario: res.Label, Outcome: judge.OutcomeError, Error: msg}
 		} else {
 			run = judge.NewScoreRun(j.Resource, res.Label, res.Outcome.Report, reports.GapSamples(res.Outcome.History))
 		}

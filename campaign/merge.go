@@ -556,7 +556,7 @@ func writeMergedMatrix(dir, store string, p *Plan, results []RunResult, sharding
 	// which shows them as not run; the n/a cells stay.
 	var cells []reports.MatrixCell
 	for i, c := range m.Cells {
-		if !isRun[i] || c.Outcome != "" {
+		if !isRun[i] || c.Outcome != judge.OutcomeNone {
 			cells = append(cells, c)
 		}
 	}

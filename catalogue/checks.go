@@ -3,23 +3,31 @@ package catalogue
 import (
 	"errors"
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 )
 
 // Checks of what a scenario's history must show besides its verdicts (Scenario.Check).
 
-// signalled is what a node fault on a real server process names: the signal and the PID.
-var signalled = regexp.MustCompile(`SIG(STOP|KILL).*\(pid [1-9][0-9]*\)|\(pid [1-9][0-9]*\).*SIG(STOP|KILL)`)
+// signalled reports whether a fault records a real signal (SIGSTOP, SIGKILL) sent to
+// processes with real PIDs.
+func signalled(f history.Fault) bool {
+	if f.Signal != history.SignalStop && f.Signal != history.SignalKill || len(f.PIDs) == 0 {
+		return false
+	}
+	return !slices.ContainsFunc(f.PIDs, func(pid int) bool { return pid <= 0 })
+}
 
-// NodeFaultsSignalled fails unless every node-pause and crash fault in h names the real
-// signal (SIGSTOP, SIGKILL) and the PID it went to: the service's nodes are processes.
+// NodeFaultsSignalled fails unless every node-pause and crash fault in h records the real
+// signal (SIGSTOP, SIGKILL) and the PIDs it went to (history.Fault's Signal and PIDs):
+// the service's nodes are processes.
 func NodeFaultsSignalled(h *history.History) error {
 	for _, f := range h.Faults {
-		if (f.Kind == "node-pause" || f.Kind == "crash") && !signalled.MatchString(f.Detail) {
-			return fmt.Errorf("fault %s at %s names no signal and PID: %q", f.Kind, f.Target, f.Detail)
+		if (f.Kind == faults.NodePause || f.Kind == faults.Crash) && !signalled(f) {
+			return fmt.Errorf("fault %s at %s records no signal and PID (signal %q, pids %v): %q", f.Kind, f.Target, f.Signal, f.PIDs, f.Detail)
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
@@ -83,9 +85,9 @@ func (c Catalogue) Expect(reg *registry.Registry, s spec.Spec) (e Expect, fromCa
 		v[models.Updates] = Held
 		e = Expect{Verdicts: v, MinStaleRejected: 1, NoStaleAccepted: true}
 	}
-	if be.TokensResetOnCrash && slices.Contains(n.Faults, "crash") {
+	if be.TokensResetOnCrash && slices.Contains(n.Faults, faults.Crash) {
 		v[models.Tokens] = Violated
-		if !res.Unfenced && n.Fence == "monotonic" {
+		if !res.Unfenced && n.Fence == history.FenceMonotonic {
 			v[models.Updates] = Violated
 			e.NoStaleAccepted = false
 		}

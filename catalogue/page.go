@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/spec"
 )
 
 //go:embed expected.md.tmpl
@@ -117,7 +118,7 @@ func resourceCell(sc Scenario) string {
 	if sc.Fence != "" && sc.Fence != "strict" {
 		s += ", " + sc.Fence
 	}
-	if sc.Policy != "" && sc.Policy != "trusting" {
+	if sc.Policy != "" && sc.Policy != spec.PolicyTrusting {
 		s += ", " + sc.Policy + " client"
 	}
 	return s

@@ -104,6 +104,10 @@ type Action struct {
 	Start func(ctx context.Context, n *Nemesis, client int) (target, detail string, err error)
 	// Heal undoes it; nil if nothing needs undoing (a crash that already restarted).
 	Heal func(ctx context.Context) error
+	// Signalled, if set, says after a successful Start which signal it sent to which
+	// of the service's processes ("" when it sent none); the history records them with
+	// the fault (history.Fault's Signal and PIDs).
+	Signalled func() (signal string, pids []int)
 }
 
 // Validate checks the fault's settings.
@@ -521,6 +525,11 @@ func (n *Nemesis) startActions(ctx context.Context, actions []Action, client int
 			continue
 		}
 		fi := n.rec.FaultStart(a.Kind, target, detail)
+		if a.Signalled != nil {
+			if sig, pids := a.Signalled(); sig != "" {
+				n.rec.FaultSignal(fi, sig, pids)
+			}
+		}
 		heal := a.Heal
 		heals = append(heals, func() {
 			// Healing must work even after the run's context ended.

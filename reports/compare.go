@@ -154,7 +154,7 @@ func (v compareView) RunLinks(runs []judge.CompareRun) template.HTML {
 	for i, r := range runs {
 		label := fmt.Sprintf("%d", i+1)
 		if !r.Decided() {
-			label += " (" + r.Outcome + ")"
+			label += " (" + string(r.Outcome) + ")"
 		}
 		title := fmt.Sprintf("seed %d: %s", r.Seed, r.Outcome)
 		if r.Error != "" {
@@ -176,20 +176,34 @@ func (compareView) D(s judge.Spread[int64]) string { return judge.DurationWords(
 // R is a spread of grants per second in words.
 func (compareView) R(s judge.Spread[float64]) string { return judge.RateWords(s) }
 
-// WordClass colours a verdict word (a word over several runs by its worst part).
-func (compareView) WordClass(word string) string {
-	switch word {
-	case "held", judge.VerdictSafe:
+// VerdictClass colours a service's verdict.
+func (compareView) VerdictClass(v judge.ServiceVerdict) string {
+	switch v {
+	case judge.VerdictSafe:
 		return "good"
-	case "stale writes got through", "VIOLATED", judge.VerdictUnsafe, judge.NoTokenWord, judge.RefusedValid:
+	case judge.VerdictUnsafe, judge.VerdictNoToken:
 		return "bad"
-	case "inconclusive", "not tested":
+	case judge.VerdictInconclusive:
 		return "weak"
-	case judge.NotRunWord:
+	}
+	return "unknown"
+}
+
+// WordClass colours a fault's word over its runs (ServiceRow's UnfencedWord and
+// FencedWord): a cell's, or a mix of them over several runs by its worst part.
+func (compareView) WordClass(word string) string {
+	switch judge.Cell(word) {
+	case judge.CellHeld:
+		return "good"
+	case judge.CellStaleThrough, judge.CellViolated, judge.CellNoToken, judge.CellRefusedValid:
+		return "bad"
+	case judge.Cell(judge.OutcomeInconclusive), judge.CellNotTested:
+		return "weak"
+	case judge.CellNotRun:
 		return "na"
 	}
 	switch {
-	case strings.Contains(word, "VIOLATED"), strings.Contains(word, "stale writes got through"), strings.Contains(word, judge.RefusedValid):
+	case strings.Contains(word, string(judge.CellViolated)), strings.Contains(word, string(judge.CellStaleThrough)), strings.Contains(word, string(judge.CellRefusedValid)):
 		return "bad"
 	case strings.Contains(word, " in "):
 		return "weak"
@@ -287,10 +301,10 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	tw.Flush()
 	for _, s := range c.Services {
 		if s.Inconclusive != "" {
-			term.Fprintf(w, "%s: %s: %s\n", s.Name, strings.ToUpper(s.Verdict), s.Inconclusive)
+			term.Fprintf(w, "%s: %s: %s\n", s.Name, strings.ToUpper(s.Verdict.String()), s.Inconclusive)
 			continue
 		}
-		term.Fprintf(w, "%s: %s\n", s.Name, strings.ToUpper(s.Verdict))
+		term.Fprintf(w, "%s: %s\n", s.Name, strings.ToUpper(s.Verdict.String()))
 	}
 	for _, s := range c.Skipped {
 		term.Fprintf(w, "skipped %s: %s\n", s.Backend, s.Reason)
@@ -311,7 +325,7 @@ func staleWords(fg judge.Figures, sep string) string {
 func baselineOutcome(runs []judge.CompareRun) string {
 	var words []string
 	for _, r := range runs {
-		words = append(words, r.Outcome)
+		words = append(words, string(r.Outcome))
 	}
 	if len(words) == 0 {
 		return judge.NotRunWord

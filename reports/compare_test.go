@@ -14,7 +14,7 @@ import (
 )
 
 func TestComparisonPage(t *testing.T) {
-	run := func(outcome string, never int) judge.CompareRun {
+	run := func(outcome judge.RunOutcome, never int) judge.CompareRun {
 		return judge.CompareRun{Outcome: outcome, TTLNanos: 2e9, Verdicts: map[models.Property]models.Verdict{models.Register: models.Held},
 			Superseded: 1, Noticed: 1 - never, NeverNoticed: never, ValidityGapNanos: 2e9, NoticeDelayNanos: 5e8, TakeoverNanos: 2e9, Grants: 5, Dir: "r/1"}
 	}

@@ -31,9 +31,9 @@ type MatrixCell struct {
 	Catalogue bool                               `json:"catalogue"`
 	Expected  map[models.Property]models.Verdict `json:"expected,omitempty"`
 	Verdicts  map[models.Property]models.Verdict `json:"verdicts,omitempty"`
-	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), "error" (the run
-	// failed) or "n/a" (the combination cannot run).
-	Outcome string `json:"outcome"`
+	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), OutcomeError (the run
+	// failed) or OutcomeNA (the combination cannot run).
+	Outcome judge.RunOutcome `json:"outcome"`
 	// Match: the verdicts and evidence are what the expectation says; Diffs says how
 	// they differ otherwise.
 	Match         bool     `json:"match"`
@@ -69,11 +69,11 @@ func (c MatrixCell) Word() string {
 	case c.Outcome == OutcomeInconclusive && c.Why != "":
 		return "inconclusive: " + c.Why
 	}
-	return c.Outcome
+	return string(c.Outcome)
 }
 
 // Ran reports whether the cell's scenario ran and was checked.
-func (c MatrixCell) Ran() bool { return c.Outcome != "error" && c.Outcome != "n/a" }
+func (c MatrixCell) Ran() bool { return c.Outcome != OutcomeError && c.Outcome != OutcomeNA }
 
 // Matrix is one `fencecheck matrix` run: its axes and cells.
 type Matrix struct {
@@ -104,7 +104,7 @@ func (m *Matrix) Mismatches() int {
 func (m *Matrix) Errors() int {
 	n := 0
 	for _, c := range m.Cells {
-		if c.Outcome == "error" {
+		if c.Outcome == OutcomeError {
 			n++
 		}
 	}
@@ -116,7 +116,7 @@ func (m *Matrix) SummaryLine() string {
 	ran, na := 0, 0
 	for _, c := range m.Cells {
 		switch {
-		case c.Outcome == "n/a":
+		case c.Outcome == OutcomeNA:
 			na++
 		case c.Ran():
 			ran++
@@ -207,7 +207,7 @@ func newMatrixView(m *Matrix) matrixView {
 			for _, f := range m.Faults {
 				c, ok := m.Cell(b, r, f)
 				if !ok {
-					c = MatrixCell{Backend: b, Resource: r, Fault: f, Outcome: "n/a", Error: "not run"}
+					c = MatrixCell{Backend: b, Resource: r, Fault: f, Outcome: OutcomeNA, Error: judge.NotRunWord}
 				}
 				row.Cells = append(row.Cells, cellView(c))
 			}
@@ -218,7 +218,7 @@ func newMatrixView(m *Matrix) matrixView {
 }
 
 func cellView(c MatrixCell) matrixCellView {
-	cv := matrixCellView{MatrixCell: c, Class: verdictClass(c.Outcome)}
+	cv := matrixCellView{MatrixCell: c, Class: outcomeClass(c.Outcome)}
 	if c.Outcome == OutcomeUnsafe {
 		cv.Class = "bad"
 	}
@@ -263,9 +263,9 @@ func (m *Matrix) Table(w io.Writer) {
 		}
 		exp := "as expected"
 		switch {
-		case c.Outcome == "n/a":
+		case c.Outcome == OutcomeNA:
 			exp = "n/a: " + c.Error
-		case c.Outcome == "error":
+		case c.Outcome == OutcomeError:
 			exp = "ERROR: " + c.Error
 		case !c.Match:
 			exp = "DIFFERS: " + strings.Join(c.Diffs, "; ")

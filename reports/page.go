@@ -34,6 +34,7 @@ var funcs = template.FuncMap{
 	"css":     func(name string) template.CSS { return template.CSS(asset(name)) },
 	"js":      func(name string) template.JS { return template.JS(asset(name)) },
 	"verdict": verdictClass,
+	"outcome": outcomeClass,
 	"add":     func(a, b int) int { return a + b },
 	"plural":  plural,
 	"initial": func(p models.Property) string { return strings.ToUpper(string(p)[:1]) },
@@ -90,18 +91,34 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// verdictClass maps a verdict (or an outcome word) to the CSS class that colours it.
-func verdictClass(v any) string {
-	switch fmt.Sprint(v) {
-	case "violated", "unsafe", "stale":
+// verdictClass maps a property's verdict to the CSS class that colours it.
+func verdictClass(v models.Verdict) string {
+	switch v {
+	case models.Violated:
 		return "bad"
-	case "held", "safe":
+	case models.Held:
 		return "good"
-	case "inconclusive":
+	case models.Inconclusive:
 		return "weak"
-	case "unknown", "error", "failed":
+	case models.Unknown:
 		return "unknown"
-	case "n/a", "skipped":
+	}
+	return "neutral"
+}
+
+// outcomeClass maps a run's (or a matrix cell's, or a stored campaign's) outcome to the
+// CSS class that colours it.
+func outcomeClass(o judge.RunOutcome) string {
+	switch o {
+	case OutcomeUnsafe:
+		return "bad"
+	case OutcomeSafe:
+		return "good"
+	case OutcomeInconclusive:
+		return "weak"
+	case OutcomeUnknown, OutcomeError, OutcomeFailed:
+		return "unknown"
+	case OutcomeNA:
 		return "na"
 	}
 	return "neutral"

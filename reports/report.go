@@ -25,15 +25,21 @@ const (
 	OutcomeUnknown      = judge.OutcomeUnknown
 	OutcomeInconclusive = judge.OutcomeInconclusive
 	OutcomeSafe         = judge.OutcomeSafe
+	// OutcomeError: the run failed (judge's).
+	OutcomeError = judge.OutcomeError
+	// OutcomeNA: a matrix cell whose combination cannot run.
+	OutcomeNA judge.RunOutcome = "n/a"
+	// OutcomeFailed: a stored run that failed before it was checked (store's index).
+	OutcomeFailed judge.RunOutcome = "failed"
 )
 
 // Outcome classifies a report by what it says about the protected data (judge.Outcome).
-func Outcome(rep *models.Report) string { return judge.Outcome(rep) }
+func Outcome(rep *models.Report) judge.RunOutcome { return judge.Outcome(rep) }
 
 // Headline is the one thing a newcomer must read: what happened, in a title and a
 // sentence.
 type Headline struct {
-	Outcome string
+	Outcome judge.RunOutcome
 	Title   string
 	Text    string
 	// Notes are further sentences (tokens, mutex) in the order they matter.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // VerdictFile is the content of verdict.json (its JSON Schema: docs/verdict.schema.json).
@@ -21,7 +22,7 @@ type VerdictFile struct {
 	Format string `json:"format"`
 	// Outcome is what the run says about the protected data (Outcome: unsafe, unknown,
 	// inconclusive, safe).
-	Outcome string `json:"outcome"`
+	Outcome judge.RunOutcome `json:"outcome"`
 	*models.Report
 }
 

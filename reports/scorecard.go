@@ -78,12 +78,20 @@ func (scorecardView) RunWord(r ScoreRun) string {
 	case r.Outcome == OutcomeInconclusive:
 		return "not tested (no stale write)"
 	}
-	return r.Outcome
+	return string(r.Outcome)
 }
 
 // RunClass colours a run's cell.
 func (scorecardView) RunClass(r ScoreRun) string {
-	return verdictClass(r.Outcome)
+	return outcomeClass(r.Outcome)
+}
+
+// TokensClass colours a row's tokens cell: good only when they stayed monotonic.
+func (scorecardView) TokensClass(row ScoreRow) string {
+	if row.Tokens == judge.CellMonotonic {
+		return "good"
+	}
+	return "bad"
 }
 
 // Cell returns a row's run against a resource for the template.
@@ -102,23 +110,23 @@ func PrintScorecard(w io.Writer, s *Scorecard) {
 	head = append(head, "tokens", "validity gap p50/p90/max", "fencing cost")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range s.Rows {
-		unf := r.Unfenced
+		unf := string(r.Unfenced)
 		if u, ok := r.Run("unfenced"); ok && u.StaleAccepted > 0 {
 			unf = fmt.Sprintf("STALE WRITES GOT THROUGH (%d)", u.StaleAccepted)
 		}
-		fen := r.Fenced
+		fen := string(r.Fenced)
 		if f, ok := r.Run("fenced"); ok && f.Outcome == OutcomeSafe {
 			fen = fmt.Sprintf("held, %d rejected", f.StaleRejected)
 		}
 		cols := []string{r.Fault, unf, fen}
 		for range s.Native {
-			cols = append(cols, r.Native)
+			cols = append(cols, string(r.Native))
 		}
 		cost := fmt.Sprintf("%d refused, %s without a write", r.Refused, Duration(r.LongestNoWrite))
 		if s.NoToken != "" {
 			cost = "- (nothing to fence with)"
 		}
-		cols = append(cols, r.Tokens,
+		cols = append(cols, string(r.Tokens),
 			fmt.Sprintf("%s / %s / %s", Duration(r.GapP50), Duration(r.GapP90), Duration(r.GapMax)), cost)
 		for i := range cols {
 			cols[i] = term.Text(cols[i])

@@ -39,10 +39,10 @@ func TestScorecardSafe(t *testing.T) {
 	require.Equal(t, int64(500e6), sc.GapP50)
 	require.Equal(t, int64(600e6), sc.GapMax)
 	r := sc.Rows[0]
-	require.Equal(t, "stale writes got through", r.Unfenced)
-	require.Equal(t, "held", r.Fenced)
-	require.Equal(t, "held", r.Native)
-	require.Equal(t, "monotonic", r.Tokens)
+	require.Equal(t, judge.Cell("stale writes got through"), r.Unfenced)
+	require.Equal(t, judge.Cell("held"), r.Fenced)
+	require.Equal(t, judge.Cell("held"), r.Native)
+	require.Equal(t, judge.Cell("monotonic"), r.Tokens)
 	require.True(t, r.Safe)
 
 	var b strings.Builder
@@ -70,9 +70,9 @@ func TestScorecardUnsafe(t *testing.T) {
 	require.Contains(t, sc.Verdict, "under pause a stale write got through the fence")
 	require.Contains(t, sc.Verdict, "under crash its tokens went backwards or were reused")
 	require.Contains(t, sc.Verdict, "under delay the evaluation did not finish")
-	require.Equal(t, "WENT BACKWARDS", sc.Rows[0].Tokens)
-	require.Equal(t, "VIOLATED", sc.Rows[1].Fenced)
-	require.Equal(t, "error", sc.Rows[2].Fenced)
+	require.Equal(t, judge.Cell("WENT BACKWARDS"), sc.Rows[0].Tokens)
+	require.Equal(t, judge.Cell("VIOLATED"), sc.Rows[1].Fenced)
+	require.Equal(t, judge.Cell("error"), sc.Rows[2].Fenced)
 }
 
 // A native store that refuses a write the register model accepts let nothing stale
@@ -82,7 +82,7 @@ func TestScorecardNativeRefusesValidWrite(t *testing.T) {
 	sc := &Scorecard{Backend: "etcd", Token: "t", Native: []string{"etcd-txn"}, Rows: []ScoreRow{{Fault: "leader-isolation", Runs: []ScoreRun{unfencedRun(), fencedRun(), native}}}}
 	sc.Judge()
 	require.True(t, sc.Safe)
-	require.Equal(t, RefusedValid, sc.Rows[0].Native)
+	require.Equal(t, judge.CellRefusedValid, sc.Rows[0].Native)
 	require.Contains(t, sc.Verdict, "let no stale write through, but under leader-isolation it refused a write")
 	require.Equal(t, "refused a valid write (register violated)", scorecardView{}.RunWord(native))
 }
@@ -137,7 +137,7 @@ func TestStoreLayout(t *testing.T) {
 	require.Equal(t, "run", es[0].Kind)
 	require.Equal(t, 2, es[0].Runs)
 	require.Equal(t, "s/"+filepath.Base(b)+"/report.html", es[0].Page)
-	require.Equal(t, "unknown", es[0].Outcome)
+	require.Equal(t, judge.RunOutcome("unknown"), es[0].Outcome)
 }
 
 // A backend without a fencing token has only unfenced runs, whose tokens are violated by
@@ -149,7 +149,7 @@ func TestScorecardNoToken(t *testing.T) {
 		Rows: []ScoreRow{{Fault: "pause", Runs: []ScoreRun{run}}}}
 	sc.Judge()
 	require.False(t, sc.Safe)
-	require.Equal(t, "none", sc.Rows[0].Tokens)
+	require.Equal(t, judge.Cell("none"), sc.Rows[0].Tokens)
 	require.NotContains(t, sc.Verdict, "went backwards")
 	var b strings.Builder
 	PrintScorecard(&b, sc)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // The results store (`--out DIR`, default ./fencecheck-results):
@@ -119,9 +120,10 @@ type StoreEntry struct {
 	Runs int
 	// When is the newest folder's timestamp.
 	When string
-	// Outcome is the newest run's outcome (runs; "failed" for a run that failed), or
-	// "safe"/"unsafe" (scorecards), or "as expected"/"differs" (matrices).
-	Outcome  string
+	// Outcome is the newest run's outcome (runs; OutcomeFailed for a run that failed),
+	// a comparison's (Comparison.Outcome), or safe, inconclusive or unsafe (scorecards,
+	// matrices and soaks).
+	Outcome  judge.RunOutcome
 	Verdicts map[models.Property]models.Verdict
 	Summary  string
 }
@@ -184,11 +186,11 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 			if sc, err := ReadScorecard(filepath.Join(dir, ScorecardJSON)); err == nil {
 				switch {
 				case sc.Safe:
-					e.Outcome = "safe"
+					e.Outcome = OutcomeSafe
 				case sc.Inconclusive != "":
-					e.Outcome = "inconclusive"
+					e.Outcome = OutcomeInconclusive
 				default:
-					e.Outcome = "unsafe"
+					e.Outcome = OutcomeUnsafe
 				}
 				e.Summary = sc.Verdict
 			}
@@ -203,9 +205,9 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 			e.Kind, e.Page = "matrix", rel(MatrixPage)
 			if m, err := ReadMatrix(filepath.Join(dir, MatrixJSON)); err == nil {
 				e.Summary = m.SummaryLine()
-				e.Outcome = "safe"
+				e.Outcome = OutcomeSafe
 				if m.Mismatches() > 0 || m.Errors() > 0 {
-					e.Outcome = "unsafe"
+					e.Outcome = OutcomeUnsafe
 				}
 			}
 			return e, true
@@ -213,14 +215,14 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 			e.Kind, e.Page = "soak", rel(SoakPage)
 			if d, err := ReadSoak(filepath.Join(dir, SoakJSON)); err == nil {
 				e.Summary = d.SummaryLine()
-				e.Outcome = "safe"
+				e.Outcome = OutcomeSafe
 				if d.Mismatches() > 0 || d.Errors() > 0 || d.Interrupted {
-					e.Outcome = "unsafe"
+					e.Outcome = OutcomeUnsafe
 				}
 			}
 			return e, true
 		case exists(filepath.Join(dir, FailedFile)):
-			e.Kind, e.Page, e.Outcome = "run", rel(FailedFile), "failed"
+			e.Kind, e.Page, e.Outcome = "run", rel(FailedFile), OutcomeFailed
 			if exists(filepath.Join(dir, ReportFile)) {
 				e.Page = rel(ReportFile)
 			}
@@ -236,7 +238,7 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 				e.Summary = fmt.Sprintf("%d stale write(s) accepted, %d rejected; validity gap %s",
 					rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected, Duration(rep.Evidence.ValidityGapNanos))
 			} else {
-				e.Outcome = "unknown"
+				e.Outcome = OutcomeUnknown
 				e.Summary = "not checked yet: run `fencecheck report` on it"
 			}
 			return e, true

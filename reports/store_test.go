@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // A run that fails before it has a history says so in its folder and leaves latest at
@@ -50,9 +52,9 @@ func TestEndRun(t *testing.T) {
 	for _, e := range es {
 		byName[e.Name] = e
 	}
-	require.Equal(t, "failed", byName["s"].Outcome)
+	require.Equal(t, judge.RunOutcome("failed"), byName["s"].Outcome)
 	require.Equal(t, "client 1 broke the protocol", byName["s"].Summary)
-	require.Equal(t, "failed", byName["t"].Outcome)
+	require.Equal(t, judge.RunOutcome("failed"), byName["t"].Outcome)
 	require.Equal(t, "t/"+filepath.Base(only)+"/"+FailedFile, byName["t"].Page)
 	require.Equal(t, 3, byName["s"].Runs)
 }

@@ -57,7 +57,7 @@ func WhichLock(c *Comparison, link string) string {
 // whichLockSummary says in words what the table shows: which services the fence made
 // safe, which have no token to fence with, and whether any lock alone kept the data.
 func whichLockSummary(c *Comparison) string {
-	byVerdict := map[string][]string{}
+	byVerdict := map[judge.ServiceVerdict][]string{}
 	unfencedHeld := 0
 	for _, s := range c.Services {
 		byVerdict[s.Verdict] = append(byVerdict[s.Verdict], "`"+s.Name+"`")

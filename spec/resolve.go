@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -146,12 +147,12 @@ func (r *Resolved) resolve(s Spec) error {
 	}
 	caps := be.PlanCaps(r.Settings)
 	if s.Policy == "" {
-		s.Policy = "trusting"
+		s.Policy = PolicyTrusting
 	}
 	if !slices.ContainsFunc(Policies(), func(n registry.Named) bool { return n.Name == s.Policy }) {
 		return fmt.Errorf("unknown client policy %q (known: %s)", s.Policy, registry.Names(Policies()))
 	}
-	if s.Policy == "careful" && !caps.ClientExpiry {
+	if s.Policy == PolicyCareful && !caps.ClientExpiry {
 		return be.ShapeRefusal(r.Settings, registry.Refuse("harness.Expiring (its leases)", "the careful policy needs a lease that knows its end by the client's clock, and backend %s's leases do not", s.Backend))
 	}
 	if res.NativeOnly && !slices.Contains(be.Native, res.Name) {
@@ -166,7 +167,7 @@ func (r *Resolved) resolve(s Spec) error {
 		}
 		return err
 	}
-	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, TTL: s.TTL,
+	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, Careful: s.Policy == PolicyCareful, TTL: s.TTL,
 		Random: len(s.RandomFaults) > 0, ClientFaults: reg.ClientFaultNames()}
 	for _, f := range s.Faults {
 		if err := r.applies(f); err != nil {
@@ -218,7 +219,7 @@ func (r *Resolved) sortFaults() {
 			if slices.Contains(r.Spec.Faults, f.Name()) {
 				r.Strikes = append(r.Strikes, f)
 			}
-			if r.Carrier == nil || f.Name() == "pause" {
+			if r.Carrier == nil || f.Name() == faults.Pause {
 				r.Carrier = f
 			}
 		}

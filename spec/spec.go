@@ -90,11 +90,17 @@ var ErrSpec = errors.New("invalid scenario")
 // registry.ErrNoToken, which a backend that learns it while running (exec) returns.
 var ErrNoToken = registry.ErrNoToken
 
+// The client policies' names (Spec.Policy).
+const (
+	PolicyTrusting = "trusting"
+	PolicyCareful  = "careful"
+)
+
 // Policies lists the client policies.
 func Policies() []registry.Named {
 	return []registry.Named{
-		{Name: "trusting", Meaning: "writes whenever its code path reaches the write (default)"},
-		{Name: "careful", Meaning: "checks by its own clock that its lease is still valid, with a margin of TTL/10, right before writing (leases that are harness.Expiring)"},
+		{Name: PolicyTrusting, Meaning: "writes whenever its code path reaches the write (default)"},
+		{Name: PolicyCareful, Meaning: "checks by its own clock that its lease is still valid, with a margin of TTL/10, right before writing (leases that are harness.Expiring)"},
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/harness/runner"
@@ -57,12 +58,12 @@ type LockerHost interface {
 
 // processPause reports whether fault f stops the holder's whole process: a run with one
 // hosts its lock clients (Options.Host).
-func processPause(f string) bool { return f == "pause" || f == "pause-before-read" }
+func processPause(f string) bool { return f == faults.Pause || f == faults.PauseBeforeRead }
 
 // clockFault reports whether fault f acts on the clocks the harness owns, its clock of
 // each client among them, which a hosted client does not read: a run with one keeps its
 // lock clients in-process, and says so.
-func clockFault(f string) bool { return f == "skew" || f == "clock-jump" }
+func clockFault(f string) bool { return f == faults.Skew || f == faults.ClockJump }
 
 // hostLockers decides whether s's lock clients run in client hosts and starts them:
 // the lockers' backend (nil: in-process) and what the history records about it.
@@ -227,7 +228,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		OpTimeout:      maxHold + 2*s.TTL + time.Second,
 		AcquireTimeout: 10 * s.TTL,
 		Think:          s.TTL / 10,
-		Careful:        s.Policy == "careful",
+		Careful:        s.Policy == spec.PolicyCareful,
 		Margin:         s.TTL / 10,
 		ClientNow:      e.clientNow,
 		Logger:         log,

@@ -21,9 +21,9 @@ import (
 
 // errorJSON is the JSON document of a command that could not give a verdict.
 type errorJSON struct {
-	Outcome string `json:"outcome"` // "error"
-	Exit    int    `json:"exit"`
-	Error   string `json:"error"`
+	Outcome judge.RunOutcome `json:"outcome"` // judge.OutcomeError
+	Exit    int              `json:"exit"`
+	Error   string           `json:"error"`
 }
 
 // checkJSON is one line of `check --json` (and the verdicts of `run --json`).
@@ -32,7 +32,7 @@ type checkJSON struct {
 	// Outcome is what the history says about the protected data (safe, unsafe,
 	// inconclusive, unknown: see docs/cli.md), Exit the exit code this file alone gives
 	// under --fail-on.
-	Outcome     string                             `json:"outcome"`
+	Outcome     judge.RunOutcome                   `json:"outcome"`
 	Exit        int                                `json:"exit"`
 	Verdicts    map[models.Property]models.Verdict `json:"verdicts"`
 	Results     []checkResultJSON                  `json:"results"`

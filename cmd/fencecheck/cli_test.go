@@ -22,6 +22,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -289,7 +290,7 @@ func TestJSONOutcome(t *testing.T) {
 	require.Equal(t, exitViolated, code, stderr)
 	var doc runJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
-	require.Equal(t, "unsafe", doc.Outcome)
+	require.Equal(t, judge.RunOutcome("unsafe"), doc.Outcome)
 	require.Equal(t, exitViolated, doc.Exit)
 	require.Equal(t, "naive-unfenced-pause", doc.Scenario)
 	require.FileExists(t, doc.File)
@@ -305,14 +306,14 @@ func TestJSONOutcome(t *testing.T) {
 	require.Equal(t, exitSafe, code)
 	var checked checkJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &checked))
-	require.Equal(t, "unsafe", checked.Outcome)
+	require.Equal(t, judge.RunOutcome("unsafe"), checked.Outcome)
 	require.Equal(t, exitSafe, checked.Exit, "the exit follows --fail-on; the outcome is the data's")
 
 	code, stdout, _ = run(t, "matrix", "--backend", "naive", "--resource", "fenced", "--fault", "pause", "--json", "--out", out)
 	require.Equal(t, exitSafe, code)
 	var m matrixJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &m), stdout)
-	require.Equal(t, "as-expected", m.Outcome)
+	require.Equal(t, judge.RunOutcome("as-expected"), m.Outcome)
 	require.Equal(t, exitSafe, m.Exit)
 	require.Len(t, m.Cells, 1)
 	require.FileExists(t, m.Index)
@@ -321,7 +322,7 @@ func TestJSONOutcome(t *testing.T) {
 	require.Equal(t, exitSafe, code)
 	var s soakJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &s), stdout)
-	require.Equal(t, "as-expected", s.Outcome)
+	require.Equal(t, judge.RunOutcome("as-expected"), s.Outcome)
 	require.Len(t, s.Scenarios, 1)
 
 	for _, args := range [][]string{
@@ -334,7 +335,7 @@ func TestJSONOutcome(t *testing.T) {
 		require.Equal(t, exitUsage, code, args)
 		var e errorJSON
 		require.NoError(t, json.Unmarshal([]byte(stdout), &e), "%v: %s", args, stdout)
-		require.Equal(t, "error", e.Outcome)
+		require.Equal(t, judge.RunOutcome("error"), e.Outcome)
 		require.Equal(t, exitUsage, e.Exit)
 		require.NotEmpty(t, e.Error)
 		require.Contains(t, stderr, e.Error)
@@ -390,12 +391,12 @@ func TestStoreConsistency(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "no latest for a scenario with no history")
 	entries, err := reports.ScanStore(store)
 	require.NoError(t, err)
-	outcomes := map[string]string{}
+	outcomes := map[string]judge.RunOutcome{}
 	for _, e := range entries {
 		outcomes[e.Name] = e.Outcome
 	}
-	require.Equal(t, "failed", outcomes[filepath.Base(filepath.Dir(filepath.Dir(failed[0])))])
-	require.Equal(t, "safe", outcomes[label])
+	require.Equal(t, judge.RunOutcome("failed"), outcomes[filepath.Base(filepath.Dir(filepath.Dir(failed[0])))])
+	require.Equal(t, judge.RunOutcome("safe"), outcomes[label])
 	index2, err := os.ReadFile(filepath.Join(store, reports.StoreIndex))
 	require.NoError(t, err)
 	require.Contains(t, string(index2), "failed")

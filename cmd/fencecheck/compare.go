@@ -40,9 +40,9 @@ type compareJSON struct {
 	// Outcome: "complete" (every run decided), "unsafe" (a service with a fencing token
 	// let a stale write through the fence, or its tokens went backwards), "incomplete",
 	// "inconclusive" (every run decided, but a service's runs lack the evidence).
-	Outcome string `json:"outcome"`
-	Exit    int    `json:"exit"`
-	Page    string `json:"page"`
+	Outcome judge.RunOutcome `json:"outcome"`
+	Exit    int              `json:"exit"`
+	Page    string           `json:"page"`
 	*reports.Comparison
 }
 
@@ -304,7 +304,7 @@ func (a *app) checkClientServices(values []string, rows []campaign.CompareRow) e
 // part of the runs, so no service's verdict is complete) is 0 when its runs completed
 // and none showed fencing fail.
 func compareExit(c *reports.Comparison, results []campaign.RunResult, interrupted, shard bool) int {
-	if c.Outcome() == "unsafe" {
+	if c.Outcome() == judge.OutcomeUnsafe {
 		return exitViolated
 	}
 	code := exitSafe
@@ -324,7 +324,7 @@ func compareExit(c *reports.Comparison, results []campaign.RunResult, interrupte
 	if code == exitSafe && !c.Complete && !shard {
 		code = exitInternal // no run failed, yet a verdict is undecided
 	}
-	if code == exitSafe && c.Outcome() == "inconclusive" {
+	if code == exitSafe && c.Outcome() == judge.OutcomeInconclusive {
 		code = exitInconclusive
 	}
 	return code

@@ -35,7 +35,7 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 
 	var doc compareJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
-	require.Equal(t, "complete", doc.Outcome)
+	require.Equal(t, judge.RunOutcome("complete"), doc.Outcome)
 	require.FileExists(t, doc.Page)
 	require.Equal(t, campaign.DefaultCompareTTL.Nanoseconds(), doc.TTLNanos)
 	require.Equal(t, campaign.CompareFaults(), doc.Faults)

@@ -13,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -38,22 +39,22 @@ type evaluateJSON struct {
 	// "inconclusive" (nothing unsafe, but the fenced runs lack the evidence:
 	// Scorecard.Inconclusive says why), "incomplete" (some run failed or was not
 	// decided, or the evaluation was interrupted).
-	Outcome string `json:"outcome"`
-	Exit    int    `json:"exit"`
-	Page    string `json:"page"`
+	Outcome judge.RunOutcome `json:"outcome"`
+	Exit    int              `json:"exit"`
+	Page    string           `json:"page"`
 	*reports.Scorecard
 }
 
 // evaluateDoc is the --json document of a scorecard whose exit code is code.
 func evaluateDoc(sc *reports.Scorecard, code int, page string) evaluateJSON {
-	doc := evaluateJSON{Outcome: "incomplete", Exit: code, Page: page, Scorecard: sc}
+	doc := evaluateJSON{Outcome: judge.OutcomeIncomplete, Exit: code, Page: page, Scorecard: sc}
 	switch code {
 	case exitSafe:
-		doc.Outcome = "safe"
+		doc.Outcome = judge.OutcomeSafe
 	case exitViolated:
-		doc.Outcome = "unsafe"
+		doc.Outcome = judge.OutcomeUnsafe
 	case exitInconclusive:
-		doc.Outcome = "inconclusive"
+		doc.Outcome = judge.OutcomeInconclusive
 	}
 	return doc
 }
@@ -240,7 +241,7 @@ func evaluateExit(sc *reports.Scorecard, results []campaign.RunResult, interrupt
 		return exitViolated // not safe with fencing: there is nothing to fence with
 	}
 	for _, r := range sc.Rows {
-		if r.Fenced == "VIOLATED" || r.Tokens == "WENT BACKWARDS" {
+		if r.Fenced == judge.CellViolated || r.Tokens == judge.CellBackwards {
 			return exitViolated
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -32,9 +33,9 @@ func TestEvaluateSafe(t *testing.T) {
 	require.Len(t, sc.Rows, 2)
 	for _, r := range sc.Rows {
 		require.Len(t, r.Runs, 2)
-		require.Equal(t, "stale writes got through", r.Unfenced, r.Fault)
-		require.Equal(t, "held", r.Fenced, r.Fault)
-		require.Equal(t, "monotonic", r.Tokens)
+		require.Equal(t, judge.Cell("stale writes got through"), r.Unfenced, r.Fault)
+		require.Equal(t, judge.Cell("held"), r.Fenced, r.Fault)
+		require.Equal(t, judge.Cell("monotonic"), r.Tokens)
 		require.Positive(t, r.GapMax)
 		for _, run := range r.Runs {
 			requireRunFolder(t, filepath.Join(out, run.Dir))
@@ -81,7 +82,7 @@ func TestEvaluateExternalEtcd(t *testing.T) {
 	require.Equal(t, []string{"unfenced", "fenced", "etcd-txn"}, sc.Resources)
 	require.Len(t, sc.Rows, 1)
 	require.Len(t, sc.Rows[0].Runs, 3)
-	require.Equal(t, "held", sc.Rows[0].Native)
+	require.Equal(t, judge.Cell("held"), sc.Rows[0].Native)
 }
 
 // Against an etcd server started on its own with its defaults (Debian's etcd-server,

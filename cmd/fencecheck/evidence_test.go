@@ -102,7 +102,7 @@ func TestRunNoGrant(t *testing.T) {
 		var doc evaluateJSON
 		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 		require.False(t, doc.Safe)
-		require.NotEqual(t, "safe", doc.Outcome)
+		require.NotEqual(t, judge.RunOutcome("safe"), doc.Outcome)
 		require.NotContains(t, doc.Verdict, "safe to adopt")
 	})
 }
@@ -133,7 +133,7 @@ func TestCampaignExitNeedsEvidence(t *testing.T) {
 			var b strings.Builder
 			reports.PrintScorecard(&b, sc)
 			require.Contains(t, b.String(), tc.words)
-			require.Equal(t, map[int]string{exitInconclusive: "inconclusive", exitSafe: "safe"}[tc.code], evaluateDoc(sc, tc.code, "").Outcome)
+			require.Equal(t, map[int]judge.RunOutcome{exitInconclusive: "inconclusive", exitSafe: "safe"}[tc.code], evaluateDoc(sc, tc.code, "").Outcome)
 		})
 		t.Run("compare "+tc.name, func(t *testing.T) {
 			r := judge.CompareRun{Resource: tc.run.Resource, Outcome: tc.run.Outcome, Verdicts: tc.run.Verdicts, Reason: tc.run.Reason, Why: tc.run.Why, StaleRejected: tc.run.StaleRejected, Grants: 3}
@@ -148,7 +148,7 @@ func TestCampaignExitNeedsEvidence(t *testing.T) {
 		untested := judge.SoakStats{Scenario: "s", Runs: 2, Untested: 1, UntestedWhy: "the run asked for pause, but no fault struck"}
 		res := &campaign.SoakResult{Scenarios: []judge.SoakStats{untested}}
 		require.Equal(t, exitInconclusive, soakExit(res, exitSafe))
-		require.Equal(t, "inconclusive", soakDoc(res, exitInconclusive, false).Outcome)
+		require.Equal(t, judge.OutcomeInconclusive, soakDoc(res, exitInconclusive, false).Outcome)
 		require.Equal(t, exitUsage, soakExit(res, exitUsage), "a run that could not be made says more")
 		res.Scenarios[0].Mismatches = 1
 		require.Equal(t, exitViolated, soakExit(res, exitSafe))

@@ -36,6 +36,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
 )
@@ -325,7 +326,7 @@ func (a *app) printError(ee *exitError) {
 		return
 	}
 	a.printed = true
-	b, _ := json.Marshal(errorJSON{Outcome: "error", Exit: ee.code, Error: oneLine(ee.msg)})
+	b, _ := json.Marshal(errorJSON{Outcome: judge.OutcomeError, Exit: ee.code, Error: oneLine(ee.msg)})
 	_, _ = a.stdout.Write(append(b, '\n'))
 }
 

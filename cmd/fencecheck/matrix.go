@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/internal/term"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -67,9 +68,9 @@ type matrixFlags struct {
 type matrixJSON struct {
 	// Outcome: "as-expected", "differs" (some cell differs from its expectation),
 	// "incomplete" (some cell failed or did not run).
-	Outcome string `json:"outcome"`
-	Exit    int    `json:"exit"`
-	Index   string `json:"index"`
+	Outcome judge.RunOutcome `json:"outcome"`
+	Exit    int              `json:"exit"`
+	Index   string           `json:"index"`
 	*reports.Matrix
 }
 
@@ -78,17 +79,25 @@ func matrixDoc(m *reports.Matrix, code int, index string, interrupted bool) matr
 	return matrixJSON{Outcome: campaignOutcome(m.Mismatches(), m.Errors(), interrupted), Exit: code, Index: index, Matrix: m}
 }
 
+// A campaign's --json outcomes (matrix, soak, merge) beside judge's.
+const (
+	// outcomeAsExpected: every run as its expectation says.
+	outcomeAsExpected judge.RunOutcome = "as-expected"
+	// outcomeDiffers: some run differs from its expectation.
+	outcomeDiffers judge.RunOutcome = "differs"
+)
+
 // campaignOutcome is a matrix's or a soak's --json outcome: "differs" when some run
 // differs from its expectation, else "incomplete" when one failed or the campaign was
 // interrupted, else "as-expected".
-func campaignOutcome(mismatches, errors int, interrupted bool) string {
+func campaignOutcome(mismatches, errors int, interrupted bool) judge.RunOutcome {
 	switch {
 	case mismatches > 0:
-		return "differs"
+		return outcomeDiffers
 	case errors > 0 || interrupted:
-		return "incomplete"
+		return judge.OutcomeIncomplete
 	}
-	return "as-expected"
+	return outcomeAsExpected
 }
 
 func (a *app) matrixCmd() *cobra.Command {
@@ -176,7 +185,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	torun := 0
 	var planned []campaign.MatrixPlanCell
 	for _, c := range plan {
-		runs := c.Outcome != "n/a"
+		runs := c.Outcome != reports.OutcomeNA
 		if runs {
 			torun++
 		}
@@ -203,7 +212,7 @@ func (a *app) matrix(cmd *cobra.Command, f *matrixFlags) error {
 	m.Sharding = sharding(record)
 	code := exitSafe
 	for _, c := range plan {
-		if c.Outcome == "" {
+		if c.Outcome == judge.OutcomeNone {
 			continue // another shard's cell
 		}
 		m.Cells = append(m.Cells, c.MatrixCell)
@@ -283,7 +292,7 @@ func (a *app) planGrid(m *reports.Matrix, backends, resources, faults []string, 
 			for _, f := range faults {
 				s := campaign.CellSpec(a.reg, a.cat, b, r, strings.Split(f, "+"), opts)
 				c := a.planCell(b, r, f, s)
-				if c.Outcome != "n/a" {
+				if c.Outcome != reports.OutcomeNA {
 					if why := spec.Unavailable(a.reg, s); why != "" {
 						return nil, badInput("%s (cell %s × %s × %s)", why, b, r, f)
 					}
@@ -329,7 +338,7 @@ func (a *app) planCell(b, r, f string, s spec.Spec) plannedCell {
 	c := plannedCell{spec: s, MatrixCell: reports.MatrixCell{Backend: b, Resource: r, Fault: f}}
 	c.Scenario = a.cat.Label(a.reg, s)
 	if _, err := spec.Resolve(a.reg, s); err != nil {
-		c.Outcome = "n/a"
+		c.Outcome = reports.OutcomeNA
 		c.Error = strings.TrimPrefix(err.Error(), spec.ErrSpec.Error()+": ")
 		return c
 	}
@@ -346,7 +355,7 @@ func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedC
 	var idx []int
 	var specs []spec.Spec
 	for i := range plan {
-		if plan[i].Outcome != "n/a" {
+		if plan[i].Outcome != reports.OutcomeNA {
 			idx = append(idx, i)
 			specs = append(specs, plan[i].spec)
 		}
@@ -355,7 +364,7 @@ func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedC
 	c.Finished = func(k int, res campaign.RunResult) {
 		cell := &plan[idx[k]]
 		fillCell(cell, c.Store, res)
-		if cell.Outcome == "error" {
+		if cell.Outcome == reports.OutcomeError {
 			prog.Done(res.Label, "ERROR: "+cell.Error)
 			return
 		}
@@ -374,9 +383,9 @@ func (a *app) runCells(ctx context.Context, c campaign.Campaign, plan []plannedC
 func fillCell(c *plannedCell, store string, res campaign.RunResult) {
 	campaign.FillCell(&c.MatrixCell, c.exp, store, res)
 	switch {
-	case c.Outcome == "error" && res.Err != nil:
+	case c.Outcome == reports.OutcomeError && res.Err != nil:
 		c.code = codeOf(res.Err)
-	case c.Outcome == "error":
+	case c.Outcome == reports.OutcomeError:
 		c.code = exitInternal
 	case !c.Match:
 		c.code = exitViolated

@@ -12,6 +12,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -75,7 +76,7 @@ func TestMatrixNotApplicable(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &m))
 	for _, c := range m.Cells {
-		require.Equal(t, "n/a", c.Outcome)
+		require.Equal(t, judge.RunOutcome("n/a"), c.Outcome)
 	}
 }
 

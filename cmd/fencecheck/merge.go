@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -26,7 +27,7 @@ type mergeJSON struct {
 	// Outcome: "as-expected" (every shard merged, every run as expected), "differs"
 	// (some run differs from its expectation), "incomplete" (a shard missing, or a run
 	// failed).
-	Outcome   string           `json:"outcome"`
+	Outcome   judge.RunOutcome `json:"outcome"`
 	Exit      int              `json:"exit"`
 	Store     string           `json:"store"`
 	Campaigns []mergedCampaign `json:"campaigns"`
@@ -157,13 +158,13 @@ func (a *app) merge(f *mergeFlags, stores []string) error {
 		doc.Exit = code
 		switch {
 		case code == exitViolated:
-			doc.Outcome = "differs"
+			doc.Outcome = outcomeDiffers
 		case code == exitInconclusive && !partial:
-			doc.Outcome = "inconclusive"
+			doc.Outcome = judge.OutcomeInconclusive
 		case code != exitSafe || partial:
-			doc.Outcome = "incomplete"
+			doc.Outcome = judge.OutcomeIncomplete
 		default:
-			doc.Outcome = "as-expected"
+			doc.Outcome = outcomeAsExpected
 		}
 		if err := a.printJSON(doc); err != nil {
 			return &exitError{code: exitInternal, msg: err.Error()}

@@ -170,7 +170,7 @@ func TestShardedSoakMerged(t *testing.T) {
 		code, stdout, stderr := run(t, "merge", "--partial", "--json", "--store", filepath.Join(t.TempDir(), "j"), two)
 		require.Equal(t, exitSafe, code, stderr)
 		md := mergeDoc(t, stdout)
-		require.Equal(t, "incomplete", md.Outcome, "a shard is missing")
+		require.Equal(t, judge.RunOutcome("incomplete"), md.Outcome, "a shard is missing")
 		require.Len(t, md.Campaigns, 1)
 		require.Equal(t, "soak", md.Campaigns[0].Kind)
 		require.Equal(t, []string{"1/2"}, md.Campaigns[0].Missing)
@@ -233,7 +233,7 @@ func TestShardedEvaluateAndMatrixMerged(t *testing.T) {
 			code, stdout, stderr := run(t, "merge", "--json", "--store", merged, one, two)
 			require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			doc := mergeDoc(t, stdout)
-			require.Equal(t, "as-expected", doc.Outcome)
+			require.Equal(t, judge.RunOutcome("as-expected"), doc.Outcome)
 			require.Len(t, doc.Campaigns, 1)
 			mc := doc.Campaigns[0]
 			require.Equal(t, []mergedShard{{one, "1/2"}, {two, "2/2"}}, mc.Shards)
@@ -274,7 +274,7 @@ func scoreFacts(t *testing.T, store string, sc *judge.Scorecard) []string {
 	t.Helper()
 	out := []string{strings.Join([]string{sc.Backend, boolWord(sc.Safe), boolWord(sc.Complete)}, " ")}
 	for _, r := range sc.Rows {
-		out = append(out, strings.Join([]string{r.Fault, r.Unfenced, r.Fenced, r.Tokens, boolWord(r.Safe)}, " "))
+		out = append(out, strings.Join([]string{r.Fault, string(r.Unfenced), string(r.Fenced), string(r.Tokens), boolWord(r.Safe)}, " "))
 		for _, run := range r.Runs {
 			v, acc, rej := run.Verdicts, run.StaleAccepted, run.StaleRejected
 			if store != "" {
@@ -282,7 +282,7 @@ func scoreFacts(t *testing.T, store string, sc *judge.Scorecard) []string {
 				require.NoError(t, err)
 				v, acc, rej = rep.Verdicts, rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected
 			}
-			out = append(out, factLine(run.Resource+" "+run.Scenario+" "+run.Outcome, v, acc, rej))
+			out = append(out, factLine(run.Resource+" "+run.Scenario+" "+string(run.Outcome), v, acc, rej))
 		}
 	}
 	return out
@@ -299,7 +299,7 @@ func cellFacts(t *testing.T, store string, m *reports.Matrix) []string {
 			require.NoError(t, err)
 			v, acc, rej = rep.Verdicts, rep.Evidence.StaleAccepted, rep.Evidence.StaleRejected
 		}
-		out = append(out, factLine(strings.Join([]string{c.Backend, c.Resource, c.Fault, c.Scenario, c.Outcome, boolWord(c.Match), c.Error}, " "), v, acc, rej))
+		out = append(out, factLine(strings.Join([]string{c.Backend, c.Resource, c.Fault, c.Scenario, string(c.Outcome), boolWord(c.Match), c.Error}, " "), v, acc, rej))
 	}
 	return out
 }
@@ -432,14 +432,14 @@ func TestShardedCompareMerged(t *testing.T) {
 func compareFacts(c *reports.Comparison) []string {
 	var out []string
 	for _, s := range c.Services {
-		out = append(out, strings.Join([]string{s.Name, s.Backend, s.Verdict, boolWord(s.Safe)}, " "))
+		out = append(out, strings.Join([]string{s.Name, s.Backend, s.Verdict.String(), boolWord(s.Safe)}, " "))
 		for _, b := range s.Baseline {
-			out = append(out, factLine("baseline "+b.Resource+" "+b.Scenario+" "+b.Outcome, b.Verdicts, b.StaleAccepted, b.StaleRejected))
+			out = append(out, factLine("baseline "+b.Resource+" "+b.Scenario+" "+string(b.Outcome), b.Verdicts, b.StaleAccepted, b.StaleRejected))
 		}
 		for _, f := range s.Faults {
 			out = append(out, f.Fault+" "+f.UnfencedWord+" | "+f.FencedWord)
 			for _, r := range slices.Concat(f.Unfenced, f.Fenced) {
-				out = append(out, factLine(r.Resource+" "+r.Scenario+" "+r.Outcome, r.Verdicts, r.StaleAccepted, r.StaleRejected)+" attempted "+strconv.Itoa(r.StaleAttempted))
+				out = append(out, factLine(r.Resource+" "+r.Scenario+" "+string(r.Outcome), r.Verdicts, r.StaleAccepted, r.StaleRejected)+" attempted "+strconv.Itoa(r.StaleAttempted))
 			}
 		}
 	}

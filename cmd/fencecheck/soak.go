@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -38,16 +39,16 @@ type soakFlags struct {
 type soakJSON struct {
 	// Outcome: "as-expected", "differs" (some run differs from the catalogue),
 	// "incomplete" (some run failed, or the soak was interrupted).
-	Outcome string `json:"outcome"`
-	Exit    int    `json:"exit"`
+	Outcome judge.RunOutcome `json:"outcome"`
+	Exit    int              `json:"exit"`
 	*campaign.SoakResult
 }
 
 // soakDoc is the --json document of a soak whose exit code is code.
 func soakDoc(res *campaign.SoakResult, code int, interrupted bool) soakJSON {
 	doc := soakJSON{Outcome: campaignOutcome(res.Mismatches(), res.Errors(), interrupted), Exit: code, SoakResult: res}
-	if n, _ := res.Untested(); n > 0 && doc.Outcome == "as-expected" {
-		doc.Outcome = "inconclusive"
+	if n, _ := res.Untested(); n > 0 && doc.Outcome == outcomeAsExpected {
+		doc.Outcome = judge.OutcomeInconclusive
 	}
 	return doc
 }

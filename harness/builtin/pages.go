@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/spec"
@@ -104,7 +105,7 @@ func serviceCell(d registry.Backend) string {
 func needsCell(d registry.Backend) string {
 	s := registry.Settings{Members: max(d.Members, 1)}
 	base := needNames(d.NeedsOf(s))
-	s.Faults = []string{"skew"}
+	s.Faults = []string{faults.Skew}
 	var extra []string
 	for _, n := range needNames(d.NeedsOf(s)) {
 		if !slices.Contains(base, n) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -83,7 +84,7 @@ func prerequisites(reg *registry.Registry) string {
 			names = append(names, "`"+d.Name+"`")
 			s := registry.Settings{Members: max(d.Members, 1)}
 			base = append(base, d.NeedsOf(s)...)
-			s.Faults = []string{"skew"}
+			s.Faults = []string{faults.Skew}
 			skew = append(skew, d.NeedsOf(s)...)
 		}
 		all = append(all, skew...)

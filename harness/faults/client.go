@@ -11,7 +11,7 @@ import (
 
 type pause struct{}
 
-func (pause) Name() string { return "pause" }
+func (pause) Name() string { return Pause }
 func (pause) Meaning() string {
 	return "GC-like pause of the lock holder's whole process inside its critical section (after its read, before its write; for toctou between check and write), longer than the TTL: its lock client's process group is stopped with SIGSTOP (a built-in client runs in a client host process for it)"
 }
@@ -25,7 +25,7 @@ func (f pause) Strike(t registry.Target, riders []registry.ServiceFault) nemesis
 		}
 	}
 	switch {
-	case t.Policy == "careful":
+	case t.Careful:
 		s.Point = harness.PauseAfterLeaseCheck
 	case t.Resource.ChecksThenWrites:
 		s.Point = harness.PauseAfterCheck
@@ -35,7 +35,7 @@ func (f pause) Strike(t registry.Target, riders []registry.ServiceFault) nemesis
 
 type pauseBeforeRead struct{}
 
-func (pauseBeforeRead) Name() string { return "pause-before-read" }
+func (pauseBeforeRead) Name() string { return PauseBeforeRead }
 func (pauseBeforeRead) Meaning() string {
 	return "GC-like pause of the lock holder's whole process right after acquiring, before its read, longer than the TTL (SIGSTOP of its lock client's process group, as for pause)"
 }
@@ -51,7 +51,7 @@ func (f pauseBeforeRead) Strike(t registry.Target, _ []registry.ServiceFault) ne
 // renewing client may notice its loss before it writes.
 type stall struct{ pause }
 
-func (stall) Name() string { return "stall" }
+func (stall) Name() string { return Stall }
 func (stall) Meaning() string {
 	return "the lock holder's worker goroutine is blocked inside its critical section (where pause strikes), longer than the TTL, while its lock library (renewals, keep-alives, loss watchers) keeps running"
 }
@@ -66,7 +66,7 @@ func (f stall) Strike(t registry.Target, riders []registry.ServiceFault) nemesis
 // writes later with the token the dead process held.
 type clientCrash struct{}
 
-func (clientCrash) Name() string { return "client-crash" }
+func (clientCrash) Name() string { return ClientCrash }
 func (clientCrash) Meaning() string {
 	return "the holder's lock client process is killed with SIGKILL inside its critical section and a fresh one started; the application (the worker) writes with the old token after 2x TTL (lockers that are a harness.CrashableProcess)"
 }

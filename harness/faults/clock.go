@@ -28,7 +28,7 @@ func clocksNotOwned(name, want, needs string, t registry.Target) error {
 
 type skew struct{}
 
-func (skew) Name() string { return "skew" }
+func (skew) Name() string { return Skew }
 func (skew) Meaning() string {
 	return "the lock service's clock runs fast while the holder is briefly paused (less than its TTL by its own clock): 20x for a clock fencecheck owns (registry.ServiceClocked), or the rate a server process was started at (registry.FastClocked)"
 }
@@ -117,7 +117,7 @@ func fastClockSkew(kind string, b harness.Backend, fc registry.FastClocked) neme
 
 type clockJump struct{}
 
-func (clockJump) Name() string { return "clock-jump" }
+func (clockJump) Name() string { return ClockJump }
 func (clockJump) Meaning() string {
 	return "the lock server's wall clock (registry.WallClocked) steps back while the holder is paused: when its tokens are read from that clock, to between the last two grants, standing still until healed; otherwise 1 h back"
 }

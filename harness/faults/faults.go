@@ -19,6 +19,24 @@ import (
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
+// The faults' names, as users name them and the history records them (each fault's
+// Name). Code that means a fault refers to it by one of these, never by its spelling.
+const (
+	Pause           = "pause"
+	PauseBeforeRead = "pause-before-read"
+	Stall           = "stall"
+	Delay           = "delay"
+	Partition       = "partition"
+	SilentPartition = "silent-partition"
+	LeaderIsolation = "leader-isolation"
+	NodePause       = "node-pause"
+	Crash           = "crash"
+	ClusterCrash    = "cluster-crash"
+	Skew            = "skew"
+	ClockJump       = "clock-jump"
+	ClientCrash     = "client-crash"
+)
+
 // All returns the faults in the order `list` prints them and evaluate's rows run.
 func All() []registry.Fault {
 	return []registry.Fault{

@@ -14,7 +14,7 @@ import (
 
 type delay struct{}
 
-func (delay) Name() string { return "delay" }
+func (delay) Name() string { return Delay }
 func (delay) Meaning() string {
 	return "the holder's write is sent but held in the network (all its links stall) until its lease has expired and another write was accepted"
 }
@@ -33,7 +33,7 @@ func (f delay) Strike(t registry.Target, _ []registry.ServiceFault) nemesis.Clie
 
 type partition struct{}
 
-func (partition) Name() string { return "partition" }
+func (partition) Name() string { return Partition }
 func (partition) Meaning() string {
 	return "the holder is cut off from the lock service (its connections close) while it can still reach the resource, and stalls in its critical section"
 }
@@ -51,7 +51,7 @@ func (f partition) Strike(t registry.Target, _ []registry.ServiceFault) nemesis.
 // the session, and whatever it holds, until an application-level timeout ends it.
 type silentPartition struct{}
 
-func (silentPartition) Name() string { return "silent-partition" }
+func (silentPartition) Name() string { return SilentPartition }
 func (silentPartition) Meaning() string {
 	return "the holder's links to the lock service go silent (bytes held both ways, no FIN or RST: the connections stay open, so only a session or idle timeout notices) while it can still reach the resource, and it stalls in its critical section"
 }
@@ -65,7 +65,7 @@ func (f silentPartition) Strike(t registry.Target, _ []registry.ServiceFault) ne
 
 type leaderIsolation struct{}
 
-func (leaderIsolation) Name() string { return "leader-isolation" }
+func (leaderIsolation) Name() string { return LeaderIsolation }
 func (leaderIsolation) Meaning() string {
 	return "the lock service's leader is cut off from the other nodes, both ways, while the holder is paused (a harness.Cluster of 3 or more nodes)"
 }

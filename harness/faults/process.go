@@ -19,7 +19,7 @@ import (
 
 type nodePause struct{}
 
-func (nodePause) Name() string { return "node-pause" }
+func (nodePause) Name() string { return NodePause }
 func (nodePause) Meaning() string {
 	return "the lock service stops: a cluster's leader (a harness.Cluster of 3 or more nodes: all its links, to peers and clients, stall; a server process, harness.ProcessNodes: SIGSTOP until the pause heals), or a single server process that forgets idle sessions on its own (harness.ProcessNodes: SIGSTOP, and SIGCONT after 2x TTL while the holder is still paused)"
 }
@@ -77,8 +77,10 @@ func (f nodePause) Action(t registry.Target, b harness.Backend) nemesis.Action {
 // itself; the detail names the PID and the signal.
 func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesis.Action {
 	paused := -1
+	var sig sent
 	return nemesis.Action{
-		Kind: kind,
+		Kind:      kind,
+		Signalled: sig.get,
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 			i, err := leader(ctx, b)
 			if err != nil {
@@ -89,6 +91,7 @@ func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesi
 				return node(i), "", err
 			}
 			paused = i
+			sig = sent{history.SignalStop, []int{pid}}
 			return node(i), fmt.Sprintf("%s (pid %d) stopped with SIGSTOP to its process group; SIGCONT when the pause heals", serverRole(pn, i), pid), nil
 		},
 		Heal: func(ctx context.Context) error {
@@ -102,7 +105,7 @@ func signalPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemesi
 
 type crash struct{}
 
-func (crash) Name() string { return "crash" }
+func (crash) Name() string { return Crash }
 func (crash) Meaning() string {
 	return "the lock service (a single server, or a cluster's leader; a server process: SIGKILL) crashes while the holder is paused, and restarts with its data (a single server: at once; a leader: when the pause heals); harness.Crasher"
 }
@@ -136,8 +139,10 @@ func (f crash) Action(t registry.Target, b harness.Backend) nemesis.Action {
 	_, isCluster := b.(harness.Cluster)
 	single := !isCluster
 	var crashed int
+	var sig sent
 	return nemesis.Action{
-		Kind: f.Name(),
+		Kind:      f.Name(),
+		Signalled: sig.get,
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
 			if crasher == nil {
 				return "lock service", "", registry.Refuse("harness.Crasher", "backend %s cannot be crashed and restarted by fencecheck", b.Name())
@@ -148,8 +153,16 @@ func (f crash) Action(t registry.Target, b harness.Backend) nemesis.Action {
 			}
 			crashed = i
 			pid := pidOf(b, i)
+			killed, isProcess := b.(harness.ProcessNodes)
+			var killedPID int
+			if isProcess {
+				killedPID = killed.NodePID(i)
+			}
 			if err := crasher.Crash(ctx, i); err != nil {
 				return node(i), "", err
+			}
+			if isProcess {
+				sig = sent{history.SignalKill, []int{killedPID}}
 			}
 			if single {
 				// The only server: restart at once, so the lock is available again
@@ -178,7 +191,7 @@ func (f crash) Action(t registry.Target, b harness.Backend) nemesis.Action {
 
 type clusterCrash struct{}
 
-func (clusterCrash) Name() string { return "cluster-crash" }
+func (clusterCrash) Name() string { return ClusterCrash }
 func (clusterCrash) Meaning() string {
 	return "every node of the lock service crashes while the holder is paused, and the whole service restarts at once from its durable state (a harness.ClusterCrasher)"
 }
@@ -231,6 +244,7 @@ func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemes
 	var (
 		mu    sync.Mutex
 		timer *time.Timer
+		sig   sent
 	)
 	resume := func(ctx context.Context) error {
 		mu.Lock()
@@ -247,7 +261,7 @@ func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemes
 	return nemesis.Action{
 		Kind: kind,
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
-			pids := pidList(pn, nodes)
+			pids := pidsOf(pn, nodes)
 			for _, i := range nodes {
 				if err := pn.PauseNode(ctx, i); err != nil {
 					return strikeTarget(nodes), "", errors.Join(err, resume(ctx))
@@ -256,9 +270,11 @@ func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemes
 			mu.Lock()
 			timer = time.AfterFunc(hold, func() { _ = resume(context.Background()) })
 			mu.Unlock()
-			return strikeTarget(nodes), fmt.Sprintf("SIGSTOP to %s for %s, then SIGCONT, while the holder is paused", pids, history.Seconds(hold.Nanoseconds())), nil
+			sig = sent{history.SignalStop, pids}
+			return strikeTarget(nodes), fmt.Sprintf("SIGSTOP to %s for %s, then SIGCONT, while the holder is paused", pidWords(nodes, pids), history.Seconds(hold.Nanoseconds())), nil
 		},
-		Heal: resume,
+		Heal:      resume,
+		Signalled: sig.get,
 	}
 }
 
@@ -267,15 +283,18 @@ func processPause(kind string, b harness.Backend, pn harness.ProcessNodes) nemes
 // holder is still paused if the server kept it only in memory.
 func processCrash(kind string, pn harness.ProcessNodes, crasher harness.Crasher) nemesis.Action {
 	nodes := strikeNodes(pn)
+	var sig sent
 	return nemesis.Action{
-		Kind: kind,
+		Kind:      kind,
+		Signalled: sig.get,
 		Start: func(ctx context.Context, _ *nemesis.Nemesis, _ int) (string, string, error) {
-			before := pidList(pn, nodes)
+			before := pidsOf(pn, nodes)
 			for _, i := range nodes {
 				if err := crasher.Crash(ctx, i); err != nil {
 					return node(i), "", err
 				}
 			}
+			sig = sent{history.SignalKill, before}
 			t0 := time.Now()
 			for _, i := range nodes {
 				if err := crasher.Restart(ctx, i, true); err != nil {
@@ -283,7 +302,7 @@ func processCrash(kind string, pn harness.ProcessNodes, crasher harness.Crasher)
 				}
 			}
 			return strikeTarget(nodes), fmt.Sprintf("SIGKILL to %s, restarted at once with its data dir as %s (ready after %s)",
-				before, pidList(pn, nodes), history.Seconds(time.Since(t0).Nanoseconds())), nil
+				pidWords(nodes, before), pidList(pn, nodes), history.Seconds(time.Since(t0).Nanoseconds())), nil
 		},
 	}
 }
@@ -312,9 +331,31 @@ func strikeTarget(nodes []int) string {
 
 // pidList names nodes with their PIDs: "node 0 (pid 4589), node 1 (pid 4595)".
 func pidList(pn harness.ProcessNodes, nodes []int) string {
+	return pidWords(nodes, pidsOf(pn, nodes))
+}
+
+// pidsOf is the nodes' PIDs, in the nodes' order.
+func pidsOf(pn harness.ProcessNodes, nodes []int) []int {
+	pids := make([]int, len(nodes))
+	for k, i := range nodes {
+		pids[k] = pn.NodePID(i)
+	}
+	return pids
+}
+
+// pidWords says the nodes with their PIDs: "node 0 (pid 4711), node 1 (pid 4712)".
+func pidWords(nodes, pids []int) string {
 	parts := make([]string, len(nodes))
 	for k, i := range nodes {
-		parts[k] = fmt.Sprintf("node %d (pid %d)", i, pn.NodePID(i))
+		parts[k] = fmt.Sprintf("node %d (pid %d)", i, pids[k])
 	}
 	return strings.Join(parts, ", ")
 }
+
+// sent is what an action signalled, for nemesis.Action.Signalled: set by its Start.
+type sent struct {
+	signal string
+	pids   []int
+}
+
+func (s *sent) get() (string, []int) { return s.signal, s.pids }

@@ -146,7 +146,7 @@ var (
 		return sh
 	}()
 	faultShape = func() *shape {
-		sh := &shape{what: "a fault", fields: []string{"kind", "target", "start", "end", "detail"}, why: map[string]string{
+		sh := &shape{what: "a fault", fields: []string{"kind", "target", "start", "end", "detail", "signal", "pids"}, why: map[string]string{
 			"end": "null when the fault never healed",
 		}}
 		sh.required = sh.bits("kind", "target", "start")

@@ -94,7 +94,18 @@ type Fault struct {
 	// End is when the fault healed; nil if it was still active when the run ended.
 	End    *int64 `json:"end"`
 	Detail string `json:"detail,omitempty"`
+	// Signal and PIDs, when set, say which signal the fault sent to which of the lock
+	// service's processes (a node fault on server processes fencecheck started): what a
+	// check reads, where Detail says it for people.
+	Signal string `json:"signal,omitempty"`
+	PIDs   []int  `json:"pids,omitempty"`
 }
+
+// The signals a fault records (Fault.Signal).
+const (
+	SignalStop = "SIGSTOP"
+	SignalKill = "SIGKILL"
+)
 
 // Run describes the run that produced a history. Fields beyond the named ones are kept
 // in Extra and written back unchanged.

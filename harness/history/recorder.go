@@ -1,6 +1,7 @@
 package history
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -144,6 +145,13 @@ func (r *Recorder) FaultDetail(i int, extra string) {
 		f.Detail += "; "
 	}
 	f.Detail += extra
+}
+
+// FaultSignal records that fault i sent signal to the service's processes pids.
+func (r *Recorder) FaultSignal(i int, signal string, pids []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults[i].Signal, r.faults[i].PIDs = signal, slices.Clone(pids)
 }
 
 // FaultEnd records that fault i healed, appending to its detail if extra is not empty.

@@ -17,7 +17,10 @@ type Target struct {
 	Resource Resource
 	// Policy is the clients' policy ("trusting" or "careful"); TTL the lease TTL.
 	Policy string
-	TTL    time.Duration
+	// Careful: the policy is the careful one (spec.PolicyCareful), said here so that a
+	// fault need not import spec, which resolves the faults, to learn it.
+	Careful bool
+	TTL     time.Duration
 	// ClientFaults names the registry's client faults (for messages).
 	ClientFaults []string
 	// Random: the faults come from a random schedule, not targeted at the holder.

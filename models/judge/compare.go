@@ -96,9 +96,9 @@ type CompareRun struct {
 	// Run is the run's place among its cell's runs (0-based) and Seed its workload seed.
 	Run  int   `json:"run"`
 	Seed int64 `json:"seed"`
-	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), "error", or "not run"
-	// (a fenced run of a backend without a token).
-	Outcome string `json:"outcome"`
+	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), OutcomeError, or
+	// OutcomeNotRun (a fenced run of a backend without a token).
+	Outcome RunOutcome `json:"outcome"`
 	// Reason and Why say why an inconclusive run proves nothing (see Why).
 	Reason   models.Reason                      `json:"reason,omitempty"`
 	Why      string                             `json:"why,omitempty"`
@@ -150,10 +150,11 @@ func NewCompareRun(resource, scenario string, ttl time.Duration, rep *models.Rep
 
 // ErrorRun is a run that gave no report.
 func ErrorRun(resource, scenario, msg string) CompareRun {
-	return CompareRun{Resource: resource, Scenario: scenario, Outcome: "error", Error: msg}
+	return CompareRun{Resource: resource, Scenario: scenario, Outcome: OutcomeError, Error: msg}
 }
 
-// NotRunWord is the outcome of a run that was not made (a fenced run without a token).
+// NotRunWord is the word for a run that was not made (a fenced run without a token:
+// OutcomeNotRun, CellNotRun).
 const NotRunWord = "not run"
 
 // Decided reports whether the run ran and the checker decided.
@@ -428,10 +429,8 @@ type ServiceRow struct {
 	Baseline        []CompareRun      `json:"baseline"`
 	Faults          []CompareFault    `json:"faults"`
 
-	// Judged by Judge:
-	// Verdict: "safe with fencing", "UNSAFE with fencing", "no fencing token",
-	// "incomplete", "inconclusive".
-	Verdict string `json:"verdict"`
+	// Judged by Judge: the service's verdict (in JSON its words, ServiceVerdict.String).
+	Verdict ServiceVerdict `json:"verdict"`
 	// Safe: every fenced run held (or had no stale write attempted) and tokens stayed
 	// monotonic, every run was decided, and the fence was tested: some fenced run had
 	// stale writes attempted and rejected, and no run tested nothing.
@@ -454,16 +453,59 @@ type ServiceRow struct {
 	Paragraph string `json:"paragraph"`
 }
 
-// Verdict words of a service.
+// ServiceVerdict is a compared service's verdict. Logic compares the kinds; only its
+// words (String) reach compare.json and the pages.
+type ServiceVerdict int
+
+// A service's verdicts.
 const (
-	VerdictSafe       = "safe with fencing"
-	VerdictUnsafe     = "UNSAFE with fencing"
-	VerdictNoToken    = "no fencing token"
-	VerdictIncomplete = "incomplete"
+	// VerdictNone: not judged (yet): a row before Judge, "" in JSON.
+	VerdictNone ServiceVerdict = iota
+	VerdictSafe
+	VerdictUnsafe
+	VerdictNoToken
+	VerdictIncomplete
 	// VerdictInconclusive: every run was decided and none showed fencing fail, but no
 	// stale write was attempted against the fence, or a run tested nothing.
-	VerdictInconclusive = "inconclusive"
+	VerdictInconclusive
 )
+
+// verdictWords are the verdicts' words, as compare.json has always written them.
+var verdictWords = [...]string{
+	VerdictNone:         "",
+	VerdictSafe:         "safe with fencing",
+	VerdictUnsafe:       "UNSAFE with fencing",
+	VerdictNoToken:      NoTokenWord,
+	VerdictIncomplete:   "incomplete",
+	VerdictInconclusive: "inconclusive",
+}
+
+// String is the verdict in words: "safe with fencing", "UNSAFE with fencing", "no
+// fencing token", "incomplete", "inconclusive" ("" when not judged).
+func (v ServiceVerdict) String() string {
+	if v < 0 || int(v) >= len(verdictWords) {
+		return fmt.Sprintf("ServiceVerdict(%d)", int(v))
+	}
+	return verdictWords[v]
+}
+
+// MarshalText writes the verdict's words.
+func (v ServiceVerdict) MarshalText() ([]byte, error) {
+	if v < 0 || int(v) >= len(verdictWords) {
+		return nil, fmt.Errorf("judge: no words for service verdict %d", int(v))
+	}
+	return []byte(verdictWords[v]), nil
+}
+
+// UnmarshalText reads the verdict's words.
+func (v *ServiceVerdict) UnmarshalText(b []byte) error {
+	i := slices.Index(verdictWords[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("judge: unknown service verdict %q", b)
+	}
+	*v = ServiceVerdict(i)
+	return nil
+}
 
 // Judge fills every service's words, verdict, figures and paragraph.
 func (c *Comparison) Judge() {
@@ -505,12 +547,12 @@ func allDecided(runs []CompareRun) bool {
 // runsWord joins the words of a cell's runs: the word when every run says the same,
 // else each word with how many runs said it ("held in 3 of 5 runs, stale writes got
 // through in 2 of 5 runs").
-func runsWord(words []string) string {
+func runsWord(words []Cell) string {
 	if len(words) == 0 {
 		return NotRunWord
 	}
-	var order []string
-	count := map[string]int{}
+	var order []Cell
+	count := map[Cell]int{}
 	for _, w := range words {
 		if count[w] == 0 {
 			order = append(order, w)
@@ -518,7 +560,7 @@ func runsWord(words []string) string {
 		count[w]++
 	}
 	if len(order) == 1 {
-		return order[0]
+		return string(order[0])
 	}
 	parts := make([]string, len(order))
 	for i, w := range order {
@@ -539,7 +581,7 @@ func (s *ServiceRow) judge(runs int, alone bool) {
 	rejected, tested := 0, []string{}
 	for i := range s.Faults {
 		f := &s.Faults[i]
-		var uw, fw []string
+		var uw, fw []Cell
 		for _, r := range f.Unfenced {
 			uw = append(uw, unfencedWord(r))
 		}
@@ -547,9 +589,9 @@ func (s *ServiceRow) judge(runs int, alone bool) {
 		for _, r := range f.Fenced {
 			switch {
 			case s.Facts.NoToken != "":
-				fw = append(fw, NoTokenWord)
-			case r.Outcome == NotRunWord:
-				fw = append(fw, NotRunWord)
+				fw = append(fw, CellNoToken)
+			case r.Outcome == OutcomeNotRun:
+				fw = append(fw, CellNotRun)
 			default:
 				fw = append(fw, fencedWord(ScoreRun{Outcome: r.Outcome, StaleAccepted: r.StaleAccepted, Verdicts: r.Verdicts}))
 			}
@@ -623,14 +665,14 @@ func (s *ServiceRow) judge(runs int, alone bool) {
 	s.Paragraph = Scrub(Paragraph(*s, runs, alone))
 }
 
-func unfencedWord(r CompareRun) string {
+func unfencedWord(r CompareRun) Cell {
 	switch r.Outcome {
 	case OutcomeUnsafe:
-		return "stale writes got through"
+		return CellStaleThrough
 	case OutcomeSafe:
-		return "held"
+		return CellHeld
 	}
-	return r.Outcome
+	return Cell(r.Outcome)
 }
 
 // NoticeWords is the service's worst notice delay in words with its fault ("never
@@ -895,21 +937,21 @@ func (c *Comparison) Service(name string) (ServiceRow, bool) {
 // token let a stale write through the fence or its tokens went backwards, "incomplete"
 // when a run failed or was not decided or a backend asked for could not run, "inconclusive" when a service's runs lack the
 // evidence (its verdict is inconclusive), else "complete".
-func (c *Comparison) Outcome() string {
+func (c *Comparison) Outcome() RunOutcome {
 	for _, s := range c.Services {
 		if s.Verdict == VerdictUnsafe {
-			return "unsafe"
+			return OutcomeUnsafe
 		}
 	}
 	if !c.Complete {
-		return "incomplete"
+		return OutcomeIncomplete
 	}
 	for _, s := range c.Services {
 		if s.Verdict == VerdictInconclusive {
-			return "inconclusive"
+			return OutcomeInconclusive
 		}
 	}
-	return "complete"
+	return OutcomeComplete
 }
 
 // SummaryLine says in one line which services are safe with fencing.
@@ -919,7 +961,7 @@ func (c *Comparison) SummaryLine() string {
 		if s.Safe {
 			safe = append(safe, s.Name)
 		} else {
-			other = append(other, s.Name+" ("+s.Verdict+")")
+			other = append(other, s.Name+" ("+s.Verdict.String()+")")
 		}
 	}
 	line := fmt.Sprintf("%d services at TTL %s under %s", len(c.Services), Duration(c.TTLNanos), list(c.Faults))

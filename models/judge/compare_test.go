@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // run is a decided run with the given outcome and figures.
-func cmpRun(outcome string, staleRejected, staleAccepted int, tokens models.Verdict) CompareRun {
+func cmpRun(outcome RunOutcome, staleRejected, staleAccepted int, tokens models.Verdict) CompareRun {
 	v := map[models.Property]models.Verdict{models.Register: models.Held, models.Updates: models.Held, models.Tokens: tokens}
 	if outcome == OutcomeUnsafe {
 		v[models.Register], v[models.Updates] = models.Violated, models.Violated
@@ -90,7 +91,7 @@ func TestFiguresOf(t *testing.T) {
 			require.Equal(t, Spread[int64]{Median: 0, Min: 0, Max: 5e8, N: 2}, f.Overshoot)
 			require.Equal(t, "0 (before the takeover, n=3)", f.NoticeWords())
 		}},
-		{"undecided runs and runs without a supersession", runs(ErrorRun("unfenced", "x", "boom"), notSuperseded), runs(CompareRun{Outcome: NotRunWord}), func(t *testing.T, f Figures) {
+		{"undecided runs and runs without a supersession", runs(ErrorRun("unfenced", "x", "boom"), notSuperseded), runs(CompareRun{Outcome: OutcomeNotRun}), func(t *testing.T, f Figures) {
 			require.Equal(t, 1, f.Runs)
 			require.Equal(t, 0, f.Superseded)
 			require.Equal(t, 1, f.ValidityGap.N)
@@ -107,8 +108,8 @@ func TestFiguresOf(t *testing.T) {
 }
 
 func TestRunsWord(t *testing.T) {
-	require.Equal(t, "held", runsWord([]string{"held", "held"}))
-	require.Equal(t, "held in 2 of 3 runs, VIOLATED in 1 of 3 runs", runsWord([]string{"held", "VIOLATED", "held"}))
+	require.Equal(t, "held", runsWord([]Cell{CellHeld, CellHeld}))
+	require.Equal(t, "held in 2 of 3 runs, VIOLATED in 1 of 3 runs", runsWord([]Cell{CellHeld, CellViolated, CellHeld}))
 	require.Equal(t, NotRunWord, runsWord(nil))
 }
 
@@ -123,7 +124,7 @@ func TestParagraphFromFacts(t *testing.T) {
 	noticedFirst.Unfenced[0].NoticeDelayNanos, noticedFirst.Fenced[0].NoticeDelayNanos = 0, 0
 	fencedThrough := CompareFault{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held))}
 	backwards := CompareFault{Fault: "partition", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Violated)), Fenced: runs(cmpRun(OutcomeSafe, 1, 0, models.Violated))}
-	noToken := CompareFault{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(CompareRun{Outcome: NotRunWord})}
+	noToken := CompareFault{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(CompareRun{Outcome: OutcomeNotRun})}
 	failed := CompareFault{Fault: "partition", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(ErrorRun("fenced", "x", "server died"))}
 	// The careful-client claim needs every run's estimate to have run out before the
 	// next grant; one run that overshot withdraws it.
@@ -146,7 +147,7 @@ func TestParagraphFromFacts(t *testing.T) {
 		name    string
 		facts   Facts
 		faults  []CompareFault
-		verdict string
+		verdict ServiceVerdict
 		want    []string
 		not     []string
 	}{
@@ -239,18 +240,18 @@ func TestComparisonOutcome(t *testing.T) {
 		Faults: []CompareFault{{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(cmpRun(OutcomeSafe, 1, 0, models.Held))}}}
 	noTok := ok
 	noTok.Name, noTok.Facts = "b", Facts{Token: "none", NoToken: "none"}
-	noTok.Faults = []CompareFault{{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(CompareRun{Outcome: NotRunWord})}}
+	noTok.Faults = []CompareFault{{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(CompareRun{Outcome: OutcomeNotRun})}}
 	c := Comparison{Services: []ServiceRow{ok, noTok}}
 	c.Judge()
 	require.True(t, c.Complete)
-	require.Equal(t, "complete", c.Outcome(), "a service without a token is a finding, not a failure")
+	require.Equal(t, RunOutcome("complete"), c.Outcome(), "a service without a token is a finding, not a failure")
 	require.NotNil(t, c.Skipped)
 	bad := ok
 	bad.Name = "c"
 	bad.Faults = []CompareFault{{Fault: "pause", Unfenced: runs(cmpRun(OutcomeUnsafe, 0, 1, models.Held)), Fenced: runs(cmpRun(OutcomeSafe, 1, 0, models.Held), cmpRun(OutcomeUnsafe, 0, 1, models.Held))}}
 	c = Comparison{Services: []ServiceRow{ok, bad}}
 	c.Judge()
-	require.Equal(t, "unsafe", c.Outcome(), "one unsafe fenced run of several makes the row unsafe")
+	require.Equal(t, RunOutcome("unsafe"), c.Outcome(), "one unsafe fenced run of several makes the row unsafe")
 	require.Equal(t, "held in 1 of 2 runs, VIOLATED in 1 of 2 runs", c.Services[1].Faults[0].FencedWord)
 	require.Contains(t, c.SummaryLine(), "safe with fencing: a")
 }
@@ -299,7 +300,7 @@ func TestParagraphNamesConfiguration(t *testing.T) {
 		row      ServiceRow
 		want     []string
 		not      []string
-		verdict  string
+		verdict  ServiceVerdict
 		notToken bool
 	}{
 		{
@@ -342,14 +343,14 @@ func TestParagraphNamesConfiguration(t *testing.T) {
 			row.Name, row.Backend, row.Baseline = "svc", "be", runs(cmpRun(OutcomeSafe, 0, 0, models.Held))
 			f := pause
 			if tc.notToken {
-				f.Fenced = runs(CompareRun{Outcome: NotRunWord})
+				f.Fenced = runs(CompareRun{Outcome: OutcomeNotRun})
 			}
 			row.Faults = []CompareFault{f}
 			c := Comparison{TTLNanos: 2e9, Runs: 1, BaselineAlone: true, Services: []ServiceRow{row}}
 			c.Judge()
 			s := c.Services[0]
 			want := tc.verdict
-			if want == "" {
+			if want == VerdictNone {
 				want = VerdictSafe
 			}
 			require.Equal(t, want, s.Verdict)
@@ -363,4 +364,27 @@ func TestParagraphNamesConfiguration(t *testing.T) {
 			require.Contains(t, s.Paragraph, "`fencecheck evaluate --backend be`")
 		})
 	}
+}
+
+func TestServiceVerdictJSON(t *testing.T) {
+	for _, tc := range []struct {
+		v    ServiceVerdict
+		json string
+	}{
+		{VerdictNone, `""`},
+		{VerdictSafe, `"safe with fencing"`},
+		{VerdictUnsafe, `"UNSAFE with fencing"`},
+		{VerdictNoToken, `"no fencing token"`},
+		{VerdictIncomplete, `"incomplete"`},
+		{VerdictInconclusive, `"inconclusive"`},
+	} {
+		b, err := json.Marshal(tc.v)
+		require.NoError(t, err)
+		require.Equal(t, tc.json, string(b))
+		var back ServiceVerdict
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, tc.v, back)
+	}
+	var v ServiceVerdict
+	require.ErrorContains(t, json.Unmarshal([]byte(`"safe"`), &v), `unknown service verdict "safe"`)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // scoreRun is a fenced or unfenced run of a scorecard row.
-func scoreRun(resource, outcome string, staleRejected, staleAccepted int, reason models.Reason, why string) ScoreRun {
+func scoreRun(resource string, outcome RunOutcome, staleRejected, staleAccepted int, reason models.Reason, why string) ScoreRun {
 	v := map[models.Property]models.Verdict{models.Register: models.Held, models.Updates: models.Held, models.Tokens: models.Held}
 	switch outcome {
 	case OutcomeUnsafe:
@@ -68,7 +68,7 @@ func TestScorecardNeedsEvidence(t *testing.T) {
 			}
 			for _, r := range s.Rows {
 				if f, _ := r.Run("fenced"); f.Outcome == OutcomeInconclusive {
-					require.Equal(t, "not tested", r.Fenced)
+					require.Equal(t, Cell("not tested"), r.Fenced)
 					require.Equal(t, f.Why, r.Why)
 					require.Equal(t, !f.Reason.Untested(), r.Safe, "a row that tested nothing is not safe")
 				}
@@ -92,7 +92,7 @@ func TestCompareNeedsEvidence(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		fault   CompareFault
-		verdict string
+		verdict ServiceVerdict
 		why     string
 	}{
 		{"tested", tested, VerdictSafe, ""},
@@ -108,12 +108,12 @@ func TestCompareNeedsEvidence(t *testing.T) {
 			require.Equal(t, tc.why, s.Inconclusive)
 			require.True(t, c.Complete)
 			if tc.verdict == VerdictInconclusive {
-				require.Equal(t, "inconclusive", c.Outcome())
+				require.Equal(t, RunOutcome("inconclusive"), c.Outcome())
 				require.Contains(t, s.Paragraph, "not shown safe")
 				require.Contains(t, s.Paragraph, tc.why)
 				require.NotContains(t, s.Paragraph, "safe to adopt")
 			} else {
-				require.Equal(t, "complete", c.Outcome())
+				require.Equal(t, RunOutcome("complete"), c.Outcome())
 			}
 		})
 	}

@@ -12,16 +12,40 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
+// RunOutcome is what a run says about the protected data (Outcome), or why it says
+// nothing (OutcomeError, OutcomeNotRun). The words are the ones the JSON documents and
+// pages show; logic compares outcomes with these constants.
+type RunOutcome string
+
 // Outcome words, from worst to best: what a run says about the protected data.
 const (
-	OutcomeUnsafe       = "unsafe"       // register or updates violated
-	OutcomeUnknown      = "unknown"      // the checker timed out on register or updates
-	OutcomeInconclusive = "inconclusive" // nothing violated, but the history lacks the evidence (Why)
-	OutcomeSafe         = "safe"         // held, and the fault bit (or a fault-free run tested it)
+	OutcomeUnsafe       RunOutcome = "unsafe"       // register or updates violated
+	OutcomeUnknown      RunOutcome = "unknown"      // the checker timed out on register or updates
+	OutcomeInconclusive RunOutcome = "inconclusive" // nothing violated, but the history lacks the evidence (Why)
+	OutcomeSafe         RunOutcome = "safe"         // held, and the fault bit (or a fault-free run tested it)
+)
+
+// Outcomes of a run that gave no report.
+const (
+	// OutcomeNone: no result (yet): a run another shard makes, or one not made so far.
+	OutcomeNone RunOutcome = ""
+	// OutcomeError: the run failed (its Error says why).
+	OutcomeError RunOutcome = "error"
+	// OutcomeNotRun: the run was not made (a fenced run of a backend without a token).
+	OutcomeNotRun RunOutcome = NotRunWord
+)
+
+// Outcomes of a whole comparison or evaluation, beside unsafe and inconclusive
+// (Comparison.Outcome).
+const (
+	// OutcomeIncomplete: a run failed or was not decided.
+	OutcomeIncomplete RunOutcome = "incomplete"
+	// OutcomeComplete: every run was decided and nothing was unsafe or inconclusive.
+	OutcomeComplete RunOutcome = "complete"
 )
 
 // Outcome classifies a report by what it says about the protected data.
-func Outcome(rep *models.Report) string {
+func Outcome(rep *models.Report) RunOutcome {
 	v := rep.Verdicts
 	switch {
 	case v[models.Register] == models.Violated || v[models.Updates] == models.Violated:

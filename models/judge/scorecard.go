@@ -16,8 +16,8 @@ const ScorecardFormat = "fencecheck.scorecard/v1"
 type ScoreRun struct {
 	Resource string `json:"resource"`
 	Scenario string `json:"scenario"`
-	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), or "error".
-	Outcome string `json:"outcome"`
+	// Outcome: unsafe, safe, inconclusive, unknown (see Outcome), or OutcomeError.
+	Outcome RunOutcome `json:"outcome"`
 	// Reason and Why say why an inconclusive run proves nothing (see Why).
 	Reason                      models.Reason                      `json:"reason,omitempty"`
 	Why                         string                             `json:"why,omitempty"`
@@ -70,17 +70,20 @@ type ScoreRow struct {
 	Runs    []ScoreRun `json:"runs"`
 
 	// Judged by Judge:
-	// Unfenced: did stale writes get through without fencing ("stale writes got
-	// through", "held", "inconclusive", "unknown", "error", "not run").
-	Unfenced string `json:"unfenced"`
-	// Fenced: did fencing hold ("held", "VIOLATED", "not tested", "unknown", "error").
-	Fenced string `json:"fenced"`
+	// Unfenced: did stale writes get through without fencing (CellStaleThrough,
+	// CellHeld, or the run's outcome when it was not decided: inconclusive, unknown,
+	// error; CellNotRun).
+	Unfenced Cell `json:"unfenced"`
+	// Fenced: did fencing hold (CellHeld, CellViolated, CellRefusedValid,
+	// CellNotTested, CellNoToken, CellNotRun, or the outcome: unknown, error).
+	Fenced Cell `json:"fenced"`
 	// Why says why the fenced run is "not tested" (its ScoreRun.Why).
 	Why string `json:"why,omitempty"`
 	// Native: the backend-native resource's result, like Fenced ("" when none).
-	Native string `json:"native,omitempty"`
-	// Tokens: "monotonic" or "WENT BACKWARDS" (or "unknown").
-	Tokens string `json:"tokens"`
+	Native Cell `json:"native,omitempty"`
+	// Tokens: CellMonotonic or CellBackwards (or CellUnknown; CellNone without a
+	// fencing token).
+	Tokens Cell `json:"tokens"`
 	// Validity-gap percentiles over every takeover in the fault's runs.
 	GapP50 int64 `json:"gap_p50_ns"`
 	GapP90 int64 `json:"gap_p90_ns"`
@@ -163,19 +166,42 @@ const NoTokenWord = "no fencing token"
 // lock key is gone, even when nobody else wrote since).
 const RefusedValid = "refused a valid write"
 
-func fencedWord(r ScoreRun) string {
+// Cell is what a scorecard row says in one column (ScoreRow's Unfenced, Fenced, Native
+// and Tokens): the words are the ones scorecard.json and the pages show, so logic
+// compares cells with these constants and only rendering reads the words.
+type Cell string
+
+// A row's cells. A column whose run was not decided shows the run's outcome word
+// (Cell(OutcomeUnknown), Cell(OutcomeError)).
+const (
+	CellHeld         Cell = "held"
+	CellViolated     Cell = "VIOLATED"
+	CellRefusedValid Cell = RefusedValid
+	CellNotTested    Cell = "not tested"
+	CellStaleThrough Cell = "stale writes got through"
+	CellNoToken      Cell = NoTokenWord
+	CellNotRun       Cell = NotRunWord
+	CellMonotonic    Cell = "monotonic"
+	CellBackwards    Cell = "WENT BACKWARDS"
+	CellUnknown      Cell = Cell(OutcomeUnknown)
+	// CellNone: a backend without a fencing token; its grants carry only the order the
+	// harness saw them in.
+	CellNone Cell = "none"
+)
+
+func fencedWord(r ScoreRun) Cell {
 	switch r.Outcome {
 	case OutcomeSafe:
-		return "held"
+		return CellHeld
 	case OutcomeUnsafe:
 		if !gotThrough(r) {
-			return RefusedValid
+			return CellRefusedValid
 		}
-		return "VIOLATED"
+		return CellViolated
 	case OutcomeInconclusive:
-		return "not tested"
+		return CellNotTested
 	}
-	return r.Outcome
+	return Cell(r.Outcome)
 }
 
 // Judge fills the rows' summaries, the overall verdict, its paragraph and conditions.
@@ -190,40 +216,40 @@ func (s *Scorecard) Judge() {
 	for i := range s.Rows {
 		r := &s.Rows[i]
 		var gaps []int64
-		r.Tokens = "monotonic"
+		r.Tokens = CellMonotonic
 		for _, run := range r.Runs {
 			gaps = append(gaps, run.GapSamples...)
 			switch run.Verdicts[models.Tokens] {
 			case models.Violated:
-				r.Tokens = "WENT BACKWARDS"
+				r.Tokens = CellBackwards
 			case models.Unknown:
-				if r.Tokens == "monotonic" {
-					r.Tokens = "unknown"
+				if r.Tokens == CellMonotonic {
+					r.Tokens = CellUnknown
 				}
 			}
 		}
 		if s.NoToken != "" {
-			r.Tokens = "none" // its grants carry only the order the harness saw them in
+			r.Tokens = CellNone
 		}
 		slices.Sort(gaps)
 		all = append(all, gaps...)
 		r.GapP50, r.GapP90, r.GapMax = Percentile(gaps, 50), Percentile(gaps, 90), Percentile(gaps, 100)
-		r.Unfenced = "not run"
+		r.Unfenced = CellNotRun
 		if u, ok := r.Run("unfenced"); ok {
 			switch u.Outcome {
 			case OutcomeUnsafe:
-				r.Unfenced = "stale writes got through"
+				r.Unfenced = CellStaleThrough
 				unfencedBad = append(unfencedBad, r.Fault)
 			case OutcomeSafe:
-				r.Unfenced = "held"
+				r.Unfenced = CellHeld
 				unfencedHeld = append(unfencedHeld, r.Fault)
 			default:
-				r.Unfenced = u.Outcome
+				r.Unfenced = Cell(u.Outcome)
 			}
 		}
-		r.Fenced = "not run"
+		r.Fenced = CellNotRun
 		if s.NoToken != "" {
-			r.Fenced = NoTokenWord
+			r.Fenced = CellNoToken
 		} else if f, ok := r.Run("fenced"); ok {
 			r.Fenced = fencedWord(f)
 			r.Refused, r.LongestNoWrite = f.WritesRefused, f.LongestNoAcceptedWriteNanos
@@ -264,11 +290,11 @@ func (s *Scorecard) Judge() {
 				}
 			}
 		}
-		if r.Tokens == "WENT BACKWARDS" {
+		if r.Tokens == CellBackwards {
 			tokensBad = append(tokensBad, r.Fault)
 		}
-		r.Safe = r.Fenced == "held" || r.Fenced == "not tested" && !slices.Contains(fencedUntested, r.Fault)
-		r.Safe = r.Safe && r.Tokens == "monotonic"
+		r.Safe = r.Fenced == CellHeld || r.Fenced == CellNotTested && !slices.Contains(fencedUntested, r.Fault)
+		r.Safe = r.Safe && r.Tokens == CellMonotonic
 	}
 	slices.Sort(all)
 	s.GapP50, s.GapP90, s.GapMax = Percentile(all, 50), Percentile(all, 90), Percentile(all, 100)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 )
 
@@ -37,7 +38,7 @@ func History(o Options) *history.History {
 	rng := rand.New(rand.NewPCG(7, uint64(o.Ops)))
 	h := &history.History{Format: history.Format, Run: history.Run{
 		Scenario: o.Scenario, Backend: "naive", Resource: "unfenced", Fence: history.FenceStrict, Seed: 7, TTLms: ttl.Milliseconds(),
-		Faults: []string{"pause"}, Extra: map[string]any{"clients": clients, "synthetic": true},
+		Faults: []string{faults.Pause}, Extra: map[string]any{"clients": clients, "synthetic": true},
 	}}
 	if o.Fenced {
 		h.Run.Resource = "fenced"
@@ -112,9 +113,9 @@ func History(o Options) *history.History {
 	if o.Evil {
 		detail = Evil
 	}
-	h.Faults = append(h.Faults, history.Fault{Kind: "pause", Target: "client-0", Start: pauseStart, End: ret(pauseEnd), Detail: detail})
+	h.Faults = append(h.Faults, history.Fault{Kind: faults.Pause, Target: "client-0", Start: pauseStart, End: ret(pauseEnd), Detail: detail})
 	if o.NodeFault {
-		h.Faults = append(h.Faults, history.Fault{Kind: "node-pause", Target: "node-1", Start: pauseStart + int64(50*time.Millisecond), End: ret(pauseStart + int64(ttl)), Detail: "leader node 1 paused"})
+		h.Faults = append(h.Faults, history.Fault{Kind: faults.NodePause, Target: "node-1", Start: pauseStart + int64(50*time.Millisecond), End: ret(pauseStart + int64(ttl)), Detail: "leader node 1 paused"})
 	}
 	// Another client waits for the lease to expire, then the others go on.
 	t = pauseStart + 1000

@@ -305,7 +305,7 @@ func TestRunNoToken(t *testing.T) {
 	require.False(t, sc.Safe)
 	require.Len(t, sc.Rows, 1)
 	require.Equal(t, judge.NoTokenWord, sc.Rows[0].Fenced)
-	require.Equal(t, "stale writes got through", sc.Rows[0].Unfenced)
+	require.Equal(t, judge.Cell("stale writes got through"), sc.Rows[0].Unfenced)
 	requireNoProcesses(t)
 }
 

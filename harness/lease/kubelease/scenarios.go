@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -17,7 +18,7 @@ import (
 func Scenarios() []catalogue.Scenario {
 	unsafe := catalogue.Unsafe()
 	safe := catalogue.Safe()
-	pause := []string{"pause"}
+	pause := []string{faults.Pause}
 	return []catalogue.Scenario{
 		{
 			Spec:   spec.Spec{Name: "kube-lease-unfenced-pause", Backend: "kube-lease", Resource: "unfenced", Faults: pause},
@@ -32,19 +33,19 @@ func Scenarios() []catalogue.Scenario {
 			Check:  checkRun,
 		},
 		{
-			Spec:   spec.Spec{Name: "kube-lease-fenced-node-pause", Backend: "kube-lease", Resource: "fenced", Faults: []string{"node-pause"}},
+			Spec:   spec.Spec{Name: "kube-lease-fenced-node-pause", Backend: "kube-lease", Resource: "fenced", Faults: []string{faults.NodePause}},
 			About:  "SIGSTOP of the kube-apiserver while the leader is paused: after SIGCONT the candidates wait LeaseDuration from what they see and take over; the fence refuses the late write",
 			Expect: safe,
 			Check:  checkRun,
 		},
 		{
-			Spec:   spec.Spec{Name: "kube-lease-fenced-crash", Backend: "kube-lease", Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   spec.Spec{Name: "kube-lease-fenced-crash", Backend: "kube-lease", Resource: "fenced", Faults: []string{faults.Crash}},
 			About:  "SIGKILL of the kube-apiserver while the leader is paused, restarted at once: the Lease is in etcd, leaseTransitions goes on, the fence refuses the late write",
 			Expect: safe,
 			Check:  checkRun,
 		},
 		{
-			Spec:   spec.Spec{Name: "kube-lease-rv-fenced-crash", Backend: "kube-lease-rv", Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   spec.Spec{Name: "kube-lease-rv-fenced-crash", Backend: "kube-lease-rv", Resource: "fenced", Faults: []string{faults.Crash}},
 			About:  "the Lease's resourceVersion as the token: it is etcd's revision, which an apiserver restart does not reset; the fence refuses the late write",
 			Expect: safe,
 			Check:  checkRun,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -44,7 +45,7 @@ const SkewRate = 2.0
 // the skew fault (libfaketime can set it only when mariadbd starts), never on an
 // existing server.
 func skewed(s registry.Settings) bool {
-	return slices.Contains(s.Faults, "skew") && s.Option(OptionDSN) == ""
+	return slices.Contains(s.Faults, faults.Skew) && s.Option(OptionDSN) == ""
 }
 
 func clockRate(s registry.Settings) float64 {

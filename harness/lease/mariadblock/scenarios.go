@@ -2,6 +2,7 @@ package mariadblock
 
 import (
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -16,11 +17,11 @@ func Scenarios() []catalogue.Scenario {
 	// crash reuse ids granted before it (tokens catalogue.Violated), and the fence, holding the
 	// last id before the crash, refuses every write after it.
 	connidCrash := catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Any, models.Violated, catalogue.Violated), NoStaleAccepted: true}
-	pause := []string{"pause"}
+	pause := []string{faults.Pause}
 	// mariadbd's clock 2x fast from its start (libfaketime): a pause of about TTL/2,
 	// shorter than the TTL by the client's clock, outlives the session (16 of 16 seeds,
 	// idle and under-load, 0.50-0.58 s pauses at TTL 1 s).
-	skew := []string{"skew", "pause"}
+	skew := []string{faults.Skew, faults.Pause}
 	return []catalogue.Scenario{
 		{
 			Spec:   spec.Spec{Name: "mariadb-lock-unfenced-pause", Backend: "mariadb-lock", Resource: "unfenced", Faults: pause},
@@ -33,7 +34,7 @@ func Scenarios() []catalogue.Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "mariadb-lock-fenced-crash", Backend: "mariadb-lock", Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   spec.Spec{Name: "mariadb-lock-fenced-crash", Backend: "mariadb-lock", Resource: "fenced", Faults: []string{faults.Crash}},
 			About:  "SIGKILL of mariadbd while the holder is paused, InnoDB recovery at once: the counter survives, the fence refuses the late write",
 			Expect: safe,
 		},
@@ -48,12 +49,12 @@ func Scenarios() []catalogue.Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "mariadb-lock-unfenced-careful-skew", Backend: "mariadb-lock", Resource: "unfenced", Policy: "careful", Faults: skew},
+			Spec:   spec.Spec{Name: "mariadb-lock-unfenced-careful-skew", Backend: "mariadb-lock", Resource: "unfenced", Policy: spec.PolicyCareful, Faults: skew},
 			About:  "a careful client checks its lease by its own clock after the pause and finds half its TTL left; the fast server clock has ended its session, and the write lands",
 			Expect: unsafe,
 		},
 		{
-			Spec:   spec.Spec{Name: "mariadb-lock-connid-fenced-crash", Backend: "mariadb-lock-connid", Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   spec.Spec{Name: "mariadb-lock-connid-fenced-crash", Backend: "mariadb-lock-connid", Resource: "fenced", Faults: []string{faults.Crash}},
 			About:  "the connection id as the token: after the restart ids start again near 1, tokens are reused and go backwards, and the fence refuses every write after the crash",
 			Expect: connidCrash,
 		},

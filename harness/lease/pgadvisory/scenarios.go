@@ -2,6 +2,7 @@ package pgadvisory
 
 import (
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -12,7 +13,7 @@ import (
 func Scenarios() []catalogue.Scenario {
 	unsafe := catalogue.Unsafe()
 	safe := catalogue.Safe()
-	pause := []string{"pause"}
+	pause := []string{faults.Pause}
 	// Behind PgBouncer's transaction pooling every client shares one pooled session, on
 	// which the lock is re-entrant: every try is granted, no fault needed. The nextval
 	// token still orders the grants, so the fence keeps the register (later token wins),
@@ -40,17 +41,17 @@ func Scenarios() []catalogue.Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "postgres-advisory-fenced-node-pause", Backend: "postgres-advisory", Resource: "fenced", Faults: []string{"node-pause"}},
+			Spec:   spec.Spec{Name: "postgres-advisory-fenced-node-pause", Backend: "postgres-advisory", Resource: "fenced", Faults: []string{faults.NodePause}},
 			About:  "SIGSTOP of the postmaster and every backend while the holder is paused: after SIGCONT the holder's idle session is ended and the lock passes on; the fence refuses the late write",
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "postgres-advisory-fenced-crash", Backend: "postgres-advisory", Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   spec.Spec{Name: "postgres-advisory-fenced-crash", Backend: "postgres-advisory", Resource: "fenced", Faults: []string{faults.Crash}},
 			About:  "SIGKILL of PostgreSQL while the holder is paused, crash recovery at once: the lock is gone, the sequence goes on (WAL-logged), the fence refuses the late write",
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "postgres-advisory-xact-fenced-crash", Backend: "postgres-advisory-xact", Resource: "fenced", Faults: []string{"crash"}},
+			Spec:   spec.Spec{Name: "postgres-advisory-xact-fenced-crash", Backend: "postgres-advisory-xact", Resource: "fenced", Faults: []string{faults.Crash}},
 			About:  "pg_current_xact_id() as the token: after SIGKILL and crash recovery PostgreSQL hands out transaction ids it had already handed out (tokens reused, 8 of 8 seeds)",
 			Expect: catalogue.Expect{Verdicts: catalogue.Verdicts(catalogue.Held, catalogue.Any, models.Violated, catalogue.Violated), NoStaleAccepted: true},
 		},

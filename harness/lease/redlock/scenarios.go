@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
@@ -11,18 +12,18 @@ import (
 func Scenarios() []catalogue.Scenario {
 	return []catalogue.Scenario{
 		{
-			Spec:   spec.Spec{Name: "redlock-unfenced-pause", Backend: "redlock", Resource: "unfenced", Faults: []string{"pause"}},
+			Spec:   spec.Spec{Name: "redlock-unfenced-pause", Backend: "redlock", Resource: "unfenced", Faults: []string{faults.Pause}},
 			About:  "Redlock over 3 redis-servers: the paused holder's keys expire on every node, the next holder writes, the late write overwrites it; no token could have stopped it",
 			Expect: catalogue.NoToken(),
 		},
 		{
-			Spec:   spec.Spec{Name: "redlock-unfenced-node-pause", Backend: "redlock", Resource: "unfenced", Faults: []string{"node-pause"}},
+			Spec:   spec.Spec{Name: "redlock-unfenced-node-pause", Backend: "redlock", Resource: "unfenced", Faults: []string{faults.NodePause}},
 			About:  "a majority of Redlock's servers is SIGSTOPped for 2×TTL while the holder is paused; on SIGCONT the key has expired on them, the next holder is granted the lock and the late write overwrites it",
 			Expect: catalogue.NoToken(),
 			Check:  catalogue.NodeFaultsSignalled,
 		},
 		{
-			Spec:   spec.Spec{Name: "redlock-unfenced-crash", Backend: "redlock", Resource: "unfenced", Faults: []string{"crash"}},
+			Spec:   spec.Spec{Name: "redlock-unfenced-crash", Backend: "redlock", Resource: "unfenced", Faults: []string{faults.Crash}},
 			About:  "a majority of Redlock's servers (no persistence) is SIGKILLed and restarted while the holder is paused: they forget the lock and grant it again before the holder's validity ends",
 			Expect: catalogue.NoToken(),
 			Check:  catalogue.NodeFaultsSignalled,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )
@@ -97,7 +98,7 @@ func check(s registry.Settings) error {
 // clockRate is the started servers' clock rate for settings: fast only in a run with
 // the skew fault (libfaketime can set it only when a JVM starts).
 func clockRate(s registry.Settings) float64 {
-	if slices.Contains(s.Faults, "skew") && len(s.List(OptionServers)) == 0 {
+	if slices.Contains(s.Faults, faults.Skew) && len(s.List(OptionServers)) == 0 {
 		return SkewRate
 	}
 	return 0

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
@@ -18,7 +19,7 @@ func Scenarios() []catalogue.Scenario {
 	// accepted and holds everyone else until the stale write has landed, so the next
 	// critical section reads it on every run.)
 	unsafe, safe := catalogue.Unsafe(), catalogue.Safe()
-	pause := []string{"pause"}
+	pause := []string{faults.Pause}
 	return []catalogue.Scenario{
 		// PostgreSQL: a real server, each client through its own fault-proxy link.
 		{
@@ -37,7 +38,7 @@ func Scenarios() []catalogue.Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "naive-postgres-delay", Backend: "naive", Resource: "postgres", Faults: []string{"delay"}},
+			Spec:   spec.Spec{Name: "naive-postgres-delay", Backend: "naive", Resource: "postgres", Faults: []string{faults.Delay}},
 			About:  "the holder's UPDATE is held in the network until its lease expired and another write was accepted; PostgreSQL rejects it on arrival",
 			Expect: catalogue.Safe().Unchecked(models.Mutex),
 		},

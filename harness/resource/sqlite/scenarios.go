@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/resource/sqldb"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
@@ -12,7 +13,7 @@ import (
 // verdicts are what the harness measured (docs/resources.md).
 func Scenarios() []catalogue.Scenario {
 	unsafe, safe := catalogue.Unsafe(), catalogue.Safe()
-	pause := []string{"pause"}
+	pause := []string{faults.Pause}
 	return []catalogue.Scenario{
 		// SQLite, embedded: the fenced conditional UPDATE under each lock service.
 		{

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 )
 
@@ -28,7 +29,7 @@ func newRealism(c Config, r *rand.Rand) *realism {
 
 // run adds the free-form run fields `fencecheck run` records.
 func (m *realism) run(run history.Run) history.Run {
-	run.Scenario, run.Backend, run.Faults = "generated-realistic", "naive", []string{"pause"}
+	run.Scenario, run.Backend, run.Faults = "generated-realistic", "naive", []string{faults.Pause}
 	run.Extra = map[string]any{
 		"run_id":      "run-" + m.tag,
 		"clients":     m.c.Clients + m.c.Observers,
@@ -73,7 +74,7 @@ func (m *realism) held(holder int) string {
 // pause is the fault record of a paused critical section.
 func (m *realism) pause(client int, start, end int64) history.Fault {
 	return history.Fault{
-		Kind: "pause", Target: fmt.Sprintf("client-%d", client), Start: start, End: &end,
+		Kind: faults.Pause, Target: fmt.Sprintf("client-%d", client), Start: start, End: &end,
 		Detail: fmt.Sprintf(`client %d stopped at "after-read", all its links stalled; healed after %s, past the %d ms lease; its process group kept running (no process of its own)`,
 			client, history.Seconds(end-start), ttl/1_000_000),
 	}
