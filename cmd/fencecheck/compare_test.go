@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
 	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
@@ -32,6 +33,7 @@ func TestCompareFiguresMatchHistories(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 42 runs of three lock services")
 	}
+	proctest.SkipInBareStage(t) // the longest test here; three embedded services
 	t.Parallel()
 	out := t.TempDir()
 	code, stdout, stderr := run(t, "compare", "--backend", "naive,raft,etcd", "--ttl", "1s", "--runs", "2", "--seed", "7", "--parallel", "3", "--json", "--out", out)
