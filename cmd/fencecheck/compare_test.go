@@ -227,7 +227,8 @@ func TestCompareMissingProgram(t *testing.T) {
 }
 
 // --etcd-endpoints adds a row for the existing cluster beside the one fencecheck starts;
-// the row is labelled external and its options are kept.
+// the row is labelled external and its options are kept. At a 1 s TTL, which the test
+// cluster grants: the labels do not depend on it.
 func TestCompareExternalRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd: skipped with -short")
@@ -236,7 +237,7 @@ func TestCompareExternalRow(t *testing.T) {
 	cluster := etcdtest.StartCluster(t, 1)
 	eps := strings.Join(cluster.Endpoints(), ",")
 	out := t.TempDir()
-	code, stdout, stderr := run(t, "compare", "--backend", "etcd", "--etcd-endpoints", eps, "--fault", "pause", "--runs", "1", "--out", out, "--json")
+	code, stdout, stderr := run(t, "compare", "--backend", "etcd", "--etcd-endpoints", eps, "--fault", "pause", "--ttl", "1s", "--runs", "1", "--out", out, "--json")
 	require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	var doc compareJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
