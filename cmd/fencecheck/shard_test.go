@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,20 +80,21 @@ type storeRun struct {
 	stdout, stderr string
 }
 
-// runStores runs the campaign args three times at once: whole into the store whole, and
-// as shards 1/2 and 2/2 into one and two. The three are independent, and their runs
-// mostly wait on faults and TTLs, so they need not wait for one another.
+// runStores runs the campaign args three times: whole into the store whole, and as
+// shards 1/2 and 2/2 into one and two. The three are independent, and their runs mostly
+// wait on faults and TTLs, so they are parallel subtests: at once, within -parallel.
 func runStores(t *testing.T, args []string, whole, one, two string) []storeRun {
 	t.Helper()
 	runs := []storeRun{{out: whole}, {out: one, shard: []string{"--shard", "1/2"}}, {out: two, shard: []string{"--shard", "2/2"}}}
-	var wg sync.WaitGroup
-	for i := range runs {
-		r := &runs[i]
-		wg.Go(func() {
-			r.code, r.stdout, r.stderr = run(t, append(append(slices.Clone(args), "--out", r.out), r.shard...)...)
-		})
-	}
-	wg.Wait()
+	t.Run("campaigns", func(t *testing.T) {
+		for i := range runs {
+			r := &runs[i]
+			t.Run(strings.Join(append([]string{filepath.Base(r.out)}, r.shard...), " "), func(t *testing.T) {
+				t.Parallel()
+				r.code, r.stdout, r.stderr = run(t, append(append(slices.Clone(args), "--out", r.out), r.shard...)...)
+			})
+		}
+	})
 	return runs
 }
 
