@@ -71,33 +71,6 @@ func countsOf(t *testing.T, doc *reports.SoakDoc) map[string]soakCounts {
 	return out
 }
 
-// storeRun is one of runStores' campaigns: where it went, its --shard flag and what it
-// printed.
-type storeRun struct {
-	out            string
-	shard          []string
-	code           int
-	stdout, stderr string
-}
-
-// runStores runs the campaign args three times: whole into the store whole, and as
-// shards 1/2 and 2/2 into one and two. The three are independent, and their runs mostly
-// wait on faults and TTLs, so they are parallel subtests: at once, within -parallel.
-func runStores(t *testing.T, args []string, whole, one, two string) []storeRun {
-	t.Helper()
-	runs := []storeRun{{out: whole}, {out: one, shard: []string{"--shard", "1/2"}}, {out: two, shard: []string{"--shard", "2/2"}}}
-	t.Run("campaigns", func(t *testing.T) {
-		for i := range runs {
-			r := &runs[i]
-			t.Run(strings.Join(append([]string{filepath.Base(r.out)}, r.shard...), " "), func(t *testing.T) {
-				t.Parallel()
-				r.code, r.stdout, r.stderr = run(t, append(append(slices.Clone(args), "--out", r.out), r.shard...)...)
-			})
-		}
-	})
-	return runs
-}
-
 // The acceptance of sharding: a soak split in two and merged gives the same per-scenario
 // counts as the soak run whole with the same seeds, and the merged page is made from the
 // runs' own verdicts. The three soaks are real runs; a targeted scenario's verdicts do
@@ -110,10 +83,14 @@ func TestShardedSoakMerged(t *testing.T) {
 	root := t.TempDir()
 	whole, one, two, merged := filepath.Join(root, "whole"), filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "merged")
 	soak := []string{"soak", "--scenario", "naive-unfenced-pause,naive-fenced-pause", "--runs", "3"}
-	for _, c := range runStores(t, soak, whole, one, two) {
-		require.Equal(t, exitSafe, c.code, "stdout:\n%s\nstderr:\n%s", c.stdout, c.stderr)
+	for _, c := range []struct {
+		out   string
+		shard []string
+	}{{whole, nil}, {one, []string{"--shard", "1/2"}}, {two, []string{"--shard", "2/2"}}} {
+		code, stdout, stderr := run(t, append(append(slices.Clone(soak), "--out", c.out), c.shard...)...)
+		require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		if c.shard != nil {
-			require.Contains(t, c.stdout, "(shard "+c.shard[1]+" of plan ")
+			require.Contains(t, stdout, "(shard "+c.shard[1]+" of plan ")
 		}
 	}
 	plan := func(store string) *campaign.Plan {
@@ -246,8 +223,12 @@ func TestShardedEvaluateAndMatrixMerged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			whole, one, two, merged := filepath.Join(root, "whole"), filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "merged")
-			for _, c := range runStores(t, tc.args, whole, one, two) {
-				require.Equal(t, exitSafe, c.code, "stdout:\n%s\nstderr:\n%s", c.stdout, c.stderr)
+			for _, c := range []struct {
+				out   string
+				shard []string
+			}{{whole, nil}, {one, []string{"--shard", "1/2"}}, {two, []string{"--shard", "2/2"}}} {
+				code, stdout, stderr := run(t, append(append(slices.Clone(tc.args), "--out", c.out), c.shard...)...)
+				require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			}
 			code, stdout, stderr := run(t, "merge", "--json", "--store", merged, one, two)
 			require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -353,10 +334,14 @@ func TestShardedCompareMerged(t *testing.T) {
 	whole, one, two, merged := filepath.Join(root, "whole"), filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "merged")
 	// Three services: the round robin gives each shard runs of every service.
 	args := []string{"compare", "--backend", "naive,naive-persisted,raft", "--fault", "pause", "--ttl", "1s", "--runs", "1"}
-	for _, c := range runStores(t, args, whole, one, two) {
-		require.Equal(t, exitSafe, c.code, "stdout:\n%s\nstderr:\n%s", c.stdout, c.stderr)
+	for _, c := range []struct {
+		out   string
+		shard []string
+	}{{whole, nil}, {one, []string{"--shard", "1/2"}}, {two, []string{"--shard", "2/2"}}} {
+		code, stdout, stderr := run(t, append(append(slices.Clone(args), "--out", c.out), c.shard...)...)
+		require.Equal(t, exitSafe, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		if c.shard != nil {
-			require.Contains(t, c.stdout, "compare: shard "+c.shard[1]+" of plan ")
+			require.Contains(t, stdout, "compare: shard "+c.shard[1]+" of plan ")
 		}
 	}
 	latest := func(store, file string) string {
