@@ -70,14 +70,7 @@ func TestVersion(t *testing.T) {
 	}
 
 	// A built binary says what its build information says.
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "fencecheck")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=auto")
-	outb, err := build.CombinedOutput()
-	require.NoError(t, err, string(outb))
+	bin := buildCLI(t) // with its VCS information
 	printed, err := exec.Command(bin, "--version").CombinedOutput()
 	require.NoError(t, err, string(printed))
 	// A checkout's build is "(devel)", or a pseudo-version Go derives from the commit.
@@ -465,15 +458,11 @@ func TestRefusalsInWords(t *testing.T) {
 // A built binary records its lock client's Go module with the version it was built
 // with, in-process and in a client host (a pause hosts the clients), and run prints it.
 func TestClientLibraryOfABuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	bin := buildCLI(t)
+	t.Parallel() // its runs are processes of their own, and mostly wait
 	mod, err := exec.Command("go", "list", "-m", "go.etcd.io/etcd/client/v3").Output()
 	require.NoError(t, err)
 	want := "client library: " + strings.TrimSpace(string(mod)) + "\n"
-	bin := filepath.Join(t.TempDir(), "fencecheck")
-	outb, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(outb))
 	for _, tc := range []struct {
 		name  string
 		fault []string

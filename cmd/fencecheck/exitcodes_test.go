@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 
@@ -143,12 +144,15 @@ func TestExitCodeRule(t *testing.T) {
 // is incomplete (exit 2), never complete with exit 0.
 func TestCompareAskedBackendMissing(t *testing.T) {
 	t.Setenv(proc.HideEnv, "redis-server")
-	code, stdout, stderr := run(t, "compare", "--backend", "redis,naive", "--fault", "pause", "--json", "--out", t.TempDir())
+	// One run per cell: what is asserted is the incomplete outcome, not the figures, and
+	// the test runs alone (t.Setenv); at the default five it took half a minute.
+	code, stdout, stderr := run(t, "compare", "--backend", "redis,naive", "--fault", "pause", "--runs", "1", "--json", "--out", t.TempDir())
 	require.Equal(t, exitUsage, code, "stderr:\n%s", stderr)
 	var doc struct {
 		Outcome  string `json:"outcome"`
 		Exit     int    `json:"exit"`
 		Complete bool   `json:"complete"`
+		TTLNanos int64  `json:"ttl_ns"`
 		Skipped  []struct {
 			Backend string `json:"backend"`
 			Asked   bool   `json:"asked"`
@@ -161,6 +165,7 @@ func TestCompareAskedBackendMissing(t *testing.T) {
 	require.Equal(t, "incomplete", doc.Outcome)
 	require.Equal(t, exitUsage, doc.Exit)
 	require.False(t, doc.Complete)
+	require.Equal(t, campaign.DefaultCompareTTL.Nanoseconds(), doc.TTLNanos, "without --ttl, the default TTL")
 	require.Len(t, doc.Skipped, 1)
 	require.Equal(t, "redis", doc.Skipped[0].Backend)
 	require.True(t, doc.Skipped[0].Asked)

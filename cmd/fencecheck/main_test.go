@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	// Runs with a process pause host their lock clients in this test binary (newApp).
 	clienthost.ServeIfHost(builtin.HostLockers)
 	proctest.Parallel(2 * runtime.GOMAXPROCS(0))
-	os.Exit(etcdtest.VerifyNoLeaks(m))
+	code := etcdtest.VerifyNoLeaks(m)
+	removeCLI()
+	os.Exit(code)
 }
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,16 +19,43 @@ import (
 	"github.com/fencecheck/fencecheck/reports"
 )
 
-// buildCLI builds the fencecheck binary into a folder of t's.
+// cli is the fencecheck binary the tests run, built once for all of them (a link of
+// it takes seconds of a loaded machine's CPU) by buildCLI, and removed by TestMain.
+var cli struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildCLI builds the fencecheck binary, once per test binary, with its VCS information
+// when there is some (TestVersion reads it; the other tests do not mind).
 func buildCLI(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "fencecheck")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
-	return bin
+	cli.once.Do(func() {
+		cli.dir, cli.err = os.MkdirTemp("", "fencecheck-cli-")
+		if cli.err != nil {
+			return
+		}
+		cli.bin = filepath.Join(cli.dir, "fencecheck")
+		build := exec.Command("go", "build", "-o", cli.bin, ".")
+		build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=auto")
+		if out, err := build.CombinedOutput(); err != nil {
+			cli.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, cli.err)
+	return cli.bin
+}
+
+// removeCLI removes what buildCLI built, if it built anything.
+func removeCLI() {
+	if cli.dir != "" {
+		_ = os.RemoveAll(cli.dir)
+	}
 }
 
 // SIGTERM (what CI runners, Docker and Kubernetes stop a job with) and SIGHUP (a closed
@@ -34,6 +63,7 @@ func buildCLI(t *testing.T) string {
 // removed, the history so far written with a note that says why, exit 2.
 func TestRunStoppedBySignal(t *testing.T) {
 	bin := buildCLI(t)
+	t.Parallel() // it mostly waits; it checks its own runs' processes only
 	for _, tc := range []struct {
 		backend string
 		sig     syscall.Signal
@@ -109,6 +139,7 @@ func TestRunStoppedBySignal(t *testing.T) {
 // run the interrupt cut short shows nothing, so nothing is left in TMPDIR.
 func TestSoakTemporaryStoreStoppedBySignal(t *testing.T) {
 	bin := buildCLI(t)
+	t.Parallel() // it mostly waits; it checks its own TMPDIR only
 	tmp := filepath.Join(t.TempDir(), "tmp")
 	require.NoError(t, os.Mkdir(tmp, 0o755))
 	cmd := exec.Command(bin, "soak", "--scenario", "naive-fenced-pause", "--runs", "3", "--out", "")

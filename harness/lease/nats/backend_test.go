@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -135,7 +137,7 @@ func TestCrashRestart(t *testing.T) {
 			}
 			ctx := context.Background()
 			// Let the delete marker expire too: an empty stream must keep its sequence.
-			time.Sleep(2 * ttl)
+			waitBucketEmpty(t, b)
 			pid := b.NodePID(0)
 			require.NoError(t, b.Crash(ctx, 0))
 			require.NoError(t, b.Restart(ctx, 0, tc.keepData))
@@ -145,6 +147,25 @@ func TestCrashRestart(t *testing.T) {
 			require.NoError(t, le.Release(ctx))
 		})
 	}
+}
+
+// waitBucketEmpty waits, with a generous ceiling, until the lock bucket holds no message
+// (its last delete marker has expired by MaxAge), as the server's own status says.
+func waitBucketEmpty(t *testing.T, b *nats.Backend) {
+	t.Helper()
+	nc, err := natsgo.Connect("nats://"+b.Endpoints()[0], natsgo.Timeout(2*time.Second), natsgo.NoReconnect())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, nats.DefaultBucket)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st, err := kv.Status(ctx)
+		return err == nil && st.Values() == 0
+	}, 30*time.Second, ttl/10, "the lock bucket's delete marker never expired")
 }
 
 func TestBadStarts(t *testing.T) {

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 			os.Exit(3)
 		}
 		fmt.Println(s.PID(), s.Dir())
-		time.Sleep(5 * time.Minute)
+		time.Sleep(5 * time.Minute) // not a wait for an event: the test kills this helper; the sleep only bounds a forgotten one
 		os.Exit(0)
 	}
 	os.Exit(proctest.VerifyNoLeaks(m))

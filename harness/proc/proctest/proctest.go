@@ -43,6 +43,20 @@ func VerifyNoLeaks(m *testing.M) int {
 	}
 }
 
+// BareStageEnv is set by CI's bare stage (.ci/run), every test of which its full stage
+// runs again, with every program installed and the race detector.
+const BareStageEnv = "FENCECHECK_CI_BARE_STAGE"
+
+// SkipInBareStage skips t, a long test that uses no optional program, when BareStageEnv
+// is set: the bare stage is there for the tests that need a program (that each skips
+// without it), and the full stage runs t as it is anyway. Anywhere else t runs.
+func SkipInBareStage(t testing.TB) {
+	t.Helper()
+	if os.Getenv(BareStageEnv) != "" {
+		t.Skip("uses no optional program: left to CI's full stage (" + BareStageEnv + " is set)")
+	}
+}
+
 // Skip skips t, in one line naming what is missing and how to get it, unless every need
 // is there.
 func Skip(t testing.TB, needs ...proc.Need) {

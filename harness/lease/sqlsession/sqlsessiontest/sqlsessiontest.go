@@ -83,7 +83,7 @@ func MutualExclusion(t *testing.T, b harness.Backend, grants int, monotonic bool
 				}
 				tokens = append(tokens, le.Token())
 				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // pacing: a moment inside, where a second holder would be counted
 				mu.Lock()
 				holders--
 				mu.Unlock()
