@@ -304,7 +304,7 @@ func TestRunNoToken(t *testing.T) {
 	require.Contains(t, sc.NoToken, "redis-py's Lock")
 	require.False(t, sc.Safe)
 	require.Len(t, sc.Rows, 1)
-	require.Equal(t, judge.NoTokenWord, sc.Rows[0].Fenced)
+	require.Equal(t, judge.CellNoToken, sc.Rows[0].Fenced)
 	require.Equal(t, judge.Cell("stale writes got through"), sc.Rows[0].Unfenced)
 	requireNoProcesses(t)
 }
