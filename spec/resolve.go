@@ -9,6 +9,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Resolved is a spec resolved against a registry: the descriptors its names resolve
@@ -146,6 +147,11 @@ func (r *Resolved) resolve(s Spec) error {
 		return err
 	}
 	caps := be.PlanCaps(r.Settings)
+	for _, p := range s.Check {
+		if !slices.Contains(models.AllProperties, p) {
+			return fmt.Errorf("unknown property %q to check (known: %s)", p, propertyNames())
+		}
+	}
 	if s.Policy == "" {
 		s.Policy = PolicyTrusting
 	}
@@ -379,4 +385,12 @@ func leastRunTime(s Spec) time.Duration {
 		work = max(work, 3*s.TTL)
 	}
 	return work + s.TTL
+}
+
+func propertyNames() string {
+	names := make([]string, len(models.AllProperties))
+	for i, p := range models.AllProperties {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
 }

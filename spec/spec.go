@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Spec says what to run. Zero fields take defaults.
@@ -59,6 +60,11 @@ type Spec struct {
 	// Keys > 1 runs that many independent locks and register cells; each critical
 	// section picks one (seeded). Backends and resources that serve keys only.
 	Keys int
+	// Check asks the run's check for these opt-in properties too (models.Property.OptIn,
+	// such as heed), beside those every history gets: a scenario that is about one says
+	// so itself, and every command that runs it checks it. Omitted from JSON when empty,
+	// so that a plan's identity stays what it was for the runs that do not set it.
+	Check []models.Property `json:",omitempty"`
 }
 
 // Defaults for a Spec.

@@ -226,3 +226,34 @@ func TestNoGrantIsASetupError(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "verdict.json"))
 	require.Equal(t, []string{"pause"}, res.History.Run.Faults, "the run records the faults it asked for")
 }
+
+// A spec's Check asks for an opt-in property: heed is checked on the run of a spec that
+// names it (its history has lost records for it to judge), and not on the same run
+// without it.
+func TestSpecCheck(t *testing.T) {
+	s := spec.Spec{Backend: "naive", Resource: "unfenced", Faults: []string{"pause"}}
+	o, err := trial.Run(context.Background(), builtin.Registry(), s, trial.Options{})
+	require.NoError(t, err)
+	_, checked := o.Report.Verdicts[models.Heed]
+	require.False(t, checked, "heed is opt-in")
+
+	// Asked for, heed is judged whenever the history has lost records. The resumed
+	// holder is told its lease was lost once it tries to renew, which a loaded machine
+	// may not get to before the workload ends: up to five seeds, for one that shows it.
+	s.Check = []models.Property{models.Heed}
+	judged := false
+	for seed := int64(1); seed <= 5 && !judged; seed++ {
+		s.Seed = seed
+		o, err = trial.Run(context.Background(), builtin.Registry(), s, trial.Options{})
+		require.NoError(t, err)
+		_, checked = o.Report.Verdicts[models.Heed]
+		require.Equal(t, len(o.History.Lost) > 0, checked, "seed %d: heed is judged iff the history has lost records", seed)
+		judged = checked
+	}
+	require.True(t, judged, "no run's holder was told its lease was lost")
+
+	s.Check = []models.Property{"heeed"}
+	_, err = trial.Run(context.Background(), builtin.Registry(), s, trial.Options{})
+	require.ErrorIs(t, err, spec.ErrSpec)
+	require.ErrorContains(t, err, `unknown property "heeed" to check`)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -188,6 +189,12 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	if o.CloseErr != nil {
 		for _, w := range strings.Split(o.CloseErr.Error(), "\n") { // one line per problem
 			fmt.Fprintln(a.stderr, "fencecheck run: warning:", w)
+		}
+	}
+	// A scenario's own properties (Spec.Check) decide the exit beside --fail-on's.
+	for _, p := range r.Spec.Check {
+		if !slices.Contains(props, p) {
+			props = append(props, p)
 		}
 	}
 	code := exitFor(o.Report, props)
