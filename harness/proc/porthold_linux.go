@@ -45,15 +45,7 @@ func (f fdCloser) Close() error { return syscall.Close(int(f)) }
 // ask for it. A port probe must see the hold, or it hands a crashed server's port to
 // another server and the crashed one cannot restart.
 func listenExclusive(addr string) (net.Listener, error) {
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 0)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error { return setReuseAddr(c, 0) }}
 	return lc.Listen(context.Background(), "tcp", addr)
 }
 
@@ -69,9 +61,14 @@ func shareAgain(ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	return setReuseAddr(rc, 1)
+}
+
+// setReuseAddr sets a socket's SO_REUSEADDR to on (0 or 1).
+func setReuseAddr(c syscall.RawConn, on int) error {
 	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	if err := c.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, on)
 	}); err != nil {
 		return err
 	}
