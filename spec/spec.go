@@ -9,6 +9,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/registry"
@@ -65,6 +66,18 @@ type Spec struct {
 	// so itself, and every command that runs it checks it. Omitted from JSON when empty,
 	// so that a plan's identity stays what it was for the runs that do not set it.
 	Check []models.Property `json:",omitempty"`
+}
+
+// Selection is asked plus the spec's own Check: the opt-in properties its run's check
+// asks for, and that its exit follows.
+func (s Spec) Selection(asked []models.Property) []models.Property {
+	out := slices.Clone(asked)
+	for _, p := range s.Check {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Defaults for a Spec.

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,18 +46,6 @@ type Options struct {
 	// in every run with a process pause (HostedFaults), so the pause stops the whole
 	// client with SIGSTOP. Nil: every lock client runs inside fencecheck.
 	Host LockerHost
-}
-
-// selection is what the check asks for besides the core properties: the caller's
-// Select and the spec's own Check.
-func (opt Options) selection(s spec.Spec) []models.Property {
-	out := slices.Clone(opt.Select)
-	for _, p := range s.Check {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // LockerHost runs a backend's lock clients as processes of their own (clienthost.Host,
@@ -295,7 +282,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 		}
 	}
 	start = time.Now()
-	rep, err := models.Check(ctx, h, models.Options{Timeout: opt.CheckTimeout, Select: opt.selection(r.Spec)})
+	rep, err := models.Check(ctx, h, models.Options{Timeout: opt.CheckTimeout, Select: r.Spec.Selection(opt.Select)})
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
@@ -396,7 +383,7 @@ func runError(ctx context.Context, err error, h *history.History, dir string, be
 // then the history without its ops.
 func checkSpilled(ctx context.Context, out *Outcome, head string, opt Options, log *slog.Logger) error {
 	start := time.Now()
-	res, err := models.CheckFile(ctx, head, models.Options{Timeout: opt.CheckTimeout, Select: opt.selection(out.Spec)})
+	res, err := models.CheckFile(ctx, head, models.Options{Timeout: opt.CheckTimeout, Select: out.Spec.Selection(opt.Select)})
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -151,6 +150,8 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	if random {
 		fmt.Fprint(out, sched.String())
 	}
+	// A scenario's own properties (Spec.Check) decide the exit beside --fail-on's.
+	props = r.Spec.Selection(props)
 	c := campaign.Campaign{Registry: a.reg, Store: f.out, CheckTimeout: f.checkTimeout, Select: props, Host: a.host, Redact: a.red}
 	if f.verbose {
 		c.Log = a.stderr
@@ -189,12 +190,6 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	if o.CloseErr != nil {
 		for _, w := range strings.Split(o.CloseErr.Error(), "\n") { // one line per problem
 			fmt.Fprintln(a.stderr, "fencecheck run: warning:", w)
-		}
-	}
-	// A scenario's own properties (Spec.Check) decide the exit beside --fail-on's.
-	for _, p := range r.Spec.Check {
-		if !slices.Contains(props, p) {
-			props = append(props, p)
 		}
 	}
 	code := exitFor(o.Report, props)
