@@ -219,18 +219,7 @@ var ErrStore = errors.New("results store")
 // RunResolved does; a spec that does not resolve fails in its own folder.
 func (c Campaign) runOne(ctx context.Context, s spec.Spec, label string) RunResult {
 	return c.runInto(ctx, s, label, func(ctx context.Context, log *slog.Logger) (*spec.Resolved, error) {
-		r, err := spec.Resolve(c.Registry, s)
-		if err != nil {
-			return nil, err
-		}
-		r, note, err := r.SettleTTL(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		if note != "" {
-			log.Info(note)
-		}
-		return r, nil
+		return trial.Resolve(ctx, c.Registry, s, log)
 	})
 }
 

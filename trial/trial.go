@@ -115,6 +115,17 @@ type Outcome struct {
 // Run resolves s in reg, settles its TTL with the service, and executes it (Execute).
 // Errors that are the spec's or the user's input wrap spec.ErrSpec.
 func Run(ctx context.Context, reg *registry.Registry, s spec.Spec, opt Options) (*Outcome, error) {
+	r, err := Resolve(ctx, reg, s, opt.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return Execute(ctx, r, opt)
+}
+
+// Resolve resolves s in reg and settles the TTL an external service grants
+// (spec.Resolved.SettleTTL), logging its note to log (nil: nowhere): what Run does
+// before Execute.
+func Resolve(ctx context.Context, reg *registry.Registry, s spec.Spec, log *slog.Logger) (*spec.Resolved, error) {
 	r, err := spec.Resolve(reg, s)
 	if err != nil {
 		return nil, err
@@ -123,10 +134,10 @@ func Run(ctx context.Context, reg *registry.Registry, s spec.Spec, opt Options) 
 	if err != nil {
 		return nil, err
 	}
-	if note != "" && opt.Logger != nil {
-		opt.Logger.Info(note)
+	if note != "" && log != nil {
+		log.Info(note)
 	}
-	return Execute(ctx, r, opt)
+	return r, nil
 }
 
 // Execute builds the backend and resource of a resolved spec, runs the workload, saves
