@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
 	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 )
@@ -46,10 +47,7 @@ func TestRunSQLite(t *testing.T) {
 // A database that cannot be used is one clear line and exit 2, within seconds, without
 // the password.
 func TestRunBadDatabase(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	closed := proctest.DeadAddr(t)
 	t.Setenv("FENCECHECK_POSTGRES_DSN", "")
 	for _, tc := range []struct {
 		name string

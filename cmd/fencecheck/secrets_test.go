@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
+
 	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
 	"github.com/fencecheck/fencecheck/harness/redact"
 )
@@ -26,10 +28,7 @@ const (
 // closedAddr is a loopback address nobody listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := proctest.DeadAddr(t)
 	return addr
 }
 

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
 	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
@@ -140,10 +141,7 @@ func TestRunInterruptedLeavesNoServer(t *testing.T) {
 
 func TestServicesBadInput(t *testing.T) {
 	needBackend(t, "redis")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	free := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	free := proctest.DeadAddr(t)
 	for _, tc := range []struct {
 		name string
 		args []string

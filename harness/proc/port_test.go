@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -146,4 +148,22 @@ func TestHeldPortIsTaken(t *testing.T) {
 	require.NoError(t, err, "the restarted server binds beside its hold")
 	require.NoError(t, hold.Close())
 	require.NoError(t, again.Close())
+}
+
+// A refusing address refuses connections and cannot be listened on, even by a Go
+// listener (which sets SO_REUSEADDR), until it is released.
+func TestRefusingAddr(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a refusing address holds its port only on Linux")
+	}
+	addr, c, err := proc.RefusingAddr()
+	require.NoError(t, err)
+	_, err = net.Dial("tcp", addr)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	_, err = net.Listen("tcp", addr)
+	require.Error(t, err, "no server may take a refusing address")
+	require.NoError(t, c.Close())
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "released, the port is free")
+	require.NoError(t, ln.Close())
 }

@@ -74,3 +74,29 @@ func setReuseAddr(c syscall.RawConn, on int) error {
 	}
 	return serr
 }
+
+// RefusingAddr binds a fresh port on 127.0.0.1 without listening and without
+// SO_REUSEADDR, and returns its address: until the closer is called, connections to it
+// are refused and no other socket can bind it. A test that needs "nothing answers here"
+// cannot close a listener and reuse its address, since another server may take it.
+func RefusingAddr() (string, io.Closer, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("refusing port: %w", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		_ = syscall.Close(fd)
+		return "", nil, fmt.Errorf("refusing port: %w", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		_ = syscall.Close(fd)
+		return "", nil, fmt.Errorf("refusing port: %w", err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		_ = syscall.Close(fd)
+		return "", nil, fmt.Errorf("refusing port: unexpected address %T", sa)
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port)).String(), fdCloser(fd), nil
+}

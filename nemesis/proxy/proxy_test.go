@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"go.uber.org/goleak"
 )
 
@@ -412,10 +415,7 @@ func TestBlackholeDropsHeldConnection(t *testing.T) {
 }
 
 func TestDialFailureClosesClient(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	dead := proctest.DeadAddr(t)
 
 	l := newLink(t, dead)
 	c := dial(t, l.Addr())
@@ -433,6 +433,11 @@ func TestDialRetryWaitsForLateListener(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
+	// Held, the port refuses the first dials and no other test's probe hands it out;
+	// the late listener binds beside the hold.
+	hold, err := proc.HoldPort(addr)
+	require.NoError(t, err)
+	defer hold.Close()
 
 	l := newLink(t, addr)
 	l.SetDialRetry(eventually)

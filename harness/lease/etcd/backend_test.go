@@ -2,11 +2,12 @@ package etcd_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -44,14 +45,6 @@ func TestConfigValidate(t *testing.T) {
 	require.ErrorContains(t, err, "below the cluster's minimum 2s")
 }
 
-func deadAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 func TestUnreachableEndpoint(t *testing.T) {
 	c := etcdtest.StartCluster(t, 1)
 	const dial = 300 * time.Millisecond
@@ -60,7 +53,7 @@ func TestUnreachableEndpoint(t *testing.T) {
 
 	// Nothing listening: connection refused, retried until the dial timeout.
 	start := time.Now()
-	_, err := etcd.New(ctx, etcd.Config{Endpoints: []string{deadAddr(t)}, TTL: time.Second, DialTimeout: dial})
+	_, err := etcd.New(ctx, etcd.Config{Endpoints: []string{proctest.DeadAddr(t)}, TTL: time.Second, DialTimeout: dial})
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 	require.ErrorContains(t, err, "answered within 300ms")
 	t.Logf("refused endpoint failed after %v: %v", time.Since(start), err)

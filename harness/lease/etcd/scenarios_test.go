@@ -3,13 +3,14 @@ package etcd_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencecheck/fencecheck/campaign"
@@ -46,13 +47,10 @@ func TestExternalEtcd(t *testing.T) {
 }
 
 func TestExternalEtcdUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // nothing listens there now
+	addr := proctest.DeadAddr(t)
 
 	start := time.Now()
-	_, err = trial.Run(context.Background(), newReg(t), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: addr}}, trial.Options{})
+	_, err := trial.Run(context.Background(), newReg(t), spec.Spec{Backend: "etcd", Options: map[string]string{etcdlock.OptionEndpoints: addr}}, trial.Options{})
 	require.ErrorIs(t, err, spec.ErrSpec, "an unreachable endpoint is bad input (exit 2)")
 	require.ErrorContains(t, err, addr)
 	t.Logf("unreachable endpoint reported after %v", time.Since(start))

@@ -3,7 +3,6 @@ package execlock_test
 import (
 	"context"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -91,12 +90,9 @@ func TestDescriptorCaps(t *testing.T) {
 
 // An existing service that does not answer is the user's input.
 func TestDescriptorUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := proctest.DeadAddr(t)
 	e, d := env(t, map[string]string{execlock.OptionClientCmd: "x", execlock.OptionLockEndpoints: addr})
-	_, err = d.Start(context.Background(), e)
+	_, err := d.Start(context.Background(), e)
 	require.ErrorIs(t, err, registry.ErrInput)
 	require.ErrorContains(t, err, "does not answer")
 }

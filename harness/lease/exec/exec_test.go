@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,10 +247,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 
 	// An existing service that does not answer: one clear error at Start.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := proctest.DeadAddr(t)
 	_, err = execlock.Start(context.Background(), execlock.Config{Command: "true", Endpoints: []string{addr}, TTL: time.Second})
 	require.ErrorContains(t, err, "lock endpoint "+addr+" does not answer")
 	require.False(t, strings.Contains(err.Error(), "\n"))

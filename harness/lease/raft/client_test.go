@@ -3,7 +3,6 @@ package raftlock
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencecheck/fencecheck/harness/proc"
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
 	"github.com/fencecheck/fencecheck/harness"
 )
@@ -48,19 +47,6 @@ func (f *fakeNode) count(path string) int {
 	return f.calls[path]
 }
 
-// deadAddr is an address where connections are refused; on Linux its port is held
-// (proc.HoldPort) until the test ends so that no other listener takes it meanwhile.
-func deadAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	h, err := proc.HoldPort(addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
-	return addr
-}
-
 func fakeLocker(t *testing.T, cfg Config, addrs ...string) *Locker {
 	l, err := NewLocker(cfg, 3, addrs)
 	require.NoError(t, err)
@@ -87,13 +73,13 @@ func TestClientFollowsLeaderHintsByIndex(t *testing.T) {
 
 func TestClientSkipsRefusedNodes(t *testing.T) {
 	n1 := newFakeNode(t, func(string, Request) Response { return Response{Status: StatusOK, Token: 7} })
-	l := fakeLocker(t, Config{TTL: 3 * time.Second}, deadAddr(t), n1.addr())
+	l := fakeLocker(t, Config{TTL: 3 * time.Second}, proctest.DeadAddr(t), n1.addr())
 	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.Equal(t, int64(7), ls.Token())
 
 	// Nobody reachable: the error says no effect.
-	l2 := fakeLocker(t, Config{TTL: 3 * time.Second}, deadAddr(t), deadAddr(t))
+	l2 := fakeLocker(t, Config{TTL: 3 * time.Second}, proctest.DeadAddr(t), proctest.DeadAddr(t))
 	_, err = l2.Acquire(ctxTimeout(t, 100*time.Millisecond))
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 	require.ErrorIs(t, err, context.DeadlineExceeded)

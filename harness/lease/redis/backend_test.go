@@ -156,10 +156,7 @@ func TestBadStarts(t *testing.T) {
 	require.NoError(t, err)
 	defer busy.Close()
 	port := busy.Addr().(*net.TCPAddr).Port
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	freeAddr := free.Addr().String()
-	require.NoError(t, free.Close())
+	freeAddr := proctest.DeadAddr(t)
 	hang := filepath.Join(t.TempDir(), "hang.sh")
 	require.NoError(t, os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755))
 

@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -153,10 +152,7 @@ func TestNodePause(t *testing.T) {
 
 func TestBadStarts(t *testing.T) {
 	proctest.Skip(t, redis.ServerNeed)
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	freeAddr := free.Addr().String()
-	require.NoError(t, free.Close())
+	freeAddr := proctest.DeadAddr(t)
 	real := start(t, redlock.Config{})
 	eps := real.Endpoints()
 	for _, tc := range []struct {

@@ -215,10 +215,7 @@ func TestStartFailures(t *testing.T) {
 	require.NoError(t, err)
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	deadAddr := dead.Addr().String()
-	require.NoError(t, dead.Close())
+	deadAddr := proctest.DeadAddr(t)
 	tests := []struct {
 		name string
 		cfg  zookeeper.Config

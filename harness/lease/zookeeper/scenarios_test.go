@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/harnesstest"
@@ -87,10 +88,7 @@ func TestExternalZookeeper(t *testing.T) {
 	require.ErrorIs(t, err, spec.ErrSpec)
 	require.ErrorContains(t, err, "which fencecheck must have started itself")
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	dead := proctest.DeadAddr(t)
 	_, err = trial.Run(ctx, newReg(t), spec.Spec{Backend: "zookeeper", Options: map[string]string{zookeeper.OptionServers: dead}}, trial.Options{})
 	require.ErrorIs(t, err, spec.ErrSpec, "an unreachable server is bad input (exit 2)")
 	require.ErrorContains(t, err, dead)

@@ -81,3 +81,15 @@ func Parallel(n int) {
 		}
 	}
 }
+
+// DeadAddr returns a 127.0.0.1 address where connections are refused until the test
+// ends (proc.RefusingAddr): no other test's server can take it meanwhile.
+func DeadAddr(t testing.TB) string {
+	t.Helper()
+	addr, c, err := proc.RefusingAddr()
+	if err != nil {
+		t.Fatalf("dead address: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return addr
+}

@@ -12,6 +12,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 	"go.uber.org/goleak"
 
 	"github.com/fencecheck/fencecheck/harness/resource/postgres"
@@ -52,10 +54,7 @@ func TestNames(t *testing.T) {
 // Configuration problems are one clear error, fast, without the password.
 func TestBadConfig(t *testing.T) {
 	// A port nothing listens on.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	closed := proctest.DeadAddr(t)
 	for _, tc := range []struct{ name, dsn, want string }{
 		{"empty", "", "no PostgreSQL server configured"},
 		{"garbage", "postgres://u:sekrit@127.0.0.1:notaport/db", "bad PostgreSQL DSN"},
