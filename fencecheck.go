@@ -9,9 +9,9 @@
 // reports.Summary(t.Output(), res.History, res.Report) and
 // reports.PrintScorecard(t.Output(), ev.Scorecard) print a run and a scorecard to the
 // test's log. It links the harness, fencecheck's faults and its register resources, and no backend
-// it is not given: the built-in backends are in harness/builtin, which only the CLI
+// it is not given: the built-in backends are in builtin, which only the CLI
 // imports. docs/go-api.md walks through the whole path (a backend, the contract suite
-// in harness/harnesstest, a run, an evaluation, the evidence).
+// in harnesstest, a run, an evaluation, the evidence).
 package fencecheck
 
 import (
@@ -24,10 +24,10 @@ import (
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/harness/faults"
+	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"github.com/fencecheck/fencecheck/harness/resource/register"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
+	"github.com/fencecheck/fencecheck/resource/register"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
 )

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fencecheck/fencecheck/harness/builtin"
-	"github.com/fencecheck/fencecheck/harness/lease/etcd/etcdtest"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/backend/etcd/etcdtest"
+	"github.com/fencecheck/fencecheck/builtin"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/stretchr/testify/require"
 )

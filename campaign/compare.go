@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
-	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -146,7 +146,7 @@ func PlanCompare(ctx context.Context, reg *registry.Registry, cat catalogue.Cata
 	}
 	for _, r := range []string{unfenced, fenced} {
 		if _, ok := reg.Resource(r); !ok {
-			return nil, fmt.Errorf("%w: compare runs every fault against the %s and %s registers: add harness/resource/register's descriptors to the registry", spec.ErrSpec, unfenced, fenced)
+			return nil, fmt.Errorf("%w: compare runs every fault against the %s and %s registers: add resource/register's descriptors to the registry", spec.ErrSpec, unfenced, fenced)
 		}
 	}
 	ttl := cfg.TTL

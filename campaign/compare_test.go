@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencecheck/fencecheck/harness/builtin"
-	redis "github.com/fencecheck/fencecheck/harness/lease/redis"
+	redis "github.com/fencecheck/fencecheck/backend/redis"
+	"github.com/fencecheck/fencecheck/builtin"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/spec"
 )
 

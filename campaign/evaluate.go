@@ -12,7 +12,7 @@ import (
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -66,7 +66,7 @@ type EvaluatePlan struct {
 }
 
 // The registers an evaluation runs every fault against (with the backend's native
-// resources): harness/resource/register's, which every registry a plan is made in needs.
+// resources): resource/register's, which every registry a plan is made in needs.
 const (
 	unfenced = "unfenced"
 	fenced   = "fenced"
@@ -84,7 +84,7 @@ func PlanEvaluate(reg *registry.Registry, cat catalogue.Catalogue, cfg EvaluateC
 	}
 	for _, r := range []string{unfenced, fenced} {
 		if _, ok := reg.Resource(r); !ok {
-			return nil, fmt.Errorf("%w: evaluate runs every fault against the %s and %s registers: add harness/resource/register's descriptors to the registry", spec.ErrSpec, unfenced, fenced)
+			return nil, fmt.Errorf("%w: evaluate runs every fault against the %s and %s registers: add resource/register's descriptors to the registry", spec.ErrSpec, unfenced, fenced)
 		}
 	}
 	for k := range cfg.Options {

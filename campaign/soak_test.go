@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fencecheck/fencecheck/builtin"
 	"github.com/fencecheck/fencecheck/catalogue"
-	"github.com/fencecheck/fencecheck/harness/builtin"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/stretchr/testify/require"
 )

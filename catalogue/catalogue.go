@@ -2,7 +2,7 @@
 // must give — and the rules that match any run to them: Match finds the scenario a spec
 // runs, Expect gives a run's expectation (the scenario's, or one derived from the rules
 // of docs/expected-verdicts.md), Label names a run in the results store. A backend
-// package declares its own scenarios (Scenarios() next to Descriptor()); harness/builtin
+// package declares its own scenarios (Scenarios() next to Descriptor()); builtin
 // assembles the catalogue from them.
 package catalogue
 

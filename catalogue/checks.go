@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 )
 
 // Checks of what a scenario's history must show besides its verdicts (Scenario.Check).

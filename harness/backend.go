@@ -135,7 +135,7 @@ type Gate interface {
 
 // LeaseReader is implemented by resources whose writes read more of a lease than its
 // token (etcd-txn: its lock key and that key's revision), which a lease served by a
-// client host (harness/clienthost) does not carry: their runs keep their lock clients
+// client host (backend/clienthost) does not carry: their runs keep their lock clients
 // inside fencecheck. ReadsLease says what is read.
 type LeaseReader interface {
 	ReadsLease() string

@@ -78,7 +78,7 @@ type Failing interface {
 
 // Hostable is implemented by backends whose lockers can run in a client host: the
 // fencecheck binary started as a process of its own that builds the same in-process
-// Locker from HostConfig and serves it over the exec protocol (harness/clienthost), so
+// Locker from HostConfig and serves it over the exec protocol (backend/clienthost), so
 // that a pause stops the whole lock client — its library's goroutines, timers and
 // keep-alives — with SIGSTOP.
 type Hostable interface {
@@ -89,7 +89,7 @@ type Hostable interface {
 
 // HostConfig is a backend's serialisable locker configuration.
 type HostConfig struct {
-	// Kind names the constructor that reads Config (harness/builtin's HostLockers).
+	// Kind names the constructor that reads Config (builtin's HostLockers).
 	Kind string `json:"kind"`
 	// Config is the constructor's input (JSON).
 	Config []byte `json:"config"`

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/internal/term"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 )
 
-// The comparison's data and its judgement live in models/judge; this file renders it:
+// The comparison's data and its judgement live in judge; this file renders it:
 // compare.json, compare.html (tables, an inline SVG chart, a paragraph per service) and
 // the terminal table.
 

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // MatrixFormat names matrix.json's format.

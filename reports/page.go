@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // The pages are html/template templates with their CSS and script inlined, so every page

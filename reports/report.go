@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // ReportFile is the name of a run's HTML report in its folder.

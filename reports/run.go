@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // VerdictFile is the content of verdict.json (its JSON Schema: docs/verdict.schema.json).

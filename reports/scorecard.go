@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 )
 
-// The scorecard's data and its judgement live in models/judge; this file renders it.
+// The scorecard's data and its judgement live in judge; this file renders it.
 
 // ScorecardFormat names scorecard.json's format.
 const ScorecardFormat = judge.ScorecardFormat

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 )
 
 // The results store (`--out DIR`, default ./fencecheck-results):

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 )
 
 // The "Which lock?" table a README carries between two marker lines, written from a

@@ -52,8 +52,8 @@ func TestExampleModule(t *testing.T) {
 		for _, banned := range []string{
 			"k8s.io/", "go.etcd.io/", "github.com/redis/", "github.com/go-redsync/", "github.com/nats-io/",
 			"github.com/jackc/", "modernc.org/sqlite", "github.com/go-sql-driver/", "github.com/go-zookeeper/",
-			"github.com/hashicorp/raft", "github.com/fencecheck/fencecheck/harness/builtin",
-			"github.com/fencecheck/fencecheck/harness/lease/",
+			"github.com/hashicorp/raft", "github.com/fencecheck/fencecheck/builtin",
+			"github.com/fencecheck/fencecheck/backend/",
 		} {
 			if strings.HasPrefix(p, banned) {
 				t.Errorf("the example module links %s (a backend it does not use)", p)

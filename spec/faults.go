@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/nemesis"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // ClientFaults turns the run's faults into nemesis faults against the started backend,

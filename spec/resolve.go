@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/harness/faults"
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 )
@@ -42,7 +42,7 @@ type Resolved struct {
 // one line.
 func Resolve(reg *registry.Registry, s Spec) (*Resolved, error) {
 	if reg == nil {
-		return nil, fmt.Errorf("%w: no registry: build one with registry.New (or harness/builtin.Registry for everything fencecheck ships)", ErrSpec)
+		return nil, fmt.Errorf("%w: no registry: build one with registry.New (or builtin.Registry for everything fencecheck ships)", ErrSpec)
 	}
 	r := &Resolved{reg: reg}
 	if err := r.resolve(s); err != nil {

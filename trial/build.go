@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/harness/nemesis"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/spec"
 )
 

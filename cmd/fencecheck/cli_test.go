@@ -17,12 +17,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/backend/redis"
+	"github.com/fencecheck/fencecheck/builtin"
 	"github.com/fencecheck/fencecheck/campaign"
-	"github.com/fencecheck/fencecheck/harness/builtin"
-	"github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )

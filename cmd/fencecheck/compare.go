@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	execlock "github.com/fencecheck/fencecheck/backend/execlock"
 	"io"
 	"path/filepath"
 	"slices"
@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/campaign"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
-	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
+	"github.com/fencecheck/fencecheck/backend/pgadvisory"
 )
 
 // etcd + SQLite under a pause exits 0 with a stale write rejected by

@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/backend/mariadblock"
+	"github.com/fencecheck/fencecheck/backend/pgadvisory"
 	"github.com/fencecheck/fencecheck/harness/history"
-	"github.com/fencecheck/fencecheck/harness/lease/mariadblock"
-	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 

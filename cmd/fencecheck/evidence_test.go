@@ -14,11 +14,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/backend/pgadvisory"
+	"github.com/fencecheck/fencecheck/backend/sqlsession"
 	"github.com/fencecheck/fencecheck/campaign"
-	"github.com/fencecheck/fencecheck/harness/lease/pgadvisory"
-	"github.com/fencecheck/fencecheck/harness/lease/sqlsession"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/reports"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	execlock "github.com/fencecheck/fencecheck/harness/lease/exec"
+	execlock "github.com/fencecheck/fencecheck/backend/execlock"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/models/judge"
 	"github.com/fencecheck/fencecheck/spec"
 )
 
@@ -105,19 +105,6 @@ func (a *app) warnDeprecated(c *cobra.Command) {
 	})
 }
 
-// trimList trims the names of a list flag and drops empty ones.
-func trimList(in []string) []string {
-	var out []string
-	for _, s := range in {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
 // optionFlags declares one flag per backend or resource option in the registry
 // (--etcd-endpoints, --postgres-dsn, ...) and returns the function that collects the
 // ones given after parsing.
@@ -139,36 +126,6 @@ func (a *app) optionFlags(fs *pflag.FlagSet) func() map[string]string {
 		})
 		return out
 	}
-}
-
-// checkParallel refuses a --parallel outside 1..8.
-func checkParallel(n int) error {
-	if n < 1 || n > 8 {
-		return badInput("--parallel must be between 1 and 8, got %d", n)
-	}
-	return nil
-}
-
-// parseFailOn parses --fail-on: properties.
-func parseFailOn(list []string) ([]models.Property, error) {
-	var out []models.Property
-	var known []string
-	for _, p := range models.AllProperties {
-		known = append(known, string(p))
-	}
-	for _, part := range trimList(list) {
-		found := false
-		for _, p := range models.AllProperties {
-			if string(p) == part {
-				out = append(out, p)
-				found = true
-			}
-		}
-		if !found {
-			return nil, badInput("--fail-on: unknown property %q%s (want some of %s)", part, didYouMean(part, known), strings.Join(known, ", "))
-		}
-	}
-	return out, nil
 }
 
 // failOnFlag is --fail-on.
@@ -227,29 +184,6 @@ func (a *app) scenarioNames() []string {
 		out = append(out, s.Name)
 	}
 	return out
-}
-
-// checkName refuses a name that is not known, suggesting the nearest.
-func checkName(what, name string, known []string) error {
-	for _, k := range known {
-		if k == name {
-			return nil
-		}
-	}
-	return badInput("unknown %s %q%s (see 'fencecheck list')", what, name, didYouMean(name, known))
-}
-
-// checkNames checks each of names; an empty list is an error.
-func checkNames(what string, names, known []string) error {
-	if len(names) == 0 {
-		return badInput("no %s given", what)
-	}
-	for _, n := range names {
-		if err := checkName(what, n, known); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // complete returns a completion function over names; for a comma-separated list flag

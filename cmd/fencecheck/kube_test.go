@@ -1,7 +1,7 @@
 package main
 
 // The kube-lease runs go against a real kube-apiserver fencecheck starts (built by
-// harness/lease/kubelease/apiserver/build.sh; skipped with one line without it).
+// backend/kubelease/apiserver/build.sh; skipped with one line without it).
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/backend/kubelease"
 	"github.com/fencecheck/fencecheck/harness/history"
-	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 

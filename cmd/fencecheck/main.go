@@ -28,15 +28,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fencecheck/fencecheck/backend/clienthost"
+	"github.com/fencecheck/fencecheck/builtin"
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/catalogue"
-	"github.com/fencecheck/fencecheck/harness/builtin"
-	"github.com/fencecheck/fencecheck/harness/clienthost"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/redact"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/internal/term"
-	"github.com/fencecheck/fencecheck/models/judge"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/spec"
 	"github.com/fencecheck/fencecheck/trial"
 )
@@ -266,26 +266,6 @@ func (a *app) rootArgs(cmd *cobra.Command, args []string) error {
 		}
 	}
 	return usageError("unknown command %q%s", args[0], didYouMean(args[0], names))
-}
-
-// exitError ends a command with an exit code. A message, if any, is printed as one line
-// "fencecheck CMD: message"; a usage error adds a line pointing at the command's help.
-type exitError struct {
-	code  int
-	msg   string
-	usage bool
-}
-
-func (e *exitError) Error() string { return e.msg }
-
-// usageError is a usage mistake (exit 2, with a pointer to -h).
-func usageError(format string, args ...any) error {
-	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...), usage: true}
-}
-
-// badInput is input that cannot run as given (exit 2), said in one line.
-func badInput(format string, args ...any) error {
-	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
 }
 
 // withCode ends a command with code; its output has said why.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
-	"github.com/fencecheck/fencecheck/harness/lease/kubelease"
+	"github.com/fencecheck/fencecheck/backend/kubelease"
 	"github.com/fencecheck/fencecheck/harness/redact"
 )
 

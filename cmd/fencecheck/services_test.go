@@ -1,7 +1,7 @@
 package main
 
 // The redis, redlock and nats runs go against real redis-server and nats-server processes, through
-// the registry entries (harness/lease/{redis,redlock,nats}/descriptor.go).
+// the registry entries (backend/{redis,redlock,nats}/descriptor.go).
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
 
-	"github.com/fencecheck/fencecheck/harness/builtin"
+	redislock "github.com/fencecheck/fencecheck/backend/redis"
+	"github.com/fencecheck/fencecheck/builtin"
 	"github.com/fencecheck/fencecheck/harness/history"
-	redislock "github.com/fencecheck/fencecheck/harness/lease/redis"
 	"github.com/fencecheck/fencecheck/harness/proc"
 	"github.com/fencecheck/fencecheck/harness/registry"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencecheck/fencecheck/harness/lease/zookeeper"
+	"github.com/fencecheck/fencecheck/backend/zookeeper"
 	"github.com/fencecheck/fencecheck/harness/proc"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/harness/nemesis"
 )
 
 // ServiceClocked is implemented by backends whose service clock fencecheck owns and can

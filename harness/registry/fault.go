@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/harness/nemesis"
 )
 
 // Target is what a fault would be applied to.

@@ -4,7 +4,7 @@
 // registered in. Every stage (spec, trial, campaign, the CLI, the fencecheck front)
 // works in a Registry it is given and never reads a global one: a user's test builds
 // one with fencecheck.Registry (fencecheck's faults and register resources, and its
-// own backends), the CLI with harness/builtin. Adding a backend is a package that
+// own backends), the CLI with builtin. Adding a backend is a package that
 // exports its descriptor and one registration.
 //
 // What a backend can undergo is read from the interfaces its values implement
@@ -12,7 +12,7 @@
 // never from its name or a list: before anything starts, from the values of the
 // descriptor's Shape (typed nil pointers of the types Start, NewLocker and Acquire
 // return); once it runs, from the started values. The contract suite
-// (harness/harnesstest) checks that the two agree. A refusal says in words what
+// (harnesstest) checks that the two agree. A refusal says in words what
 // cannot be done here and carries the Go name that would lift it (Refuse, GoNames,
 // WithGoNames).
 package registry

@@ -15,8 +15,8 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/history"
-	"github.com/fencecheck/fencecheck/nemesis"
-	"github.com/fencecheck/fencecheck/nemesis/proxy"
+	"github.com/fencecheck/fencecheck/harness/nemesis"
+	"github.com/fencecheck/fencecheck/harness/nemesis/proxy"
 )
 
 // Config is one run. Backend and Resource are started by the caller, who also closes them.

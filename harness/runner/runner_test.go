@@ -13,12 +13,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/backend/naive"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/history"
-	"github.com/fencecheck/fencecheck/harness/lease/naive"
 	"github.com/fencecheck/fencecheck/harness/proc/proctest"
-	"github.com/fencecheck/fencecheck/harness/resource/register"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/resource/register"
 )
 
 func TestMain(m *testing.M) { os.Exit(proctest.VerifyNoLeaks(m)) }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck"
-	"github.com/fencecheck/fencecheck/harness/harnesstest"
 	"github.com/fencecheck/fencecheck/harness/registry"
+	"github.com/fencecheck/fencecheck/harnesstest"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )

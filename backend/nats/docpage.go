@@ -1,0 +1,11 @@
+package nats
+
+import _ "embed" // the backend's page
+
+//go:embed doc.md
+var doc string
+
+// Doc is the backend's page (doc.md in this folder: how fencecheck runs it, what its
+// faults do, what was measured); go generate in builtin writes it to
+// docs/backends/nats.md.
+func Doc() string { return doc }
