@@ -204,7 +204,7 @@ func faultLines(o *trial.Outcome) string {
 // error, and its history and verdict are kept; checked again, the history is
 // inconclusive for want of a grant.
 func TestNoGrantIsASetupError(t *testing.T) {
-	script, err := filepath.Abs(filepath.Join("..", "harness", "lease", "exec", "testdata", "refuse.sh"))
+	script, err := filepath.Abs(filepath.Join("..", "backend", "execlock", "testdata", "refuse.sh"))
 	require.NoError(t, err)
 	dir := t.TempDir()
 	s := spec.Spec{Backend: "exec", Resource: "fenced", Faults: []string{"pause"}, Duration: 300 * time.Millisecond,

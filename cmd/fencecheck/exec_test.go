@@ -13,7 +13,7 @@ import (
 
 func execFile(t *testing.T, rel string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "harness", "lease", "exec", rel))
+	p, err := filepath.Abs(filepath.Join("..", "..", "backend", "execlock", rel))
 	require.NoError(t, err)
 	return p
 }
