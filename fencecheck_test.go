@@ -55,12 +55,16 @@ const userToken = "userlock's grant counter"
 
 func userDescriptor() registry.Backend {
 	return registry.Backend{
-		Name: "userlock", Meaning: "a user's lock", Token: userToken,
-		Start: func(context.Context, registry.Env) (harness.Backend, error) {
-			return nil, errors.New("userlock is never started by these tests")
-		},
-		Shape: func(registry.Settings) registry.Shape {
-			return registry.Shape{Backend: userlock{}, Locker: userLocker{}, Lease: userLease{}}
+		Name:    "userlock",
+		Meaning: "a user's lock",
+		Token:   userToken,
+		Lifecycle: registry.Lifecycle{
+			Start: func(context.Context, registry.Env) (harness.Backend, error) {
+				return nil, errors.New("userlock is never started by these tests")
+			},
+			Shape: func(registry.Settings) registry.Shape {
+				return registry.Shape{Backend: userlock{}, Locker: userLocker{}, Lease: userLease{}}
+			},
 		},
 	}
 }

@@ -259,16 +259,19 @@ func TestDescriptorWith(t *testing.T) {
 		seen []string
 	)
 	d := registry.Backend{
-		Name: "memlock", Meaning: "a user's lock",
+		Name:    "memlock",
+		Meaning: "a user's lock",
 		Options: []registry.Option{{Name: "memlock-mode", Usage: "a setting of the user's", Env: "FENCECHECK_TEST_MEMLOCK_MODE"}},
-		Shape: func(registry.Settings) registry.Shape {
-			return registry.Shape{Backend: (*memlock)(nil), Locker: (*memLocker)(nil), Lease: (*memLease)(nil)}
-		},
-		Start: func(_ context.Context, env registry.Env) (harness.Backend, error) {
-			mu.Lock()
-			seen = append(seen, fmt.Sprintf("%s %v", env.Option("memlock-mode"), env.TTL))
-			mu.Unlock()
-			return startMemlock(env.TTL, true, false)
+		Lifecycle: registry.Lifecycle{
+			Shape: func(registry.Settings) registry.Shape {
+				return registry.Shape{Backend: (*memlock)(nil), Locker: (*memLocker)(nil), Lease: (*memLease)(nil)}
+			},
+			Start: func(_ context.Context, env registry.Env) (harness.Backend, error) {
+				mu.Lock()
+				seen = append(seen, fmt.Sprintf("%s %v", env.Option("memlock-mode"), env.TTL))
+				mu.Unlock()
+				return startMemlock(env.TTL, true, false)
+			},
 		},
 	}
 	took := func() []string {

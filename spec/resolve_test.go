@@ -124,14 +124,18 @@ func TestTokenlessBackend(t *testing.T) {
 	reg := builtin.Registry()
 	base := naive.Descriptors()[0]
 	require.NoError(t, reg.AddBackend(registry.Backend{
-		Name: "tokenless", Meaning: "the naive server, declared without fencing tokens", Token: "its leases carry no ordering",
-		Shape: func(registry.Settings) registry.Shape { return registry.Shape{Backend: tokenless{}} },
-		Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
-			b, err := base.Start(ctx, env)
-			if err != nil {
-				return nil, err
-			}
-			return tokenless{b}, nil // hides every capability but Tokenless
+		Name:    "tokenless",
+		Meaning: "the naive server, declared without fencing tokens",
+		Token:   "its leases carry no ordering",
+		Lifecycle: registry.Lifecycle{
+			Shape: func(registry.Settings) registry.Shape { return registry.Shape{Backend: tokenless{}} },
+			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+				b, err := base.Start(ctx, env)
+				if err != nil {
+					return nil, err
+				}
+				return tokenless{b}, nil // hides every capability but Tokenless
+			},
 		},
 	}))
 	_, err := spec.Resolve(reg, spec.Spec{Backend: "tokenless", Resource: "fenced", Faults: []string{"pause"}})

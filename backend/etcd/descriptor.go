@@ -21,53 +21,59 @@ const OptionEndpoints = "etcd-endpoints"
 // Descriptor returns the registry entry of the etcd backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:             Name,
-		Meaning:          "embedded etcd (--members 1 or 3) or an existing cluster (--etcd-endpoints); concurrency.Mutex, token = lock key's CreateRevision",
-		Token:            "the lock key's CreateRevision",
-		TTL:              time.Second, // etcd leases are whole seconds, at least 1
-		Members:          1,
-		NodeFaultMembers: 3,
-		MultiMember:      true,
-		Matrix:           true,
-		Native:           []string{"etcd-txn"},
+		Name:    Name,
+		Meaning: "embedded etcd (--members 1 or 3) or an existing cluster (--etcd-endpoints); concurrency.Mutex, token = lock key's CreateRevision",
+		Token:   "the lock key's CreateRevision",
 		Options: []registry.Option{{
 			Name: OptionEndpoints, External: true,
 			Usage: "comma-separated host:port of an existing etcd cluster to use instead of an embedded one (client-side faults only)",
 		}},
-		Check: func(s registry.Settings) error {
-			if s.Members != 1 && s.Members != 3 {
-				return fmt.Errorf("etcd: --members must be 1 or 3, got %d", s.Members)
-			}
-			if s.TTL < time.Second || s.TTL%time.Second != 0 {
-				return fmt.Errorf("etcd leases are whole seconds, at least 1s (and at least 1.5x the election timeout): --ttl %v will not do", s.TTL)
-			}
-			return nil
+		Facts: registry.Facts{
+			TTL:              time.Second, // etcd leases are whole seconds, at least 1
+			Members:          1,
+			NodeFaultMembers: 3,
+			MultiMember:      true,
+			Native:           []string{"etcd-txn"},
+			Configuration:    "a session lease TTL (concurrency.WithTTL) no shorter than the TTL tested, and a fenced resource that refuses a revision not newer than the newest it accepted; etcd keeps its leases and revisions across a restart, so no server setting is needed",
 		},
-		Shape: func(s registry.Settings) registry.Shape {
-			if len(s.List(OptionEndpoints)) > 0 {
-				return registry.Shape{Backend: external{}, Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
-			}
-			return registry.Shape{Backend: (*ClusterBackend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+		Lifecycle: registry.Lifecycle{
+			Check: func(s registry.Settings) error {
+				if s.Members != 1 && s.Members != 3 {
+					return fmt.Errorf("etcd: --members must be 1 or 3, got %d", s.Members)
+				}
+				if s.TTL < time.Second || s.TTL%time.Second != 0 {
+					return fmt.Errorf("etcd leases are whole seconds, at least 1s (and at least 1.5x the election timeout): --ttl %v will not do", s.TTL)
+				}
+				return nil
+			},
+			Shape: func(s registry.Settings) registry.Shape {
+				if len(s.List(OptionEndpoints)) > 0 {
+					return registry.Shape{Backend: external{}, Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+				}
+				return registry.Shape{Backend: (*ClusterBackend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+			},
+			Setup: func(s registry.Settings) string {
+				if eps := s.List(OptionEndpoints); len(eps) > 0 {
+					return "existing etcd cluster at " + strings.Join(eps, ",")
+				}
+				if s.Members > 1 {
+					return "embedded etcd: 1 member, 3 members for node faults"
+				}
+				return "embedded etcd, 1 member"
+			},
+			GrantedTTL: grantedTTL,
+			Version: func(_ context.Context, s registry.Settings) string {
+				if len(s.List(OptionEndpoints)) > 0 {
+					return ""
+				}
+				return "etcd " + version.Version + " (embedded)"
+			},
+			Start: start,
 		},
-		Setup: func(s registry.Settings) string {
-			if eps := s.List(OptionEndpoints); len(eps) > 0 {
-				return "existing etcd cluster at " + strings.Join(eps, ",")
-			}
-			if s.Members > 1 {
-				return "embedded etcd: 1 member, 3 members for node faults"
-			}
-			return "embedded etcd, 1 member"
+		Listing: registry.Listing{
+			Matrix:      true,
+			Recommended: true,
 		},
-		GrantedTTL:    grantedTTL,
-		Recommended:   true,
-		Configuration: "a session lease TTL (concurrency.WithTTL) no shorter than the TTL tested, and a fenced resource that refuses a revision not newer than the newest it accepted; etcd keeps its leases and revisions across a restart, so no server setting is needed",
-		Version: func(_ context.Context, s registry.Settings) string {
-			if len(s.List(OptionEndpoints)) > 0 {
-				return ""
-			}
-			return "etcd " + version.Version + " (embedded)"
-		},
-		Start: start,
 	}
 }
 

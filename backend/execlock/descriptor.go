@@ -43,30 +43,36 @@ func Descriptor(reg *registry.Registry) registry.Backend {
 		Name:    Name,
 		Meaning: "your own lock client in any language (--client-cmd), one process per client over a JSON-lines protocol, against a lock service fencecheck starts (--lock-service) or yours (--lock-endpoints); token = what your client reports",
 		Token:   "the token your lock client reports",
-		// --members is its lock service's (which says which sizes it takes).
-		MultiMember: true,
 		Options: []registry.Option{
 			{Name: OptionClientCmd, Usage: "backend exec: your lock client, run by /bin/sh -c once per client (protocol: docs/exec-protocol.md)"},
 			{Name: OptionLockService, Usage: "backend exec: the lock service fencecheck starts for your client (a backend name; default " + DefaultLockService + ")"},
 			{Name: OptionLockEndpoints, External: true, Usage: "backend exec: comma-separated host:port of your own lock service instead (client-side faults only)"},
 			{Name: OptionClientTimeout, Usage: "backend exec: how long your client may take to answer a request, pauses not counted (default 30s or 30x TTL, whichever is longer)"},
 		},
-		Check: d.check,
-		// Without a --ttl or --members, the lock service's defaults.
-		DefaultsFrom: func(s registry.Settings) (registry.Backend, bool) {
-			if len(s.List(OptionLockEndpoints)) > 0 {
-				return registry.Backend{}, false
-			}
-			svc, err := d.service(s)
-			return svc, err == nil
+		Facts: registry.Facts{
+			// --members is its lock service's (which says which sizes it takes).
+			MultiMember: true,
 		},
-		Needs: d.needs,
-		// A service of its own: the user's client is what is compared.
-		Recommended: true,
-		Version:     d.version,
-		Shape:       d.shape,
-		Setup:       d.setup,
-		Start:       d.start,
+		Lifecycle: registry.Lifecycle{
+			Check: d.check,
+			// Without a --ttl or --members, the lock service's defaults.
+			DefaultsFrom: func(s registry.Settings) (registry.Backend, bool) {
+				if len(s.List(OptionLockEndpoints)) > 0 {
+					return registry.Backend{}, false
+				}
+				svc, err := d.service(s)
+				return svc, err == nil
+			},
+			Needs:   d.needs,
+			Version: d.version,
+			Shape:   d.shape,
+			Setup:   d.setup,
+			Start:   d.start,
+		},
+		Listing: registry.Listing{
+			// A service of its own: the user's client is what is compared.
+			Recommended: true,
+		},
 	}
 }
 

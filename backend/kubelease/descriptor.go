@@ -35,17 +35,9 @@ const DefaultTTL = time.Second
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token, TTL: DefaultTTL,
-			// leaseTransitions is the API's own count of holders; the resourceVersion is
-			// opaque by the API's contract, whatever it is on etcd.
-			Service: Name, Recommended: tok == TokenTransitions,
-			Configuration: "client-go's LeaseDuration, RenewDeadline and RetryPeriod as tested (leaseDurationSeconds is whole seconds, and a leader stops only after RenewDeadline without a renewal)",
-			Version: func(_ context.Context, s registry.Settings) string {
-				if s.Option(OptionKubeconfig) != "" {
-					return ""
-				}
-				return "kube-apiserver " + APIServerVersion
-			},
+			Name:    name,
+			Meaning: meaning,
+			Token:   token,
 			Options: []registry.Option{{
 				Name: OptionAPIServer, Env: EnvAPIServer,
 				Usage: "the kube-apiserver binary for the kube-lease backends (default: the build " + BuildScript + " caches in " + CachePath() + ")",
@@ -59,52 +51,70 @@ func Descriptors() []registry.Backend {
 				Name:  OptionNamespace,
 				Usage: "namespace of the run's Lease on an existing cluster (--kubeconfig; default \"default\")",
 			}},
-			Check: func(s registry.Settings) error {
-				if k := s.Option(OptionKubeconfig); k != "" {
-					if _, err := os.Stat(k); err != nil {
-						return fmt.Errorf("--%s: %w", OptionKubeconfig, err)
+			Facts: registry.Facts{
+				TTL:           DefaultTTL,
+				Configuration: "client-go's LeaseDuration, RenewDeadline and RetryPeriod as tested (leaseDurationSeconds is whole seconds, and a leader stops only after RenewDeadline without a renewal)",
+			},
+			Lifecycle: registry.Lifecycle{
+				Version: func(_ context.Context, s registry.Settings) string {
+					if s.Option(OptionKubeconfig) != "" {
+						return ""
 					}
-				} else if s.Option(OptionNamespace) != "" {
-					return fmt.Errorf("--%s is for an existing cluster (--%s); the cluster fencecheck starts uses %q", OptionNamespace, OptionKubeconfig, Namespace)
-				}
-				if p := s.Option(OptionAPIServer); p != "" {
-					if _, err := FindAPIServer(p); err != nil {
-						return err
+					return "kube-apiserver " + APIServerVersion
+				},
+				Check: func(s registry.Settings) error {
+					if k := s.Option(OptionKubeconfig); k != "" {
+						if _, err := os.Stat(k); err != nil {
+							return fmt.Errorf("--%s: %w", OptionKubeconfig, err)
+						}
+					} else if s.Option(OptionNamespace) != "" {
+						return fmt.Errorf("--%s is for an existing cluster (--%s); the cluster fencecheck starts uses %q", OptionNamespace, OptionKubeconfig, Namespace)
 					}
-				}
-				if p := s.Option(OptionClient); p != "" {
-					if _, err := FindClient(p); err != nil {
-						return err
+					if p := s.Option(OptionAPIServer); p != "" {
+						if _, err := FindAPIServer(p); err != nil {
+							return err
+						}
 					}
-				}
-				return TimingFor(s.TTL).Validate()
+					if p := s.Option(OptionClient); p != "" {
+						if _, err := FindClient(p); err != nil {
+							return err
+						}
+					}
+					return TimingFor(s.TTL).Validate()
+				},
+				Shape: func(s registry.Settings) registry.Shape {
+					sh := registry.Shape{Backend: (*Backend)(nil)}
+					sh.Locker, sh.Lease = execlock.ClientShape(clientProtocol)
+					if s.Option(OptionKubeconfig) != "" {
+						sh.Backend = external{}
+					}
+					return sh
+				},
+				Setup: func(s registry.Settings) string {
+					if k := s.Option(OptionKubeconfig); k != "" {
+						return "an existing Kubernetes cluster (kubeconfig " + k + "); client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
+					}
+					return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
+				},
+				// The lock client always (kube-lease-client: --kube-lease-client, its variable,
+				// else the build); the kube-apiserver to start (--kube-apiserver, its variable,
+				// else the build) but on an existing cluster.
+				Needs: func(s registry.Settings) []proc.Need {
+					client := ClientNeed.Or(s.Option(OptionClient))
+					if s.Option(OptionKubeconfig) != "" {
+						return []proc.Need{client}
+					}
+					return []proc.Need{client, APIServerNeed.Or(s.Option(OptionAPIServer))}
+				},
+				Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+					return start(ctx, env, name, tok)
+				},
 			},
-			Shape: func(s registry.Settings) registry.Shape {
-				sh := registry.Shape{Backend: (*Backend)(nil)}
-				sh.Locker, sh.Lease = execlock.ClientShape(clientProtocol)
-				if s.Option(OptionKubeconfig) != "" {
-					sh.Backend = external{}
-				}
-				return sh
-			},
-			Setup: func(s registry.Settings) string {
-				if k := s.Option(OptionKubeconfig); k != "" {
-					return "an existing Kubernetes cluster (kubeconfig " + k + "); client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
-				}
-				return "kube-apiserver " + APIServerVersion + " (built from the Go module proxy) on an embedded etcd; client-go leaderelection with a LeaseLock, RenewDeadline = 2/3 and RetryPeriod = 2/15 of LeaseDuration"
-			},
-			// The lock client always (kube-lease-client: --kube-lease-client, its variable,
-			// else the build); the kube-apiserver to start (--kube-apiserver, its variable,
-			// else the build) but on an existing cluster.
-			Needs: func(s registry.Settings) []proc.Need {
-				client := ClientNeed.Or(s.Option(OptionClient))
-				if s.Option(OptionKubeconfig) != "" {
-					return []proc.Need{client}
-				}
-				return []proc.Need{client, APIServerNeed.Or(s.Option(OptionAPIServer))}
-			},
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
-				return start(ctx, env, name, tok)
+			Listing: registry.Listing{
+				// leaseTransitions is the API's own count of holders; the resourceVersion is
+				// opaque by the API's contract, whatever it is on etcd.
+				Service:     Name,
+				Recommended: tok == TokenTransitions,
 			},
 		}
 	}

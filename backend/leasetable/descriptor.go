@@ -73,33 +73,42 @@ const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
 func Descriptors() []registry.Backend {
 	d := func(name string, clock Clock, meaning string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning,
-			Token: "the row's fence column (bumped by the granting UPDATE)",
-			// One clock, the database's, decides every expiry.
-			Service: Name, Recommended: clock == DatabaseTime, ClientClockExpiry: clock == ClientTime,
-			Version: func(ctx context.Context, s registry.Settings) string {
-				switch kindOf(s) {
-				case kindExternal:
-					return ""
-				case kindPostgres:
-					return proc.Version(ctx, pgadvisory.ServerNeed, "--version")
-				}
-				return proc.Embedded("SQLite: modernc.org/sqlite", "modernc.org/sqlite")
-			},
+			Name:    name,
+			Meaning: meaning,
+			Token:   "the row's fence column (bumped by the granting UPDATE)",
 			Options: options(),
-			// The row is in the file or the committed data: a restart keeps the lease.
-			DurableLeases: true,
-			Check:         func(s registry.Settings) error { return check(name, s) },
-			Shape:         func(s registry.Settings) registry.Shape { return shape(s, clock) },
-			Setup:         func(s registry.Settings) string { return setup(s, clock) },
-			Needs: func(s registry.Settings) []proc.Need {
-				if kindOf(s) == kindPostgres {
-					return []proc.Need{pgadvisory.ServerNeed}
-				}
-				return nil
+			Facts: registry.Facts{
+				ClientClockExpiry: clock == ClientTime,
+				// The row is in the file or the committed data: a restart keeps the lease.
+				DurableLeases: true,
 			},
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
-				return start(ctx, env, name, clock)
+			Lifecycle: registry.Lifecycle{
+				Version: func(ctx context.Context, s registry.Settings) string {
+					switch kindOf(s) {
+					case kindExternal:
+						return ""
+					case kindPostgres:
+						return proc.Version(ctx, pgadvisory.ServerNeed, "--version")
+					}
+					return proc.Embedded("SQLite: modernc.org/sqlite", "modernc.org/sqlite")
+				},
+				Check: func(s registry.Settings) error { return check(name, s) },
+				Shape: func(s registry.Settings) registry.Shape { return shape(s, clock) },
+				Setup: func(s registry.Settings) string { return setup(s, clock) },
+				Needs: func(s registry.Settings) []proc.Need {
+					if kindOf(s) == kindPostgres {
+						return []proc.Need{pgadvisory.ServerNeed}
+					}
+					return nil
+				},
+				Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+					return start(ctx, env, name, clock)
+				},
+			},
+			Listing: registry.Listing{
+				// One clock, the database's, decides every expiry.
+				Service:     Name,
+				Recommended: clock == DatabaseTime,
 			},
 		}
 	}

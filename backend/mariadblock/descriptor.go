@@ -77,43 +77,53 @@ func needs(s registry.Settings) []proc.Need {
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenCounter,
-			Configuration: "wait_timeout on the lock's sessions, about the TTL in whole seconds, with the client pinging more often (MariaDB's default is 8 hours: a holder cut off by a silent network keeps its lock that long)",
-			Version: func(ctx context.Context, s registry.Settings) string {
-				if s.Option(OptionDSN) != "" {
-					return ""
-				}
-				// "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu ..."
-				v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " for ")
-				if f := strings.Fields(v); len(f) > 0 {
-					f[0] = filepath.Base(f[0])
-					v = strings.Join(f, " ")
-				}
-				return v
+			Name:    name,
+			Meaning: meaning,
+			Token:   token,
+			Options: []registry.Option{dsnOption()},
+			Facts: registry.Facts{
+				Configuration: "wait_timeout on the lock's sessions, about the TTL in whole seconds, with the client pinging more often (MariaDB's default is 8 hours: a holder cut off by a silent network keeps its lock that long)",
+				// Connection ids restart at 1 when the server restarts.
+				TokensResetOnCrash: tok == TokenConnID,
+				TTL:                time.Second, // wait_timeout is whole seconds
 			},
-			// Connection ids restart at 1 when the server restarts.
-			TokensResetOnCrash: tok == TokenConnID,
-			TTL:                time.Second, // wait_timeout is whole seconds
-			Options:            []registry.Option{dsnOption()},
-			Check: func(s registry.Settings) error {
-				if s.TTL < time.Second || s.TTL%time.Second != 0 {
-					return fmt.Errorf("%s: --ttl %v will not do: MariaDB's wait_timeout is whole seconds, at least 1s", name, s.TTL)
-				}
-				return nil
+			Lifecycle: registry.Lifecycle{
+				Version: func(ctx context.Context, s registry.Settings) string {
+					if s.Option(OptionDSN) != "" {
+						return ""
+					}
+					// "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu ..."
+					v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " for ")
+					if f := strings.Fields(v); len(f) > 0 {
+						f[0] = filepath.Base(f[0])
+						v = strings.Join(f, " ")
+					}
+					return v
+				},
+				Check: func(s registry.Settings) error {
+					if s.TTL < time.Second || s.TTL%time.Second != 0 {
+						return fmt.Errorf("%s: --ttl %v will not do: MariaDB's wait_timeout is whole seconds, at least 1s", name, s.TTL)
+					}
+					return nil
+				},
+				Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
+				Setup: func(s registry.Settings) string {
+					switch {
+					case s.Option(OptionDSN) != "":
+						return "an existing MariaDB, wait_timeout = TTL"
+					case skewed(s):
+						return fmt.Sprintf("a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL, its clock %gx fast (libfaketime)", SkewRate)
+					}
+					return "a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL"
+				},
+				Needs: entries().NeedsOf,
+				Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+					return start(ctx, env, name, tok)
+				},
 			},
-			Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
-			Setup: func(s registry.Settings) string {
-				switch {
-				case s.Option(OptionDSN) != "":
-					return "an existing MariaDB, wait_timeout = TTL"
-				case skewed(s):
-					return fmt.Sprintf("a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL, its clock %gx fast (libfaketime)", SkewRate)
-				}
-				return "a private mariadbd (Debian mariadb-server) on loopback, wait_timeout = TTL"
-			},
-			Needs: entries().NeedsOf,
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
-				return start(ctx, env, name, tok)
+			Listing: registry.Listing{
+				Service:     Name,
+				Recommended: tok == TokenCounter,
 			},
 		}
 	}

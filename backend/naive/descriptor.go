@@ -14,18 +14,30 @@ import (
 func Descriptors() []registry.Backend {
 	variant := func(name string, v Variant, meaning, token string, matrix, resets bool) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token, Matrix: matrix, TokensResetOnCrash: resets,
-			// The persisted counter is the one token of the four that neither resets,
-			// steps back with a clock nor wraps.
-			Service: "naive", Recommended: v == Persisted, TokenFromClock: v == WallClock,
-			Version: func(context.Context, registry.Settings) string {
-				return proc.Embedded("fencecheck's naive lock server", "github.com/fencecheck/fencecheck")
+			Name:    name,
+			Meaning: meaning,
+			Token:   token,
+			Facts: registry.Facts{
+				TokensResetOnCrash: resets,
+				TokenFromClock:     v == WallClock,
 			},
-			Shape: func(registry.Settings) registry.Shape {
-				return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
+			Lifecycle: registry.Lifecycle{
+				Version: func(context.Context, registry.Settings) string {
+					return proc.Embedded("fencecheck's naive lock server", "github.com/fencecheck/fencecheck")
+				},
+				Shape: func(registry.Settings) registry.Shape {
+					return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
+				},
+				Setup: func(registry.Settings) string { return "naive TTL lock server (" + name + ")" },
+				Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(env, v) },
 			},
-			Setup: func(registry.Settings) string { return "naive TTL lock server (" + name + ")" },
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(env, v) },
+			Listing: registry.Listing{
+				Matrix: matrix,
+				// The persisted counter is the one token of the four that neither resets,
+				// steps back with a clock nor wraps.
+				Service:     "naive",
+				Recommended: v == Persisted,
+			},
 		}
 	}
 	return []registry.Backend{

@@ -25,38 +25,44 @@ func Descriptor() registry.Backend {
 			Name: OptionURL, External: true, Secret: true,
 			Usage: "nats://host:port of an existing nats-server with JetStream to use instead of starting one (client-side faults only)",
 		}},
-		Needs: func(s registry.Settings) []proc.Need {
-			if s.Option(OptionURL) != "" {
-				return nil
-			}
-			return []proc.Need{ServerNeed}
+		Facts: registry.Facts{
+			Configuration: "the KV bucket's TTL (its MaxAge: the lock's TTL) as tested, on file storage (JetStream FileStorage, as in these runs)",
 		},
-		Check: func(s registry.Settings) error {
-			// Dir: Start makes a temp dir; only the settings are checked here.
-			return Config{TTL: s.TTL, URL: s.Option(OptionURL), Dir: "-"}.Validate()
+		Lifecycle: registry.Lifecycle{
+			Needs: func(s registry.Settings) []proc.Need {
+				if s.Option(OptionURL) != "" {
+					return nil
+				}
+				return []proc.Need{ServerNeed}
+			},
+			Check: func(s registry.Settings) error {
+				// Dir: Start makes a temp dir; only the settings are checked here.
+				return Config{TTL: s.TTL, URL: s.Option(OptionURL), Dir: "-"}.Validate()
+			},
+			Shape: func(s registry.Settings) registry.Shape {
+				sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+				if s.Option(OptionURL) != "" {
+					sh.Backend = (*external)(nil)
+				}
+				return sh
+			},
+			Version: func(ctx context.Context, s registry.Settings) string {
+				if s.Option(OptionURL) != "" {
+					return ""
+				}
+				return proc.Version(ctx, ServerNeed, "--version")
+			},
+			Setup: func(s registry.Settings) string {
+				if u := s.Option(OptionURL); u != "" {
+					return "existing nats-server at " + u
+				}
+				return "one nats-server (Debian) with JetStream file storage, KV bucket TTL = lock TTL"
+			},
+			Start: start,
 		},
-		Shape: func(s registry.Settings) registry.Shape {
-			sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
-			if s.Option(OptionURL) != "" {
-				sh.Backend = (*external)(nil)
-			}
-			return sh
+		Listing: registry.Listing{
+			Recommended: true,
 		},
-		Recommended:   true,
-		Configuration: "the KV bucket's TTL (its MaxAge: the lock's TTL) as tested, on file storage (JetStream FileStorage, as in these runs)",
-		Version: func(ctx context.Context, s registry.Settings) string {
-			if s.Option(OptionURL) != "" {
-				return ""
-			}
-			return proc.Version(ctx, ServerNeed, "--version")
-		},
-		Setup: func(s registry.Settings) string {
-			if u := s.Option(OptionURL); u != "" {
-				return "existing nats-server at " + u
-			}
-			return "one nats-server (Debian) with JetStream file storage, KV bucket TTL = lock TTL"
-		},
-		Start: start,
 	}
 }
 

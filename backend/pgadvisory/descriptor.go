@@ -67,37 +67,48 @@ const externalWords = "an existing PostgreSQL (--" + OptionDSN + ")"
 func Descriptors() []registry.Backend {
 	d := func(name string, tok TokenKind, meaning, token string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token, Service: Name, Recommended: tok == TokenSequence,
-			Version: version, SilentHolder: silentHolder,
-			Configuration: "idle_session_timeout on the lock's sessions, about the TTL, with the client pinging more often (PostgreSQL's default is none: a holder cut off by a silent network keeps its lock until the network heals)",
-			// A crash loses the commit records the WAL writer had not flushed, and the
-			// restarted server hands their transaction ids out again.
-			TokensResetOnCrash: tok == TokenXact,
-			Options:            []registry.Option{dsnOption(), idleOption()},
-			Check: func(s registry.Settings) error {
-				if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
-					return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", name, s.TTL)
-				}
-				_, err := idleTimeout(s)
-				return err
+			Name:    name,
+			Meaning: meaning,
+			Token:   token,
+			Options: []registry.Option{dsnOption(), idleOption()},
+			Facts: registry.Facts{
+				SilentHolder:  silentHolder,
+				Configuration: "idle_session_timeout on the lock's sessions, about the TTL, with the client pinging more often (PostgreSQL's default is none: a holder cut off by a silent network keeps its lock until the network heals)",
+				// A crash loses the commit records the WAL writer had not flushed, and the
+				// restarted server hands their transaction ids out again.
+				TokensResetOnCrash: tok == TokenXact,
 			},
-			Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
-			Setup: func(s registry.Settings) string {
-				idle := "idle_session_timeout = TTL"
-				switch d, _ := idleTimeout(s); {
-				case d < 0:
-					idle = "no idle_session_timeout (PostgreSQL's default)"
-				case d > 0:
-					idle = "idle_session_timeout = " + d.String()
-				}
-				if s.Option(OptionDSN) != "" {
-					return "an existing PostgreSQL, " + idle
-				}
-				return "a private PostgreSQL cluster (Debian postgresql, initdb) on loopback, " + idle
+			Lifecycle: registry.Lifecycle{
+				Version: version,
+				Check: func(s registry.Settings) error {
+					if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
+						return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", name, s.TTL)
+					}
+					_, err := idleTimeout(s)
+					return err
+				},
+				Shape: func(s registry.Settings) registry.Shape { return shape(s, tok) },
+				Setup: func(s registry.Settings) string {
+					idle := "idle_session_timeout = TTL"
+					switch d, _ := idleTimeout(s); {
+					case d < 0:
+						idle = "no idle_session_timeout (PostgreSQL's default)"
+					case d > 0:
+						idle = "idle_session_timeout = " + d.String()
+					}
+					if s.Option(OptionDSN) != "" {
+						return "an existing PostgreSQL, " + idle
+					}
+					return "a private PostgreSQL cluster (Debian postgresql, initdb) on loopback, " + idle
+				},
+				Needs: entries().NeedsOf,
+				Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+					return start(ctx, env, name, tok)
+				},
 			},
-			Needs: entries().NeedsOf,
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
-				return start(ctx, env, name, tok)
+			Listing: registry.Listing{
+				Service:     Name,
+				Recommended: tok == TokenSequence,
 			},
 		}
 	}
@@ -116,40 +127,48 @@ const BouncerName = Name + "-pgbouncer"
 
 func bouncerDescriptor() registry.Backend {
 	return registry.Backend{
-		Name: BouncerName, Service: Name, Version: version,
-		SilentHolder: "the pooled server session idles only when every client is silent (idle_session_timeout set on PgBouncer's server connections); a silent holder's lock stays while any other client talks",
-		Pool:         fmt.Sprintf("PgBouncer in pool_mode = transaction with %d server connection", BouncerPoolSize),
+		Name: BouncerName,
 		Meaning: fmt.Sprintf("postgres-advisory with the clients behind a PgBouncer fencecheck starts in pool_mode = transaction (%d server connection): "+
 			"the session lock is taken on a pooled server connection every client shares; token = nextval", BouncerPoolSize),
 		Token: "nextval of a sequence in the granting statement",
-		Check: func(s registry.Settings) error {
-			if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
-				return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", BouncerName, s.TTL)
-			}
-			return nil
+		Facts: registry.Facts{
+			SilentHolder: "the pooled server session idles only when every client is silent (idle_session_timeout set on PgBouncer's server connections); a silent holder's lock stays while any other client talks",
+			Pool:         fmt.Sprintf("PgBouncer in pool_mode = transaction with %d server connection", BouncerPoolSize),
 		},
-		Shape: func(s registry.Settings) registry.Shape { return shape(s, TokenSequence) },
-		Setup: func(registry.Settings) string {
-			return fmt.Sprintf("a private PostgreSQL cluster (Debian postgresql, initdb) behind a PgBouncer (Debian pgbouncer, pool_mode = transaction, pool_size = %d) on loopback; the pooled server connections get idle_session_timeout = TTL", BouncerPoolSize)
+		Lifecycle: registry.Lifecycle{
+			Version: version,
+			Check: func(s registry.Settings) error {
+				if s.TTL < 100*time.Millisecond || s.TTL%time.Millisecond != 0 {
+					return fmt.Errorf("%s: --ttl %v will not do: idle_session_timeout is whole milliseconds, and below 100ms a loaded machine ends healthy sessions", BouncerName, s.TTL)
+				}
+				return nil
+			},
+			Shape: func(s registry.Settings) registry.Shape { return shape(s, TokenSequence) },
+			Setup: func(registry.Settings) string {
+				return fmt.Sprintf("a private PostgreSQL cluster (Debian postgresql, initdb) behind a PgBouncer (Debian pgbouncer, pool_mode = transaction, pool_size = %d) on loopback; the pooled server connections get idle_session_timeout = TTL", BouncerPoolSize)
+			},
+			Needs: func(registry.Settings) []proc.Need { return []proc.Need{ServerNeed, BouncerNeed} },
+			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+				if err := BouncerAvailable(); err != nil {
+					return nil, registry.Input(err) // a package to install: one line, exit 2
+				}
+				dir, err := env.TempDir()
+				if err != nil {
+					return nil, err
+				}
+				log, _, err := env.LogFile("postgres.log")
+				if err != nil {
+					return nil, err
+				}
+				cfg := Config{TTL: env.TTL, Token: TokenSequence, Dir: dir, LogWriter: log, Bouncer: true, name: BouncerName}
+				if err := cfg.Validate(); err != nil {
+					return nil, registry.Input(err)
+				}
+				return Start(ctx, cfg)
+			},
 		},
-		Needs: func(registry.Settings) []proc.Need { return []proc.Need{ServerNeed, BouncerNeed} },
-		Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
-			if err := BouncerAvailable(); err != nil {
-				return nil, registry.Input(err) // a package to install: one line, exit 2
-			}
-			dir, err := env.TempDir()
-			if err != nil {
-				return nil, err
-			}
-			log, _, err := env.LogFile("postgres.log")
-			if err != nil {
-				return nil, err
-			}
-			cfg := Config{TTL: env.TTL, Token: TokenSequence, Dir: dir, LogWriter: log, Bouncer: true, name: BouncerName}
-			if err := cfg.Validate(); err != nil {
-				return nil, registry.Input(err)
-			}
-			return Start(ctx, cfg)
+		Listing: registry.Listing{
+			Service: Name,
 		},
 	}
 }

@@ -14,31 +14,37 @@ import (
 // Descriptor returns the registry entry of the raft backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:        Name,
-		Meaning:     "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire",
-		Token:       "the Raft log index of the committed acquire entry",
-		Members:     3,
-		MultiMember: true,
-		Matrix:      true,
-		Check: func(s registry.Settings) error {
-			if s.Members < 1 || s.Members > 7 {
-				return fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)
-			}
-			if s.TTL < MinTTL || s.TTL > MaxTTL {
-				return fmt.Errorf("raft: --ttl must be between %v and %v, got %v", MinTTL, MaxTTL, s.TTL)
-			}
-			return nil
+		Name:    Name,
+		Meaning: "a hashicorp/raft lock service (--members 3 or 5); token = log index of the committed acquire",
+		Token:   "the Raft log index of the committed acquire entry",
+		Facts: registry.Facts{
+			Members:     3,
+			MultiMember: true,
 		},
-		Shape: func(registry.Settings) registry.Shape {
-			return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+		Lifecycle: registry.Lifecycle{
+			Check: func(s registry.Settings) error {
+				if s.Members < 1 || s.Members > 7 {
+					return fmt.Errorf("raft: --members must be between 1 and 7, got %d", s.Members)
+				}
+				if s.TTL < MinTTL || s.TTL > MaxTTL {
+					return fmt.Errorf("raft: --ttl must be between %v and %v, got %v", MinTTL, MaxTTL, s.TTL)
+				}
+				return nil
+			},
+			Shape: func(registry.Settings) registry.Shape {
+				return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+			},
+			Setup: func(s registry.Settings) string {
+				return fmt.Sprintf("hashicorp/raft lock service, %d nodes", s.Members)
+			},
+			Start: start,
+			Version: func(context.Context, registry.Settings) string {
+				return proc.Embedded("hashicorp/raft", "github.com/hashicorp/raft")
+			},
 		},
-		Setup: func(s registry.Settings) string {
-			return fmt.Sprintf("hashicorp/raft lock service, %d nodes", s.Members)
-		},
-		Start:       start,
-		Recommended: true,
-		Version: func(context.Context, registry.Settings) string {
-			return proc.Embedded("hashicorp/raft", "github.com/hashicorp/raft")
+		Listing: registry.Listing{
+			Matrix:      true,
+			Recommended: true,
 		},
 	}
 }

@@ -35,46 +35,55 @@ func AddrsOption() registry.Option {
 func Descriptors() []registry.Backend {
 	variant := func(name, meaning, token, setup string, persist bool, kind TokenKind) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: token, Service: Name,
-			// The AOF keeps the counter across a crash; the others lose it or have none.
-			Recommended:   persist && kind == TokenIncr,
-			Configuration: configuration(persist),
-			Version: func(ctx context.Context, s registry.Settings) string {
-				if len(s.List(OptionAddrs)) > 0 {
-					return ""
-				}
-				v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " sha=")
-				return v
+			Name:    name,
+			Meaning: meaning,
+			Token:   token,
+			Options: []registry.Option{AddrsOption()},
+			Facts: registry.Facts{
+				Configuration: configuration(persist),
+				// Without persistence the counter restarts at 1 after a crash.
+				TokensResetOnCrash: !persist && kind == TokenIncr,
 			},
-			// Without persistence the counter restarts at 1 after a crash.
-			TokensResetOnCrash: !persist && kind == TokenIncr,
-			Options:            []registry.Option{AddrsOption()},
-			Needs:              Needs,
-			Check: func(s registry.Settings) error {
-				// Dir: Start makes a temp dir; only the settings are checked here.
-				return Config{TTL: s.TTL, Token: kind, Addrs: s.List(OptionAddrs), Dir: "-"}.Validate()
+			Lifecycle: registry.Lifecycle{
+				Version: func(ctx context.Context, s registry.Settings) string {
+					if len(s.List(OptionAddrs)) > 0 {
+						return ""
+					}
+					v, _, _ := strings.Cut(proc.Version(ctx, ServerNeed, "--version"), " sha=")
+					return v
+				},
+				Needs: Needs,
+				Check: func(s registry.Settings) error {
+					// Dir: Start makes a temp dir; only the settings are checked here.
+					return Config{TTL: s.TTL, Token: kind, Addrs: s.List(OptionAddrs), Dir: "-"}.Validate()
+				},
+				Shape: func(s registry.Settings) registry.Shape {
+					sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+					existing := len(s.List(OptionAddrs)) > 0
+					switch {
+					case existing && kind == TokenNone:
+						sh.Backend = externalTokenless{}
+					case existing:
+						sh.Backend = (*external)(nil)
+					case kind == TokenNone:
+						sh.Backend = tokenless{}
+					}
+					return sh
+				},
+				Setup: func(s registry.Settings) string {
+					if addrs := s.List(OptionAddrs); len(addrs) > 0 {
+						return "existing redis-server at " + strings.Join(addrs, ",")
+					}
+					return setup
+				},
+				Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
+					return start(ctx, env, Config{TTL: env.TTL, Token: kind, Persist: persist})
+				},
 			},
-			Shape: func(s registry.Settings) registry.Shape {
-				sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
-				existing := len(s.List(OptionAddrs)) > 0
-				switch {
-				case existing && kind == TokenNone:
-					sh.Backend = externalTokenless{}
-				case existing:
-					sh.Backend = (*external)(nil)
-				case kind == TokenNone:
-					sh.Backend = tokenless{}
-				}
-				return sh
-			},
-			Setup: func(s registry.Settings) string {
-				if addrs := s.List(OptionAddrs); len(addrs) > 0 {
-					return "existing redis-server at " + strings.Join(addrs, ",")
-				}
-				return setup
-			},
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) {
-				return start(ctx, env, Config{TTL: env.TTL, Token: kind, Persist: persist})
+			Listing: registry.Listing{
+				Service: Name,
+				// The AOF keeps the counter across a crash; the others lose it or have none.
+				Recommended: persist && kind == TokenIncr,
 			},
 		}
 	}

@@ -18,47 +18,53 @@ const Name = "redlock"
 // Descriptor returns the registry entry of the redlock backend.
 func Descriptor() registry.Backend {
 	return registry.Backend{
-		Name:          Name,
-		Meaning:       "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
-		Token:         "no token (the lock's random value)",
-		Members:       3,
-		MultiMember:   true,
-		Options:       []registry.Option{redis.AddrsOption()},
-		Needs:         redis.Needs,
-		Recommended:   true,
-		Configuration: "the lock's TTL as tested on every Redis node, and appendonly yes with appendfsync always where a node may restart (these runs ran without it and crashed no node; a node that restarts without its lock keys grants the lock again)",
-		Version: func(ctx context.Context, s registry.Settings) string {
-			if len(s.List(redis.OptionAddrs)) > 0 {
-				return ""
-			}
-			v, _, _ := strings.Cut(proc.Version(ctx, redis.ServerNeed, "--version"), " sha=")
-			return v
+		Name:    Name,
+		Meaning: "go-redsync Redlock over --members 3 (default) or 5 independent redis-servers without persistence (or --redis-addrs); no fencing token",
+		Token:   "no token (the lock's random value)",
+		Options: []registry.Option{redis.AddrsOption()},
+		Facts: registry.Facts{
+			Members:       3,
+			MultiMember:   true,
+			Configuration: "the lock's TTL as tested on every Redis node, and appendonly yes with appendfsync always where a node may restart (these runs ran without it and crashed no node; a node that restarts without its lock keys grants the lock again)",
 		},
-		Check: func(s registry.Settings) error {
-			addrs := s.List(redis.OptionAddrs)
-			switch {
-			case len(addrs) == 0 && s.Members != 3 && s.Members != 5:
-				return fmt.Errorf("redlock: --members must be 3 or 5 independent redis-servers, got %d", s.Members)
-			case len(addrs) > 0 && s.Members != len(addrs):
-				return fmt.Errorf("redlock: --members %d does not match the %d --%s (give --members %d)", s.Members, len(addrs), redis.OptionAddrs, len(addrs))
-			}
-			// Dir: Start makes a temp dir; only the settings are checked here.
-			return Config{TTL: s.TTL, Servers: s.Members, Addrs: addrs, Dir: "-"}.Validate()
+		Lifecycle: registry.Lifecycle{
+			Needs: redis.Needs,
+			Version: func(ctx context.Context, s registry.Settings) string {
+				if len(s.List(redis.OptionAddrs)) > 0 {
+					return ""
+				}
+				v, _, _ := strings.Cut(proc.Version(ctx, redis.ServerNeed, "--version"), " sha=")
+				return v
+			},
+			Check: func(s registry.Settings) error {
+				addrs := s.List(redis.OptionAddrs)
+				switch {
+				case len(addrs) == 0 && s.Members != 3 && s.Members != 5:
+					return fmt.Errorf("redlock: --members must be 3 or 5 independent redis-servers, got %d", s.Members)
+				case len(addrs) > 0 && s.Members != len(addrs):
+					return fmt.Errorf("redlock: --members %d does not match the %d --%s (give --members %d)", s.Members, len(addrs), redis.OptionAddrs, len(addrs))
+				}
+				// Dir: Start makes a temp dir; only the settings are checked here.
+				return Config{TTL: s.TTL, Servers: s.Members, Addrs: addrs, Dir: "-"}.Validate()
+			},
+			Shape: func(s registry.Settings) registry.Shape {
+				sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+				if len(s.List(redis.OptionAddrs)) > 0 {
+					sh.Backend = (*external)(nil)
+				}
+				return sh
+			},
+			Setup: func(s registry.Settings) string {
+				if addrs := s.List(redis.OptionAddrs); len(addrs) > 0 {
+					return "redsync over existing redis-servers at " + strings.Join(addrs, ",")
+				}
+				return fmt.Sprintf("redsync over %d independent redis-servers (Debian), no persistence", s.Members)
+			},
+			Start: start,
 		},
-		Shape: func(s registry.Settings) registry.Shape {
-			sh := registry.Shape{Backend: (*Backend)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
-			if len(s.List(redis.OptionAddrs)) > 0 {
-				sh.Backend = (*external)(nil)
-			}
-			return sh
+		Listing: registry.Listing{
+			Recommended: true,
 		},
-		Setup: func(s registry.Settings) string {
-			if addrs := s.List(redis.OptionAddrs); len(addrs) > 0 {
-				return "redsync over existing redis-servers at " + strings.Join(addrs, ",")
-			}
-			return fmt.Sprintf("redsync over %d independent redis-servers (Debian), no persistence", s.Members)
-		},
-		Start: start,
 	}
 }
 

@@ -35,34 +35,43 @@ const externalWords = "an existing ensemble (--" + OptionServers + ")"
 func Descriptors() []registry.Backend {
 	variant := func(name string, token TokenSource, meaning, tokenWords string) registry.Backend {
 		return registry.Backend{
-			Name: name, Meaning: meaning, Token: tokenWords,
-			// The czxid is the ensemble's zxid, which goes on across lock parents.
-			Service: Name, Recommended: token == TokenCzxid,
-			Configuration: "the client's session timeout as tested (the lock lasts as long as the session; the server clamps it to between 2 and 20 tickTime, so check the negotiated timeout, not the one asked for)",
-			Version: func(_ context.Context, s registry.Settings) string {
-				if len(s.List(OptionServers)) > 0 {
-					return ""
-				}
-				if v := proc.FileVersion(proc.Need{File: defaultJar, Package: DebianPackage}); v != "" {
-					return "ZooKeeper " + v
-				}
-				return ""
-			},
-			Members:          1,
-			NodeFaultMembers: 3,
-			MultiMember:      true,
-			// A server restarted with its data still knows every session, so the lock
-			// znodes stay until their sessions expire.
-			DurableLeases: true,
+			Name:    name,
+			Meaning: meaning,
+			Token:   tokenWords,
 			Options: []registry.Option{{
 				Name: OptionServers, External: true,
 				Usage: "comma-separated host:port of an existing ZooKeeper ensemble for the zookeeper backends (client-side faults only)",
 			}},
-			Check: check,
-			Needs: needs,
-			Shape: shape,
-			Setup: setup,
-			Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(ctx, env, token) },
+			Facts: registry.Facts{
+				Configuration:    "the client's session timeout as tested (the lock lasts as long as the session; the server clamps it to between 2 and 20 tickTime, so check the negotiated timeout, not the one asked for)",
+				Members:          1,
+				NodeFaultMembers: 3,
+				MultiMember:      true,
+				// A server restarted with its data still knows every session, so the lock
+				// znodes stay until their sessions expire.
+				DurableLeases: true,
+			},
+			Lifecycle: registry.Lifecycle{
+				Version: func(_ context.Context, s registry.Settings) string {
+					if len(s.List(OptionServers)) > 0 {
+						return ""
+					}
+					if v := proc.FileVersion(proc.Need{File: defaultJar, Package: DebianPackage}); v != "" {
+						return "ZooKeeper " + v
+					}
+					return ""
+				},
+				Check: check,
+				Needs: needs,
+				Shape: shape,
+				Setup: setup,
+				Start: func(ctx context.Context, env registry.Env) (harness.Backend, error) { return start(ctx, env, token) },
+			},
+			Listing: registry.Listing{
+				// The czxid is the ensemble's zxid, which goes on across lock parents.
+				Service:     Name,
+				Recommended: token == TokenCzxid,
+			},
 		}
 	}
 	return []registry.Backend{

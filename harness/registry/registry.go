@@ -127,27 +127,35 @@ type Env struct {
 	Logger *slog.Logger
 }
 
-// Backend describes a lock backend.
+// Backend describes a lock backend: its name and options, and three groups (promoted,
+// so b.TTL reads b.Facts.TTL) a new field joins instead of widening this struct.
 type Backend struct {
 	Name    string
 	Meaning string
 	// Token says in a few words where the fencing tokens come from.
 	Token string
+	// Options are the backend's own settings.
+	Options []Option
+	// Facts are what the service is and does that no interface can show.
+	Facts
+	// Lifecycle is how a run checks the settings, starts the service and learns of it.
+	Lifecycle
+	// Listing is where the backend appears: matrix rows, its service, compare.
+	Listing
+}
+
+// Facts are a backend's defaults and the facts of its service a run or a
+// comparison needs before anything starts.
+type Facts struct {
 	// TTL is the default lease TTL (0: DefaultTTL); Members the default cluster size
 	// (0: 1).
 	TTL     time.Duration
 	Members int
 	// MaxTTL is the longest TTL the service takes (0 or more than MaxTTL: MaxTTL).
 	MaxTTL time.Duration
-	// DefaultsFrom, if set, names the backend whose TTL, Members, NodeFaultMembers and
-	// DurableLeases a run takes with these settings (the exec backend: its lock
-	// service's, so that --lock-service etcd runs at etcd's 1 s).
-	DefaultsFrom func(Settings) (Backend, bool)
 	// NodeFaultMembers, if set, is the cluster size matrix and evaluate cells use when
 	// a fault acts on the lock service (a leader to isolate needs followers).
 	NodeFaultMembers int
-	// Matrix puts the backend in matrix's default rows.
-	Matrix bool
 	// Native lists resources native to the backend (the service's own store).
 	Native []string
 	// TokensResetOnCrash: the token counter is lost when the server crashes, so tokens
@@ -157,12 +165,40 @@ type Backend struct {
 	// data (it logs its sessions), so a crash of a single server frees no lock before
 	// the TTL has run out. A fact of the service no interface can show.
 	DurableLeases bool
-	// Options are the backend's own settings.
-	Options []Option
 	// MultiMember: the backend can run with more than one member (--members), and Check
 	// says which sizes it takes. Without it a run's Members must be 1, whatever Check
 	// says.
 	MultiMember bool
+	// Pool, if set, says what shares server sessions among the clients (a connection
+	// pooler): a session lock then belongs to a pooled server connection, not to the
+	// client that took it. A fact of the setup no interface can show.
+	Pool string
+	// TokenFromClock: the tokens are readings of a clock rather than a counter, so a
+	// clock that steps back, or two grants within one tick, give a token that is not
+	// newer. A fact no interface can show before the service starts.
+	TokenFromClock bool
+	// ClientClockExpiry: each client's own clock decides when the lock it takes expires
+	// (the grant compares the taker's clock with the holder's), so a client whose clock
+	// runs ahead takes a lock that is still held.
+	ClientClockExpiry bool
+	// SilentHolder, if set, says what frees a lock whose holder went quiet without
+	// closing its connections (silent-partition), and the setting a team must make for
+	// it to happen within about a TTL: the fact a comparison's paragraph names.
+	SilentHolder string
+	// Configuration, if set, names what a team must set on the service or its client for
+	// a run's result to hold in production (Redis appendfsync always, PostgreSQL
+	// idle_session_timeout, the ZooKeeper session timeout, ...): the settings the runs
+	// relied on, which a default install may lack. A comparison's paragraph names it.
+	Configuration string
+}
+
+// Lifecycle holds the functions a run calls on a backend's descriptor, from checking
+// its settings to starting it.
+type Lifecycle struct {
+	// DefaultsFrom, if set, names the backend whose TTL, Members, NodeFaultMembers and
+	// DurableLeases a run takes with these settings (the exec backend: its lock
+	// service's, so that --lock-service etcd runs at etcd's 1 s).
+	DefaultsFrom func(Settings) (Backend, bool)
 	// Check validates the settings before anything starts (TTL, options, the sizes of
 	// a MultiMember backend). Errors are the user's input.
 	Check func(Settings) error
@@ -185,6 +221,20 @@ type Backend struct {
 	Unavailable func(Settings) string
 	// Start starts the service. Wrap errors that are the user's input with Input.
 	Start func(ctx context.Context, env Env) (harness.Backend, error)
+	// Version, if set, says which version of the service these settings run ("etcd
+	// 3.6.5 (embedded)", "Redis server v=7.0.15"), learned from the program or the
+	// linked module; "" when it cannot be learned (an existing server).
+	Version func(ctx context.Context, s Settings) string
+	// Shared: Start returns one value that every run shares, a backend its caller
+	// started and will close (fencecheck.Config.Started): no run closes it, and a
+	// campaign runs one run at a time.
+	Shared bool
+}
+
+// Listing says where a backend appears among the others.
+type Listing struct {
+	// Matrix puts the backend in matrix's default rows.
+	Matrix bool
 	// Service names the lock service this backend is a variant of (several backends
 	// run one service with another token, persistence or client: redis, redis-volatile
 	// and redis-notoken are the service "redis"); "": the backend is a service of its
@@ -194,35 +244,6 @@ type Backend struct {
 	// it for the service. Of a service with several variants exactly one says so; the
 	// only backend of a service is its recommended variant whether it says so or not.
 	Recommended bool
-	// Pool, if set, says what shares server sessions among the clients (a connection
-	// pooler): a session lock then belongs to a pooled server connection, not to the
-	// client that took it. A fact of the setup no interface can show.
-	Pool string
-	// TokenFromClock: the tokens are readings of a clock rather than a counter, so a
-	// clock that steps back, or two grants within one tick, give a token that is not
-	// newer. A fact no interface can show before the service starts.
-	TokenFromClock bool
-	// ClientClockExpiry: each client's own clock decides when the lock it takes expires
-	// (the grant compares the taker's clock with the holder's), so a client whose clock
-	// runs ahead takes a lock that is still held.
-	ClientClockExpiry bool
-	// SilentHolder, if set, says what frees a lock whose holder went quiet without
-	// closing its connections (silent-partition), and the setting a team must make for
-	// it to happen within about a TTL: the fact a comparison's paragraph names.
-	SilentHolder string
-	// Configuration, if set, names what a team must set on the service or its client for
-	// a run's result to hold in production (Redis appendfsync always, PostgreSQL
-	// idle_session_timeout, the ZooKeeper session timeout, ...): the settings the runs
-	// relied on, which a default install may lack. A comparison's paragraph names it.
-	Configuration string
-	// Version, if set, says which version of the service these settings run ("etcd
-	// 3.6.5 (embedded)", "Redis server v=7.0.15"), learned from the program or the
-	// linked module; "" when it cannot be learned (an existing server).
-	Version func(ctx context.Context, s Settings) string
-	// Shared: Start returns one value that every run shares, a backend its caller
-	// started and will close (fencecheck.Config.Started): no run closes it, and a
-	// campaign runs one run at a time.
-	Shared bool
 }
 
 // TokenWords is the descriptor's Token, or words naming the backend's token when it

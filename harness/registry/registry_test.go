@@ -86,13 +86,19 @@ func TestCapsOf(t *testing.T) {
 // from the settings), the descriptor's facts and its words.
 func TestPlanCaps(t *testing.T) {
 	d := Backend{
-		Name: "svc", Token: "no order", DurableLeases: true,
+		Name:    "svc",
+		Token:   "no order",
 		Options: []Option{{Name: "eps", External: true}},
-		Shape: func(s Settings) Shape {
-			if s.Option("eps") != "" {
-				return Shape{Backend: external{}}
-			}
-			return Shape{Backend: cluster{}, Locker: processLocker{}, Lease: expiring{}}
+		Facts: Facts{
+			DurableLeases: true,
+		},
+		Lifecycle: Lifecycle{
+			Shape: func(s Settings) Shape {
+				if s.Option("eps") != "" {
+					return Shape{Backend: external{}}
+				}
+				return Shape{Backend: cluster{}, Locker: processLocker{}, Lease: expiring{}}
+			},
 		},
 	}
 	require.Equal(t, Caps{Cluster: true, Nodes: 5, Crasher: true, DurableLeases: true, ClientProcesses: true, ClientExpiry: true},
@@ -149,10 +155,51 @@ func TestCheckServices(t *testing.T) {
 		backends []Backend
 		want     string
 	}{
-		{"one each", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a"}, {Name: "b", Recommended: true}}, ""},
-		{"none", []Backend{{Name: "a"}, {Name: "a-x", Service: "a"}}, `service "a" has no recommended variant`},
-		{"a service of one backend needs no mark", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a"}, {Name: "mine"}}, ""},
-		{"two", []Backend{{Name: "a", Recommended: true}, {Name: "a-x", Service: "a", Recommended: true}}, `service "a" has 2 recommended variants (a, a-x)`},
+		{"one each", []Backend{{
+			Name: "a",
+			Listing: Listing{
+				Recommended: true,
+			},
+		}, {
+			Name: "a-x",
+			Listing: Listing{
+				Service: "a",
+			},
+		}, {
+			Name: "b",
+			Listing: Listing{
+				Recommended: true,
+			},
+		}}, ""},
+		{"none", []Backend{{Name: "a"}, {
+			Name: "a-x",
+			Listing: Listing{
+				Service: "a",
+			},
+		}}, `service "a" has no recommended variant`},
+		{"a service of one backend needs no mark", []Backend{{
+			Name: "a",
+			Listing: Listing{
+				Recommended: true,
+			},
+		}, {
+			Name: "a-x",
+			Listing: Listing{
+				Service: "a",
+			},
+		}, {Name: "mine"}}, ""},
+		{"two", []Backend{{
+			Name: "a",
+			Listing: Listing{
+				Recommended: true,
+			},
+		}, {
+			Name: "a-x",
+			Listing: Listing{
+				Service:     "a",
+				Recommended: true,
+			},
+		}}, `service "a" has 2 recommended variants (a, a-x)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := New()
@@ -169,8 +216,29 @@ func TestCheckServices(t *testing.T) {
 		})
 	}
 	reg := New()
-	require.NoError(t, reg.AddBackend(Backend{Name: "a", Start: start, Recommended: true}, Backend{Name: "a-x", Service: "a", Start: start}))
-	require.NoError(t, reg.AddBackend(Backend{Name: "mine", Start: start}))
+	require.NoError(t, reg.AddBackend(Backend{
+		Name: "a",
+		Lifecycle: Lifecycle{
+			Start: start,
+		},
+		Listing: Listing{
+			Recommended: true,
+		},
+	}, Backend{
+		Name: "a-x",
+		Lifecycle: Lifecycle{
+			Start: start,
+		},
+		Listing: Listing{
+			Service: "a",
+		},
+	}))
+	require.NoError(t, reg.AddBackend(Backend{
+		Name: "mine",
+		Lifecycle: Lifecycle{
+			Start: start,
+		},
+	}))
 	require.Equal(t, []string{"a", "mine"}, []string{reg.Recommended()[0].Name, reg.Recommended()[1].Name})
 	require.Len(t, reg.Variants("a"), 2)
 	require.True(t, reg.IsRecommended("mine"))

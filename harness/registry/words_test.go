@@ -55,7 +55,12 @@ func TestShapeRefusal(t *testing.T) {
 		{"no refusal", nil, errors.New("ttl too short"), ""},
 		{"nil", nil, nil, ""},
 	} {
-		b := registry.Backend{Name: "mine", Shape: tc.shape}
+		b := registry.Backend{
+			Name: "mine",
+			Lifecycle: registry.Lifecycle{
+				Shape: tc.shape,
+			},
+		}
 		got := b.ShapeRefusal(registry.Settings{}, tc.err)
 		if tc.want == "" {
 			require.Equal(t, tc.err, got, tc.name)

@@ -40,14 +40,16 @@ func Descriptor() registry.Backend {
 		Name:    "tinylock",
 		Meaning: "a tiny TTL lock server over TCP with a counter token (an example from outside fencecheck)",
 		Token:   "the tiny server's grant counter",
-		Start: func(_ context.Context, env registry.Env) (harness.Backend, error) {
-			return Start(env.TTL)
-		},
-		// The types Start, NewLocker and Acquire return: fencecheck reads from their
-		// interfaces which faults apply (here none of the optional ones: no Crasher,
-		// no Expiring lease). The contract suite checks that the started values agree.
-		Shape: func(registry.Settings) registry.Shape {
-			return registry.Shape{Backend: (*Server)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
+		Lifecycle: registry.Lifecycle{
+			Start: func(_ context.Context, env registry.Env) (harness.Backend, error) {
+				return Start(env.TTL)
+			},
+			// The types Start, NewLocker and Acquire return: fencecheck reads from their
+			// interfaces which faults apply (here none of the optional ones: no Crasher,
+			// no Expiring lease). The contract suite checks that the started values agree.
+			Shape: func(registry.Settings) registry.Shape {
+				return registry.Shape{Backend: (*Server)(nil), Locker: (*Locker)(nil), Lease: (*lease)(nil)}
+			},
 		},
 	}
 }
