@@ -19,16 +19,13 @@ import (
 // compare.json, compare.html (tables, an inline SVG chart, a paragraph per service) and
 // the terminal table.
 
-// ComparisonFormat names compare.json's format.
-const ComparisonFormat = judge.ComparisonFormat
-
 // Comparison is judge's.
 type Comparison = judge.Comparison
 
 // WriteComparison writes dir/compare.json and dir/compare.html. Run folders are
 // relative to the store's root, two levels up.
 func WriteComparison(dir string, c *Comparison) error {
-	c.Format = ComparisonFormat
+	c.Format = judge.ComparisonFormat
 	if err := writeJSON(filepath.Join(dir, CompareJSON), c); err != nil {
 		return err
 	}
@@ -50,7 +47,7 @@ func ReadComparison(path string) (*Comparison, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if head.Format != comparisonV1 {
-		return readDocument(path, ComparisonFormat, func(c *Comparison) string { return c.Format })
+		return readDocument(path, judge.ComparisonFormat, func(c *Comparison) string { return c.Format })
 	}
 	c, err := comparisonFromV1(b)
 	if err != nil {
@@ -88,7 +85,7 @@ func comparisonFromV1(b []byte) (*Comparison, error) {
 			}
 		}
 	}
-	doc["format"], doc["runs"], doc["seeds"], doc["baseline_alone"] = ComparisonFormat, 1, []int64{spec1Seed}, false
+	doc["format"], doc["runs"], doc["seeds"], doc["baseline_alone"] = judge.ComparisonFormat, 1, []int64{spec1Seed}, false
 	if _, ok := doc["parallel"]; !ok {
 		doc["parallel"] = 1 // not recorded by v1
 	}
@@ -214,13 +211,13 @@ func (compareView) WordClass(word string) string {
 // Chart is the inline SVG bar chart of every service's validity gap and notice delay
 // (each its worst fault's, by median), on one time axis.
 func (v compareView) Chart() template.HTML {
-	return template.HTML(CompareChart(v.Comparison))
+	return template.HTML(compareChart(v.Comparison))
 }
 
-// CompareChart draws the chart as an SVG element: two bars per service (validity gap,
+// compareChart draws the chart as an SVG element: two bars per service (validity gap,
 // notice delay) at the median of the worst fault, each with a whisker from the least to
 // the greatest run; a hatched full-width bar for "never".
-func CompareChart(c *Comparison) string {
+func compareChart(c *Comparison) string {
 	const (
 		labelW, barW, rowH, top = 190, 560, 34, 28
 	)

@@ -76,7 +76,7 @@ func TestReadComparisonV1(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(v1), 0o644))
 	c, err := ReadComparison(path)
 	require.NoError(t, err)
-	require.Equal(t, ComparisonFormat, c.Format)
+	require.Equal(t, judge.ComparisonFormat, c.Format)
 	require.Equal(t, 1, c.Runs)
 	require.False(t, c.BaselineAlone)
 	s := c.Services[0]

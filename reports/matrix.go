@@ -16,8 +16,8 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 )
 
-// MatrixFormat names matrix.json's format.
-const MatrixFormat = "fencecheck.matrix/v1"
+// matrixFormat names matrix.json's format.
+const matrixFormat = "fencecheck.matrix/v1"
 
 // MatrixCell is one backend × resource × fault run of a matrix.
 type MatrixCell struct {
@@ -145,7 +145,7 @@ func (m *Matrix) Cell(backend, resource, fault string) (MatrixCell, bool) {
 
 // ReadMatrix reads a matrix.json.
 func ReadMatrix(path string) (*Matrix, error) {
-	return readDocument(path, MatrixFormat, func(m *Matrix) string { return m.Format })
+	return readDocument(path, matrixFormat, func(m *Matrix) string { return m.Format })
 }
 
 // readDocument reads a JSON document of ours whose "format" field must be want.
@@ -168,7 +168,7 @@ func readDocument[T any](path, want string, format func(*T) string) (*T, error) 
 // matrix's folder in the store; cells' Dir are relative to the store root, two levels
 // up.
 func WriteMatrix(dir string, m *Matrix) error {
-	m.Format = MatrixFormat
+	m.Format = matrixFormat
 	if err := writeJSON(filepath.Join(dir, MatrixJSON), m); err != nil {
 		return err
 	}

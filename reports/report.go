@@ -36,9 +36,9 @@ const (
 // Outcome classifies a report by what it says about the protected data (judge.Outcome).
 func Outcome(rep *models.Report) judge.RunOutcome { return judge.Outcome(rep) }
 
-// Headline is the one thing a newcomer must read: what happened, in a title and a
+// headline is the one thing a newcomer must read: what happened, in a title and a
 // sentence.
-type Headline struct {
+type headline struct {
 	Outcome judge.RunOutcome
 	Title   string
 	Text    string
@@ -47,16 +47,16 @@ type Headline struct {
 }
 
 // MakeHeadline says what a checked history shows.
-func MakeHeadline(h *history.History, rep *models.Report) Headline {
+func MakeHeadline(h *history.History, rep *models.Report) headline {
 	ev := rep.Evidence
-	hl := Headline{Outcome: Outcome(rep)}
+	hl := headline{Outcome: Outcome(rep)}
 	firstStale := slices.IndexFunc(rep.StaleWrites, func(s models.StaleWrite) bool { return s.Status != "rejected" })
 	switch hl.Outcome {
 	case OutcomeUnsafe:
 		switch {
 		case firstStale >= 0:
 			hl.Title = fmt.Sprintf("UNSAFE: %s got through", plural(ev.StaleAccepted, "stale write", "stale writes"))
-			hl.Text = capitalize(StaleSentence(rep.StaleWrites[firstStale])) + "."
+			hl.Text = capitalize(staleSentence(rep.StaleWrites[firstStale])) + "."
 		case len(rep.LostUpdates) > 0:
 			hl.Title = fmt.Sprintf("UNSAFE: %s lost", plural(len(rep.LostUpdates), "update was", "updates were"))
 			hl.Text = rep.LostUpdates[0].Explanation
@@ -83,7 +83,7 @@ func MakeHeadline(h *history.History, rep *models.Report) Headline {
 		if ev.StaleRejected > 0 {
 			hl.Title = fmt.Sprintf("SAFE: the fence rejected %s", plural(ev.StaleRejected, "stale write", "stale writes"))
 			if i := slices.IndexFunc(rep.StaleWrites, func(s models.StaleWrite) bool { return s.Status == "rejected" }); i >= 0 {
-				hl.Text = capitalize(StaleSentence(rep.StaleWrites[i])) + "."
+				hl.Text = capitalize(staleSentence(rep.StaleWrites[i])) + "."
 			}
 		} else {
 			hl.Title = "SAFE: the protected data held"
@@ -135,7 +135,7 @@ type resultView struct {
 type runView struct {
 	Title    string
 	Name     string
-	Headline Headline
+	Headline headline
 	Settings []kv
 	Faults   []history.Fault
 	Results  []resultView
@@ -243,7 +243,7 @@ func newRunView(h *history.History, rep *models.Report) runView {
 		{"longest stretch without an accepted write", Duration(ev.LongestNoAcceptedWriteNanos), "the availability cost"},
 		{"notice delay", NoticeDelay(ev), "how long after another client was granted the lock a superseded holder recorded that it had lost it"},
 		{"takeover", Takeover(ev), "longest time from a superseded holder's last accepted write (or its grant) to the next grant"},
-		{"overshoot", Overshoot(ev), "how long after the next grant a superseded holder's own validity estimate still said it held the lock"},
+		{"overshoot", overshoot(ev), "how long after the next grant a superseded holder's own validity estimate still said it held the lock"},
 		{"acquire p50 / p99", Duration(ev.AcquireP50Nanos) + " / " + Duration(ev.AcquireP99Nanos), "latency of granted acquires, call to return"},
 		{"grants/s", GrantRate(ev.GrantsPerSecond), "granted acquires over the history's span"},
 	}

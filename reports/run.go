@@ -26,8 +26,8 @@ type VerdictFile struct {
 	*models.Report
 }
 
-// VerdictFormat names verdict.json's format.
-const VerdictFormat = "fencecheck.verdict/v1"
+// verdictFormat names verdict.json's format.
+const verdictFormat = "fencecheck.verdict/v1"
 
 // WriteRun writes verdict.json, one porcupine visualization per property
 // (porcupine-<property>.html: a violated property's witness, a held one's whole history,
@@ -51,7 +51,7 @@ func WriteRun(ctx context.Context, dir string, h *history.History, rep *models.R
 // WriteVerdict writes verdict.json alone: the report of a history too long for the
 // pages, which draw every op (a segmented one).
 func WriteVerdict(dir string, rep *models.Report) error {
-	b, err := json.MarshalIndent(VerdictFile{Format: VerdictFormat, Outcome: Outcome(rep), Report: rep}, "", "  ")
+	b, err := json.MarshalIndent(VerdictFile{Format: verdictFormat, Outcome: Outcome(rep), Report: rep}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode verdict: %w", err)
 	}
@@ -71,8 +71,8 @@ func ReadVerdict(path string) (*models.Report, error) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if v.Format != VerdictFormat {
-		return nil, fmt.Errorf("%s: field \"format\": got %q, want %q", path, v.Format, VerdictFormat)
+	if v.Format != verdictFormat {
+		return nil, fmt.Errorf("%s: field \"format\": got %q, want %q", path, v.Format, verdictFormat)
 	}
 	return &v.Report, nil
 }

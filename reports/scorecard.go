@@ -15,13 +15,6 @@ import (
 
 // The scorecard's data and its judgement live in judge; this file renders it.
 
-// ScorecardFormat names scorecard.json's format.
-const ScorecardFormat = judge.ScorecardFormat
-
-// RefusedValid is the word for a resource that let no stale write through but refused a
-// write the register model accepts.
-const RefusedValid = judge.RefusedValid
-
 // Scorecard, ScoreRow and ScoreRun are judge's.
 type (
 	Scorecard = judge.Scorecard
@@ -37,7 +30,7 @@ func NewScoreRun(resource, scenario string, rep *models.Report, gaps []int64) Sc
 // WriteScorecard writes dir/scorecard.json and dir/scorecard.html. Run folders are
 // relative to the store's root, two levels up.
 func WriteScorecard(dir string, s *Scorecard) error {
-	s.Format = ScorecardFormat
+	s.Format = judge.ScorecardFormat
 	if err := writeJSON(filepath.Join(dir, ScorecardJSON), s); err != nil {
 		return err
 	}
@@ -46,7 +39,7 @@ func WriteScorecard(dir string, s *Scorecard) error {
 
 // ReadScorecard reads a scorecard.json.
 func ReadScorecard(path string) (*Scorecard, error) {
-	return readDocument(path, ScorecardFormat, func(s *Scorecard) string { return s.Format })
+	return readDocument(path, judge.ScorecardFormat, func(s *Scorecard) string { return s.Format })
 }
 
 type scorecardView struct {
@@ -70,7 +63,7 @@ func (scorecardView) RunWord(r ScoreRun) string {
 	case r.Outcome == OutcomeUnsafe && r.Verdicts[models.Updates] == models.Violated:
 		return "update lost"
 	case r.Outcome == OutcomeUnsafe:
-		return RefusedValid + " (register violated)"
+		return judge.RefusedValid + " (register violated)"
 	case r.Outcome == OutcomeSafe:
 		return "held"
 	case r.Outcome == OutcomeInconclusive && r.Why != "":

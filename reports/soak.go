@@ -8,8 +8,8 @@ import (
 	"github.com/fencecheck/fencecheck/judge"
 )
 
-// SoakFormat names soak.json's format.
-const SoakFormat = "fencecheck.soak/v1"
+// soakFormat names soak.json's format.
+const soakFormat = "fencecheck.soak/v1"
 
 // Files of a soak in the results store: DIR/soak/<timestamp>/{index.html, soak.json}.
 const (
@@ -49,7 +49,7 @@ func (d *SoakDoc) SummaryLine() string {
 // WriteSoak writes dir/soak.json and dir/index.html. Run folders in the result are
 // relative to the store's root, two levels up.
 func WriteSoak(dir string, d *SoakDoc) error {
-	d.Format = SoakFormat
+	d.Format = soakFormat
 	if err := writeJSON(filepath.Join(dir, SoakJSON), d); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func WriteSoak(dir string, d *SoakDoc) error {
 
 // ReadSoak reads a soak.json.
 func ReadSoak(path string) (*SoakDoc, error) {
-	return readDocument(path, SoakFormat, func(d *SoakDoc) string { return d.Format })
+	return readDocument(path, soakFormat, func(d *SoakDoc) string { return d.Format })
 }
 
 type soakView struct {

@@ -28,8 +28,8 @@ import (
 //	DIR/compare/<timestamp>/{compare.html, compare.json}     and DIR/compare/latest
 //	DIR/index.html                                            the store's index (fencecheck report DIR)
 
-// TimestampLayout names a run's folder: sortable, and unique to the millisecond.
-const TimestampLayout = "20060102-150405.000"
+// timestampLayout names a run's folder: sortable, and unique to the millisecond.
+const timestampLayout = "20060102-150405.000"
 
 // LatestLink is the name of the symlink to the newest run of a scenario.
 const LatestLink = "latest"
@@ -60,7 +60,7 @@ func NewRunDir(root, label string, now time.Time) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	base := now.Format(TimestampLayout)
+	base := now.Format(timestampLayout)
 	for i := 1; ; i++ {
 		name := base
 		if i > 1 {

@@ -70,13 +70,13 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 	if len(rep.StaleWrites) > 0 {
 		term.Fprintf(w, "stale writes (%d):\n", len(rep.StaleWrites))
 		for _, s := range rep.StaleWrites {
-			term.Fprintf(w, "  %s\n", StaleSentence(s))
+			term.Fprintf(w, "  %s\n", staleSentence(s))
 		}
 	}
 	if len(rep.LostUpdates) > 0 {
 		term.Fprintf(w, "lost updates (%d):\n", len(rep.LostUpdates))
 		for _, l := range rep.LostUpdates {
-			term.Fprintf(w, "  %s\n", LostSentence(l))
+			term.Fprintf(w, "  %s\n", lostSentence(l))
 		}
 	}
 	ev := rep.Evidence
@@ -85,7 +85,7 @@ func Summary(w io.Writer, h *history.History, rep *models.Report) {
 	term.Fprintf(w, "availability: %d writes (%d accepted, %d refused, %d unknown); %d grants, %d acquires failed; longest stretch without an accepted write %s\n",
 		ev.Writes, ev.WritesAccepted, ev.WritesRefused, ev.WritesUnknown, ev.Grants, ev.AcquireFailed, Seconds(ev.LongestNoAcceptedWriteNanos))
 	term.Fprintf(w, "lock timing: notice delay %s; takeover %s; overshoot %s; acquire p50 %s, p99 %s; %s grants/s\n",
-		NoticeDelay(ev), Takeover(ev), Overshoot(ev), Duration(ev.AcquireP50Nanos), Duration(ev.AcquireP99Nanos), GrantRate(ev.GrantsPerSecond))
+		NoticeDelay(ev), Takeover(ev), overshoot(ev), Duration(ev.AcquireP50Nanos), Duration(ev.AcquireP99Nanos), GrantRate(ev.GrantsPerSecond))
 	if tr := rep.Trouble(); tr != "" {
 		term.Fprintf(w, "INTERNAL ERROR (please report this history): %s; the direct analysis's verdict is shown\n", tr)
 	}
@@ -116,9 +116,9 @@ func Takeover(ev models.Evidence) string {
 	return Duration(ev.TakeoverNanos)
 }
 
-// Overshoot is how long after the next grant a superseded holder's own validity
+// overshoot is how long after the next grant a superseded holder's own validity
 // estimate still said it held the lock: "unknown" when no superseded holder recorded one.
-func Overshoot(ev models.Evidence) string {
+func overshoot(ev models.Evidence) string {
 	switch {
 	case ev.Superseded == 0:
 		return "none"
@@ -158,8 +158,8 @@ func opinionText(r models.Result) string {
 	return " [" + strings.Join(parts, "; ") + "]"
 }
 
-// StaleSentence explains one stale write in a sentence a person can read.
-func StaleSentence(s models.StaleWrite) string {
+// staleSentence explains one stale write in a sentence a person can read.
+func staleSentence(s models.StaleWrite) string {
 	what := "it was ACCEPTED: the stale write got through"
 	if s.Status == "rejected" {
 		what = "the fence rejected it"
@@ -178,7 +178,7 @@ func StaleSentence(s models.StaleWrite) string {
 		s.Client, s.Token, Seconds(s.At), when, s.NewerClient, s.NewerToken, Seconds(s.NewerAt), what, seen, s.Write, s.Newer)
 }
 
-// LostSentence explains one lost update in a sentence.
-func LostSentence(l models.LostUpdate) string {
+// lostSentence explains one lost update in a sentence.
+func lostSentence(l models.LostUpdate) string {
 	return fmt.Sprintf("op %d (client %d): %s", l.Write, l.Client, l.Explanation)
 }

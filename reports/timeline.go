@@ -268,10 +268,10 @@ func buildTimeline(h *history.History, rep *models.Report) timelineData {
 		if s.Status == "rejected" {
 			kind = "fenced"
 		}
-		d.Pairs = append(d.Pairs, tlPair{Kind: kind, A: s.Write, B: s.Newer, Text: StaleSentence(s)})
+		d.Pairs = append(d.Pairs, tlPair{Kind: kind, A: s.Write, B: s.Newer, Text: staleSentence(s)})
 	}
 	for _, l := range rep.LostUpdates {
-		d.Pairs = append(d.Pairs, tlPair{Kind: "lost", A: l.Write, B: l.Lost, Text: LostSentence(l)})
+		d.Pairs = append(d.Pairs, tlPair{Kind: "lost", A: l.Write, B: l.Lost, Text: lostSentence(l)})
 	}
 	// Open on what went wrong: the first accepted stale write, else the first lost
 	// update, else the first stale write the fence refused.
