@@ -7,6 +7,8 @@
 package catalogue
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -73,6 +75,14 @@ const (
 	Inconclusive                = models.Inconclusive
 	Any          models.Verdict = ""
 )
+
+// SkewTTL is the lease TTL of the scenarios where a careful client meets a fast clock
+// (the service's, or the next taker's). That race is in real time by nature: the fast
+// clock ends the lease after TTL/20, the pause lasts at most TTL/2, and in between the
+// next holder's acquire and write must land while the careful client's own estimate
+// still says valid. No event can stand in for that window, so it is set wide: 9 s at
+// 20 s, where a loaded CI machine was seen to need 5.25 s for the raft takeover.
+const SkewTTL = 20 * time.Second
 
 // Verdicts is the four core properties' expected verdicts (Any: unchecked).
 func Verdicts(register, updates, tokens, mutex models.Verdict) map[models.Property]models.Verdict {

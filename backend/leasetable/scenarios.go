@@ -1,8 +1,6 @@
 package leasetable
 
 import (
-	"time"
-
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 	"github.com/fencecheck/fencecheck/models"
@@ -21,13 +19,13 @@ func Scenarios() []catalogue.Scenario {
 	safe := catalogue.Safe().Unchecked(models.Mutex)
 	pg := map[string]string{OptionStore: StorePostgres}
 	pause, crash, skew := []string{faults.Pause}, []string{faults.Crash}, []string{faults.Skew}
-	// A skewed clock runs at TTL 5 s: the takeover (the skewed clock's T/20, the next
-	// taker's polls and statements) must fit in what the careful holder's own clock
-	// still grants it, and on a loaded machine PostgreSQL's took 1.9 s, past a 1 s TTL.
+	// A skewed clock runs at the catalogue's SkewTTL: the takeover (the skewed clock's
+	// T/20, the next taker's polls and statements) must fit in what the careful holder's
+	// own clock still grants it.
 	row := func(name, backend, resource, policy string, named []string, opts map[string]string, about string, e catalogue.Expect) catalogue.Scenario {
 		s := spec.Spec{Name: name, Backend: backend, Resource: resource, Policy: policy, Faults: named, Options: opts}
 		if len(named) == 1 && named[0] == faults.Skew {
-			s.TTL = 5 * time.Second
+			s.TTL = catalogue.SkewTTL
 		}
 		return catalogue.Scenario{Spec: s, About: about, Expect: e}
 	}

@@ -2,7 +2,6 @@ package naive
 
 import (
 	"math"
-	"time"
 
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
@@ -100,7 +99,7 @@ func Scenarios() []catalogue.Scenario {
 			Expect: safe,
 		},
 		{
-			Spec:   spec.Spec{Name: "naive-unfenced-careful-skew", Backend: "naive", Resource: "unfenced", Policy: spec.PolicyCareful, TTL: time.Second, Faults: []string{faults.Skew}},
+			Spec:   spec.Spec{Name: "naive-unfenced-careful-skew", Backend: "naive", Resource: "unfenced", Policy: spec.PolicyCareful, TTL: catalogue.SkewTTL, Faults: []string{faults.Skew}},
 			About:  "the lock server's clock runs fast: it expires the lease while the careful client's own clock says there is time left",
 			Expect: unsafe,
 		},

@@ -1,8 +1,6 @@
 package raftlock
 
 import (
-	"time"
-
 	"github.com/fencecheck/fencecheck/catalogue"
 	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 	"github.com/fencecheck/fencecheck/spec"
@@ -20,12 +18,10 @@ func Scenarios() []catalogue.Scenario {
 			About:  "every raft node crashes while the holder is paused and the service restarts with its logs: leases and tokens survive, the paused holder is refused",
 			Expect: safe,
 		},
-		// A TTL of 5 s: the careful holder's own estimate outlasts the leader's fast expiry
-		// (TTL/20 in real time) by 4.75 s, which the next holder's acquire and write must
-		// fit in for the late write to come while the estimate still says valid; a loaded
-		// machine took 1.1 s for them, more than the whole 1 s TTL this scenario had.
+		// The TTL is the catalogue's SkewTTL: the takeover must fit in the careful holder's
+		// own estimate, in real time.
 		{
-			Spec:   spec.Spec{Name: "raft-unfenced-careful-skew", Backend: "raft", Resource: "unfenced", Policy: spec.PolicyCareful, TTL: 5 * time.Second, Faults: []string{faults.Skew}},
+			Spec:   spec.Spec{Name: "raft-unfenced-careful-skew", Backend: "raft", Resource: "unfenced", Policy: spec.PolicyCareful, TTL: catalogue.SkewTTL, Faults: []string{faults.Skew}},
 			About:  "the raft leader's clock runs fast: the lock FSM expires the lease while the careful client's own clock says there is time left",
 			Expect: unsafe,
 		},

@@ -51,8 +51,13 @@ func (f skew) Applies(t registry.Target) error {
 // service clock makes it outlive the lease. A clock fast from the server's start runs
 // slower than SkewRate (faster, it would expire every session, busy or not): at 2x the
 // server forgets a silent session after TTL/2, so the pause may last up to 0.9 TTL.
+//
+// It arms once three grants were made (ArmGrants) and TTL/20 has passed, not a whole TTL:
+// the pause is on the fast clock's scale, and a careful skew run's TTL is long so that its
+// real-time window is wide (catalogue.SkewTTL), not so that it waits for it.
 func (skew) ShapePause(t registry.Target, s *nemesis.ClientFault) bool {
 	s.MinHold, s.MaxHold = t.TTL/20, t.TTL/2
+	s.ArmAfter = min(s.ArmAfter, max(t.TTL/20, 200*time.Millisecond))
 	if !t.Caps.ServiceClock && t.Caps.ClockRate > 0 {
 		s.MaxHold = t.TTL * 9 / 10
 	}
