@@ -30,15 +30,15 @@ const (
 	StatusUnknown = "unknown"
 )
 
-// Request is the body of POST /acquire, /renew and /release.
-type Request struct {
+// request is the body of POST /acquire, /renew and /release.
+type request struct {
 	Owner string `json:"owner"`
 	TTL   int64  `json:"ttl_ns,omitempty"` // acquire
 	Token int64  `json:"token,omitempty"`  // renew, release
 }
 
-// Response answers every client API request.
-type Response struct {
+// response answers every client API request.
+type response struct {
 	Status string `json:"status"`
 	Node   int    `json:"node"`   // the answering node
 	Leader int    `json:"leader"` // not_leader: the leader's node index, or -1
@@ -47,16 +47,7 @@ type Response struct {
 	Expiry int64  `json:"expiry,omitempty"` // FSM time (unix ns)
 	Now    int64  `json:"now,omitempty"`    // FSM time the command applied at
 	Error  string `json:"error,omitempty"`
-	State  *State `json:"state,omitempty"` // GET /state
-}
-
-// NoEffect reports whether a response with this status definitely had no effect.
-func NoEffect(status string) bool {
-	switch status {
-	case StatusBusy, StatusRefused, StatusNotLeader, StatusUnavailable:
-		return true
-	}
-	return false
+	State  *state `json:"state,omitempty"` // GET /state
 }
 
 const maxRequestBody = 1 << 16
@@ -70,7 +61,7 @@ func (inc *incarnation) handler() http.Handler {
 	return mux
 }
 
-func (inc *incarnation) reply(w http.ResponseWriter, resp Response) {
+func (inc *incarnation) reply(w http.ResponseWriter, resp response) {
 	resp.Node = inc.idx
 	if resp.Status == StatusUnavailable || resp.Status == StatusUnknown {
 		resp.Leader = -1 // callers set Leader for every other status
@@ -80,16 +71,16 @@ func (inc *incarnation) reply(w http.ResponseWriter, resp Response) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-func (inc *incarnation) notLeader(err error) Response {
-	resp := Response{Status: StatusNotLeader, Leader: inc.svc.leaderHint(inc.idx, inc.raft)}
+func (inc *incarnation) notLeader(err error) response {
+	resp := response{Status: StatusNotLeader, Leader: inc.svc.leaderHint(inc.idx, inc.raft)}
 	if err != nil {
 		resp.Error = err.Error()
 	}
 	return resp
 }
 
-func parseRequest(op string, r *http.Request, w http.ResponseWriter) (Request, error) {
-	var req Request
+func parseRequest(op string, r *http.Request, w http.ResponseWriter) (request, error) {
+	var req request
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -121,7 +112,7 @@ func (inc *incarnation) command(op string) http.HandlerFunc {
 			return
 		}
 		if !inc.enter() {
-			inc.reply(w, Response{Status: StatusUnavailable, Error: "node stopping"})
+			inc.reply(w, response{Status: StatusUnavailable, Error: "node stopping"})
 			return
 		}
 		defer inc.leave()
@@ -131,7 +122,7 @@ func (inc *incarnation) command(op string) http.HandlerFunc {
 			inc.reply(w, resp)
 			return
 		}
-		cmd := Command{Op: op, Owner: req.Owner, TTL: req.TTL, Token: uint64(req.Token), Now: inc.clock().UnixNano()}
+		cmd := command{Op: op, Owner: req.Owner, TTL: req.TTL, Token: uint64(req.Token), Now: inc.clock().UnixNano()}
 		data, err := json.Marshal(cmd)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -143,12 +134,12 @@ func (inc *incarnation) command(op string) http.HandlerFunc {
 			inc.reply(w, inc.applyError(err))
 			return
 		}
-		res, ok := f.Response().(Result)
+		res, ok := f.Response().(result)
 		if !ok {
-			inc.reply(w, Response{Status: StatusUnknown, Error: fmt.Sprintf("unexpected FSM response %T", f.Response())})
+			inc.reply(w, response{Status: StatusUnknown, Error: fmt.Sprintf("unexpected FSM response %T", f.Response())})
 			return
 		}
-		resp := Response{Leader: inc.idx, Token: int64(res.Token), Holder: res.Holder, Expiry: res.Expiry, Now: res.Now}
+		resp := response{Leader: inc.idx, Token: int64(res.Token), Holder: res.Holder, Expiry: res.Expiry, Now: res.Now}
 		switch res.Outcome {
 		case OutcomeGranted, OutcomeRenewed, OutcomeReleased:
 			resp.Status = StatusOK
@@ -169,20 +160,20 @@ func (inc *incarnation) command(op string) http.HandlerFunc {
 // applyError maps an Apply error to a response: ErrNotLeader and ErrEnqueueTimeout mean
 // the entry was never appended (no effect); anything else (ErrLeadershipLost, shutdown,
 // our own timeout) leaves the outcome unknown.
-func (inc *incarnation) applyError(err error) Response {
+func (inc *incarnation) applyError(err error) response {
 	switch {
 	case errors.Is(err, hraft.ErrNotLeader):
 		return inc.notLeader(err)
-	case ApplyErrorDefinite(err):
-		return Response{Status: StatusUnavailable, Error: err.Error()}
+	case applyErrorDefinite(err):
+		return response{Status: StatusUnavailable, Error: err.Error()}
 	default:
-		return Response{Status: StatusUnknown, Error: err.Error()}
+		return response{Status: StatusUnknown, Error: err.Error()}
 	}
 }
 
-// ApplyErrorDefinite reports whether an error from raft's Apply future means the command
+// applyErrorDefinite reports whether an error from raft's Apply future means the command
 // definitely was not applied.
-func ApplyErrorDefinite(err error) bool {
+func applyErrorDefinite(err error) bool {
 	return errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrEnqueueTimeout) ||
 		errors.Is(err, hraft.ErrLeadershipTransferInProgress)
 }
@@ -191,7 +182,7 @@ func ApplyErrorDefinite(err error) bool {
 // succeeded in its current term (so its FSM holds every earlier entry), and
 // VerifyLeader has just confirmed it with a quorum. On failure the response says why;
 // nothing was proposed, so it always has no effect.
-func (inc *incarnation) confirmLeader(ctx context.Context) (Response, bool) {
+func (inc *incarnation) confirmLeader(ctx context.Context) (response, bool) {
 	r := inc.raft
 	if r.State() != hraft.Leader {
 		return inc.notLeader(nil), false
@@ -202,7 +193,7 @@ func (inc *incarnation) confirmLeader(ctx context.Context) (Response, bool) {
 			if errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrLeadershipLost) {
 				return inc.notLeader(err), false
 			}
-			return Response{Status: StatusUnavailable, Error: "barrier: " + err.Error()}, false
+			return response{Status: StatusUnavailable, Error: "barrier: " + err.Error()}, false
 		}
 		if r.CurrentTerm() == term {
 			inc.readyTerm.Store(term)
@@ -210,11 +201,11 @@ func (inc *incarnation) confirmLeader(ctx context.Context) (Response, bool) {
 	}
 	if err := inc.await(ctx, r.VerifyLeader()); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return Response{Status: StatusUnavailable, Error: "verify leader: " + err.Error()}, false
+			return response{Status: StatusUnavailable, Error: "verify leader: " + err.Error()}, false
 		}
 		return inc.notLeader(err), false
 	}
-	return Response{}, true
+	return response{}, true
 }
 
 // handleState serves GET /state: by default a leader-confirmed read; ?local=1 returns
@@ -222,11 +213,11 @@ func (inc *incarnation) confirmLeader(ctx context.Context) (Response, bool) {
 func (inc *incarnation) handleState(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("local") != "" {
 		st := inc.fsm.State()
-		inc.reply(w, Response{Status: StatusOK, State: &st, Leader: inc.svc.leaderHint(inc.idx, inc.raft)})
+		inc.reply(w, response{Status: StatusOK, State: &st, Leader: inc.svc.leaderHint(inc.idx, inc.raft)})
 		return
 	}
 	if !inc.enter() {
-		inc.reply(w, Response{Status: StatusUnavailable, Error: "node stopping"})
+		inc.reply(w, response{Status: StatusUnavailable, Error: "node stopping"})
 		return
 	}
 	defer inc.leave()
@@ -237,5 +228,5 @@ func (inc *incarnation) handleState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := inc.fsm.State()
-	inc.reply(w, Response{Status: StatusOK, Leader: inc.idx, State: &st, Token: int64(st.Token), Holder: st.Holder, Expiry: st.Expiry})
+	inc.reply(w, response{Status: StatusOK, Leader: inc.idx, State: &st, Token: int64(st.Token), Holder: st.Holder, Expiry: st.Expiry})
 }

@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	_ harness.Locker = (*Locker)(nil)
+	_ harness.Locker = (*locker)(nil)
 	_ harness.Lease  = (*Lease)(nil)
 )
 
@@ -28,10 +28,10 @@ var (
 	ErrLockerClosed  = errors.New("raft lock: locker closed, renewals stopped")
 )
 
-// Locker is one harness client's lock client. It talks only to its addresses (node i via
+// locker is one harness client's lock client. It talks only to its addresses (node i via
 // addrs[i]), follows the nodes' leader hints by index, and keeps each granted lease alive
 // in the background.
-type Locker struct {
+type locker struct {
 	id         int
 	owner      string
 	ttl        time.Duration
@@ -50,7 +50,7 @@ type Locker struct {
 
 	closeOnce sync.Once
 
-	busyHook func(Response) // tests: called after a busy answer, before the poll pause
+	busyHook func(response) // tests: called after a busy answer, before the poll pause
 }
 
 // lockerSeq makes owner names unique per Locker, so a new Locker for the same harness
@@ -59,13 +59,13 @@ var lockerSeq atomic.Int64
 
 // NewLocker returns a lock client for harness client id with the config's TTL and client
 // clock, reaching node i at addrs[i]. It needs no Service: any raft lock nodes will do.
-func NewLocker(cfg Config, id int, addrs []string) (*Locker, error) {
+func NewLocker(cfg config, id int, addrs []string) (*locker, error) {
 	return newLocker(cfg, id, addrs, "")
 }
 
 // newLocker is NewLocker with proc, when not "", naming the process among the owner's
 // parts ("client-<id>.<proc>.<n>"): a client host's n starts again at 1 in every host.
-func newLocker(cfg Config, id int, addrs []string, proc string) (*Locker, error) {
+func newLocker(cfg config, id int, addrs []string, proc string) (*locker, error) {
 	cfg = cfg.withDefaults()
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("raft lock: NewLocker without addresses")
@@ -74,7 +74,7 @@ func newLocker(cfg Config, id int, addrs []string, proc string) (*Locker, error)
 		return nil, fmt.Errorf("raft lock: TTL %s outside %s..%s", cfg.TTL, MinTTL, MaxTTL)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Locker{
+	l := &locker{
 		id:         id,
 		owner:      ownerName(id, proc, lockerSeq.Add(1)),
 		ttl:        cfg.TTL,
@@ -93,7 +93,7 @@ func newLocker(cfg Config, id int, addrs []string, proc string) (*Locker, error)
 // Owner is the owner name this client acquires the lock as: "client-<id>.<n>", n unique
 // per Locker in this process ("client-<id>.<proc>.<n>" in a client host, proc naming
 // the host process).
-func (l *Locker) Owner() string { return l.owner }
+func (l *locker) Owner() string { return l.owner }
 
 func ownerName(id int, proc string, n int64) string {
 	if proc == "" {
@@ -108,14 +108,14 @@ const retryPause = 10 * time.Millisecond
 // call sends one request to the leader, following hints and moving on from nodes that
 // refuse connections or are not leader, until a node answers with a final status or ctx
 // ends. The error wraps harness.ErrNoEffect iff the request definitely had no effect.
-func (l *Locker) call(ctx context.Context, path string, req Request) (Response, error) {
+func (l *locker) call(ctx context.Context, path string, req request) (response, error) {
 	n := len(l.clients)
 	target := int(l.target.Load()) % n
 	misses := 0
 	var last error
 	for {
 		if err := ctx.Err(); err != nil {
-			return Response{}, fmt.Errorf("%w: raft lock %s: %w (last: %v)", harness.ErrNoEffect, path, err, last)
+			return response{}, fmt.Errorf("%w: raft lock %s: %w (last: %v)", harness.ErrNoEffect, path, err, last)
 		}
 		// A request that was never completely written cannot have been served: the server
 		// decodes the whole body before it proposes anything.
@@ -128,26 +128,26 @@ func (l *Locker) call(ctx context.Context, path string, req Request) (Response, 
 				}
 			},
 		})
-		var resp Response
+		var resp response
 		err := l.clients[target].Do(actx, http.MethodPost, path, req, &resp)
 		cancel()
 		var se *jsonhttp.StatusError
 		switch {
 		case err == nil:
 		case errors.As(err, &se):
-			return Response{}, fmt.Errorf("raft lock %s via node %d: %w", path, target, err) // a bad request: no effect
+			return response{}, fmt.Errorf("raft lock %s via node %d: %w", path, target, err) // a bad request: no effect
 		case errors.Is(err, harness.ErrNoEffect) || !wrote.Load():
 			last = fmt.Errorf("node %d: %w", target, err)
 			target = (target + 1) % n
 			if err := l.missed(ctx, &misses, n); err != nil {
-				return Response{}, fmt.Errorf("%w: raft lock %s: %w (last: %v)", harness.ErrNoEffect, path, err, last)
+				return response{}, fmt.Errorf("%w: raft lock %s: %w (last: %v)", harness.ErrNoEffect, path, err, last)
 			}
 			continue
 		default:
 			// The node took the request and never answered (paused, partitioned): the
 			// next call starts at the next node instead of waiting on this one again.
 			l.target.Store(int64((target + 1) % n))
-			return Response{}, fmt.Errorf("raft lock %s via node %d: outcome unknown: %w", path, target, err)
+			return response{}, fmt.Errorf("raft lock %s via node %d: outcome unknown: %w", path, target, err)
 		}
 		switch resp.Status {
 		case StatusNotLeader, StatusUnavailable:
@@ -158,7 +158,7 @@ func (l *Locker) call(ctx context.Context, path string, req Request) (Response, 
 				target = (target + 1) % n
 			}
 			if err := l.missed(ctx, &misses, n); err != nil {
-				return Response{}, fmt.Errorf("%w: raft lock %s: %w (last: %v)", harness.ErrNoEffect, path, err, last)
+				return response{}, fmt.Errorf("%w: raft lock %s: %w (last: %v)", harness.ErrNoEffect, path, err, last)
 			}
 			continue
 		case StatusUnknown:
@@ -170,7 +170,7 @@ func (l *Locker) call(ctx context.Context, path string, req Request) (Response, 
 }
 
 // missed counts a node that could not serve; after a round of them it pauses.
-func (l *Locker) missed(ctx context.Context, misses *int, n int) error {
+func (l *locker) missed(ctx context.Context, misses *int, n int) error {
 	*misses++
 	if *misses < n+1 {
 		return nil
@@ -191,14 +191,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // pollInterval is how often Acquire retries a busy lock (~TTL/10).
-func (l *Locker) pollInterval() time.Duration {
+func (l *locker) pollInterval() time.Duration {
 	return min(max(l.ttl/10, time.Millisecond), time.Second)
 }
 
 // Acquire implements harness.Locker: it retries while the lock is busy (every ~TTL/10)
 // until it is granted or ctx ends. An error wraps harness.ErrNoEffect iff no acquire
 // could have taken effect; otherwise (leadership lost, timeout) the outcome is unknown.
-func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
+func (l *locker) Acquire(ctx context.Context) (harness.Lease, error) {
 	lease, err := l.AcquireLease(ctx)
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (l *Locker) Acquire(ctx context.Context) (harness.Lease, error) {
 }
 
 // AcquireLease is Acquire returning the concrete lease.
-func (l *Locker) AcquireLease(ctx context.Context) (*Lease, error) {
+func (l *locker) AcquireLease(ctx context.Context) (*Lease, error) {
 	for {
 		l.mu.Lock()
 		closed := l.closed
@@ -216,7 +216,7 @@ func (l *Locker) AcquireLease(ctx context.Context) (*Lease, error) {
 			return nil, fmt.Errorf("%w: raft lock: locker closed", harness.ErrNoEffect)
 		}
 		start := l.clock()
-		resp, err := l.call(ctx, "/acquire", Request{Owner: l.owner, TTL: int64(l.ttl)})
+		resp, err := l.call(ctx, "/acquire", request{Owner: l.owner, TTL: int64(l.ttl)})
 		if err != nil {
 			return nil, fmt.Errorf("acquire: %w", err)
 		}
@@ -237,7 +237,7 @@ func (l *Locker) AcquireLease(ctx context.Context) (*Lease, error) {
 	}
 }
 
-func (l *Locker) startLease(resp Response, start time.Time) (*Lease, error) {
+func (l *locker) startLease(resp response, start time.Time) (*Lease, error) {
 	rctx, cancel := context.WithCancel(l.ctx)
 	lost := make(chan struct{})
 	ls := &Lease{
@@ -270,7 +270,7 @@ func (l *Locker) startLease(resp Response, start time.Time) (*Lease, error) {
 // Close implements harness.Locker: it stops every lease's renewals (their Lost channels
 // close with ErrLockerClosed) and the client's connections. It does not release the
 // lock. Safe to call twice.
-func (l *Locker) Close() error {
+func (l *locker) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
@@ -294,12 +294,12 @@ func (l *Locker) Close() error {
 // Lease is a granted lock, kept alive in the background every TTL/3. Its token is the
 // log index of the committed acquire entry; Lost closes when a renewal is refused, when
 // no renewal succeeded within TTL by the client's clock, after Release, or when the
-// Locker closes; ValidUntil is when the client believes the lease ends, by its own
+// locker closes; ValidUntil is when the client believes the lease ends, by its own
 // clock: the send time of the last successful acquire or renew plus TTL.
 type Lease struct {
 	lease.Grant
 	lease.Expiry
-	l *Locker
+	l *locker
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -371,7 +371,7 @@ func (ls *Lease) renewLoop(ctx context.Context, start time.Time) {
 		}
 		sent := l.clock()
 		rctx, cancel := context.WithTimeout(ctx, vu.Sub(sent))
-		resp, err := l.call(rctx, "/renew", Request{Owner: l.owner, Token: ls.Token()})
+		resp, err := l.call(rctx, "/renew", request{Owner: l.owner, Token: ls.Token()})
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -409,7 +409,7 @@ func (ls *Lease) Release(ctx context.Context) error {
 	if released {
 		return fmt.Errorf("%w: raft lock: lease %d already released", harness.ErrNoEffect, ls.Token())
 	}
-	resp, err := ls.l.call(ctx, "/release", Request{Owner: ls.l.owner, Token: ls.Token()})
+	resp, err := ls.l.call(ctx, "/release", request{Owner: ls.l.owner, Token: ls.Token()})
 	if err != nil {
 		return fmt.Errorf("release token %d: %w", ls.Token(), err)
 	}

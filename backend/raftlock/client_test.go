@@ -22,13 +22,13 @@ type fakeNode struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	calls map[string]int
-	reply func(path string, req Request) Response
+	reply func(path string, req request) response
 }
 
-func newFakeNode(t *testing.T, reply func(path string, req Request) Response) *fakeNode {
+func newFakeNode(t *testing.T, reply func(path string, req request) response) *fakeNode {
 	f := &fakeNode{calls: make(map[string]int), reply: reply}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req Request
+		var req request
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
 		f.calls[r.URL.Path]++
@@ -47,7 +47,7 @@ func (f *fakeNode) count(path string) int {
 	return f.calls[path]
 }
 
-func fakeLocker(t *testing.T, cfg Config, addrs ...string) *Locker {
+func fakeLocker(t *testing.T, cfg config, addrs ...string) *locker {
 	l, err := NewLocker(cfg, 3, addrs)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
@@ -55,12 +55,12 @@ func fakeLocker(t *testing.T, cfg Config, addrs ...string) *Locker {
 }
 
 func TestClientFollowsLeaderHintsByIndex(t *testing.T) {
-	n0 := newFakeNode(t, func(string, Request) Response { return Response{Status: StatusNotLeader, Leader: 2} })
-	n1 := newFakeNode(t, func(string, Request) Response { return Response{Status: StatusNotLeader, Leader: -1} })
-	n2 := newFakeNode(t, func(path string, req Request) Response {
-		return Response{Status: StatusOK, Leader: 2, Token: 42, Holder: req.Owner}
+	n0 := newFakeNode(t, func(string, request) response { return response{Status: StatusNotLeader, Leader: 2} })
+	n1 := newFakeNode(t, func(string, request) response { return response{Status: StatusNotLeader, Leader: -1} })
+	n2 := newFakeNode(t, func(path string, req request) response {
+		return response{Status: StatusOK, Leader: 2, Token: 42, Holder: req.Owner}
 	})
-	l := fakeLocker(t, Config{TTL: 3 * time.Second}, n0.addr(), n1.addr(), n2.addr())
+	l := fakeLocker(t, config{TTL: 3 * time.Second}, n0.addr(), n1.addr(), n2.addr())
 	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.Equal(t, int64(42), ls.Token())
@@ -72,24 +72,24 @@ func TestClientFollowsLeaderHintsByIndex(t *testing.T) {
 }
 
 func TestClientSkipsRefusedNodes(t *testing.T) {
-	n1 := newFakeNode(t, func(string, Request) Response { return Response{Status: StatusOK, Token: 7} })
-	l := fakeLocker(t, Config{TTL: 3 * time.Second}, proctest.DeadAddr(t), n1.addr())
+	n1 := newFakeNode(t, func(string, request) response { return response{Status: StatusOK, Token: 7} })
+	l := fakeLocker(t, config{TTL: 3 * time.Second}, proctest.DeadAddr(t), n1.addr())
 	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	require.Equal(t, int64(7), ls.Token())
 
 	// Nobody reachable: the error says no effect.
-	l2 := fakeLocker(t, Config{TTL: 3 * time.Second}, proctest.DeadAddr(t), proctest.DeadAddr(t))
+	l2 := fakeLocker(t, config{TTL: 3 * time.Second}, proctest.DeadAddr(t), proctest.DeadAddr(t))
 	_, err = l2.Acquire(ctxTimeout(t, 100*time.Millisecond))
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
 func TestClientOutcomeClasses(t *testing.T) {
-	unknown := newFakeNode(t, func(string, Request) Response {
-		return Response{Status: StatusUnknown, Error: "leadership lost while committing command"}
+	unknown := newFakeNode(t, func(string, request) response {
+		return response{Status: StatusUnknown, Error: "leadership lost while committing command"}
 	})
-	l := fakeLocker(t, Config{}, unknown.addr())
+	l := fakeLocker(t, config{}, unknown.addr())
 	_, err := l.Acquire(ctxTimeout(t, patience))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, harness.ErrNoEffect, "an unknown outcome must not claim no effect")
@@ -105,17 +105,17 @@ func TestClientOutcomeClasses(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(hang)
-	l2 := fakeLocker(t, Config{}, slow.Listener.Addr().String())
+	l2 := fakeLocker(t, config{}, slow.Listener.Addr().String())
 	_, err = l2.Acquire(ctxTimeout(t, 100*time.Millisecond))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, harness.ErrNoEffect)
 
 	// Busy until ctx ends (between polls): no effect.
-	busy := newFakeNode(t, func(string, Request) Response { return Response{Status: StatusBusy, Holder: "other", Token: 9} })
-	l3 := fakeLocker(t, Config{TTL: 100 * time.Millisecond}, busy.addr())
+	busy := newFakeNode(t, func(string, request) response { return response{Status: StatusBusy, Holder: "other", Token: 9} })
+	l3 := fakeLocker(t, config{TTL: 100 * time.Millisecond}, busy.addr())
 	ctx, cancel := context.WithCancel(context.Background())
 	answers := 0
-	l3.busyHook = func(Response) {
+	l3.busyHook = func(response) {
 		if answers++; answers == 3 {
 			cancel()
 		}
@@ -128,20 +128,20 @@ func TestClientOutcomeClasses(t *testing.T) {
 
 func TestClientRenewRefusedLosesLease(t *testing.T) {
 	var refuse atomic.Bool
-	node := newFakeNode(t, func(path string, req Request) Response {
+	node := newFakeNode(t, func(path string, req request) response {
 		switch path {
 		case "/acquire":
-			return Response{Status: StatusOK, Token: 11}
+			return response{Status: StatusOK, Token: 11}
 		case "/renew":
 			if refuse.Load() {
-				return Response{Status: StatusRefused, Error: OutcomeRefused}
+				return response{Status: StatusRefused, Error: OutcomeRefused}
 			}
-			return Response{Status: StatusOK, Token: 11}
+			return response{Status: StatusOK, Token: 11}
 		default:
-			return Response{Status: StatusRefused, Error: OutcomeNotHolder}
+			return response{Status: StatusRefused, Error: OutcomeNotHolder}
 		}
 	})
-	l := fakeLocker(t, Config{TTL: 300 * time.Millisecond}, node.addr())
+	l := fakeLocker(t, config{TTL: 300 * time.Millisecond}, node.addr())
 	ls, err := l.AcquireLease(ctxTimeout(t, patience))
 	require.NoError(t, err)
 	eventually(t, patience, "renewals", func() bool { return node.count("/renew") >= 3 })
@@ -161,15 +161,15 @@ func TestClientRenewRefusedLosesLease(t *testing.T) {
 
 func TestClientClockExpiresLease(t *testing.T) {
 	var offset atomic.Int64
-	cfg := Config{TTL: time.Second, ClientClock: func(int) func() time.Time {
+	cfg := config{TTL: time.Second, ClientClock: func(int) func() time.Time {
 		return func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	}}
 	block := make(chan struct{})
-	node := newFakeNode(t, func(path string, req Request) Response {
+	node := newFakeNode(t, func(path string, req request) response {
 		if path == "/renew" {
 			<-block // renewals hang
 		}
-		return Response{Status: StatusOK, Token: 5}
+		return response{Status: StatusOK, Token: 5}
 	})
 	defer close(block)
 	l := fakeLocker(t, cfg, node.addr())
@@ -206,7 +206,7 @@ func TestNodeClockStampsFSMTime(t *testing.T) {
 	// The leader's clock steps back: FSM time does not.
 	fake.Store(t0.Add(-time.Hour).UnixNano())
 	ctx, cancel := context.WithCancel(context.Background())
-	b.busyHook = func(Response) { cancel() }
+	b.busyHook = func(response) { cancel() }
 	_, err := b.Acquire(ctx)
 	b.busyHook = nil
 	require.ErrorIs(t, err, harness.ErrNoEffect)

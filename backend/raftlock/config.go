@@ -28,9 +28,9 @@ const (
 	MaxTTL = time.Hour
 )
 
-// Config configures a raft lock service. The zero value is valid: 3 nodes, TTL 1s,
+// config configures a raft lock service. The zero value is valid: 3 nodes, TTL 1s,
 // raft timings 50ms/50ms/50ms/5ms, logs discarded, time.Now on every node and client.
-type Config struct {
+type config struct {
 	// Nodes is the number of raft nodes (default 3; 1..7, odd sizes recommended).
 	Nodes int
 	// TTL is the lease time to live clients request (default 1s; 20ms..1h).
@@ -76,7 +76,7 @@ type Config struct {
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
-func (c Config) withDefaults() Config {
+func (c config) withDefaults() config {
 	if c.Nodes == 0 {
 		c.Nodes = DefaultNodes
 	}
@@ -107,15 +107,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ErrInvalidConfig wraps every Validate error.
-var ErrInvalidConfig = errors.New("raft lock: invalid config")
+// errInvalidConfig wraps every Validate error.
+var errInvalidConfig = errors.New("raft lock: invalid config")
 
 // Validate checks the config after defaults are applied, including hashicorp/raft's own
 // ValidateConfig rules. Errors wrap ErrInvalidConfig and name the offending field.
-func (c Config) Validate() error {
+func (c config) Validate() error {
 	c = c.withDefaults()
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: %s", errInvalidConfig, fmt.Sprintf(format, a...))
 	}
 	if c.Nodes < 1 || c.Nodes > MaxNodes {
 		return bad("Nodes = %d, want 1..%d (3 or 5 make sense)", c.Nodes, MaxNodes)
@@ -159,7 +159,7 @@ func (c Config) Validate() error {
 }
 
 // raftConfig builds node i's hashicorp/raft config.
-func (c Config) raftConfig(i int, lg *logSetup) *hraft.Config {
+func (c config) raftConfig(i int, lg *logSetup) *hraft.Config {
 	rc := hraft.DefaultConfig()
 	rc.LocalID = nodeID(i)
 	rc.HeartbeatTimeout = c.Heartbeat
@@ -182,7 +182,7 @@ func (c Config) raftConfig(i int, lg *logSetup) *hraft.Config {
 }
 
 // nodeClock returns node i's clock.
-func (c Config) nodeClock(i int) func() time.Time {
+func (c config) nodeClock(i int) func() time.Time {
 	if c.NodeClock != nil {
 		if f := c.NodeClock(i); f != nil {
 			return f
@@ -195,7 +195,7 @@ func (c Config) nodeClock(i int) func() time.Time {
 }
 
 // clientClock returns client id's clock.
-func (c Config) clientClock(id int) func() time.Time {
+func (c config) clientClock(id int) func() time.Time {
 	if c.ClientClock != nil {
 		if f := c.ClientClock(id); f != nil {
 			return f

@@ -32,7 +32,7 @@ func Descriptor() registry.Backend {
 				return nil
 			},
 			Shape: func(registry.Settings) registry.Shape {
-				return registry.Shape{Backend: (*started)(nil), Locker: (*Locker)(nil), Lease: (*Lease)(nil)}
+				return registry.Shape{Backend: (*started)(nil), Locker: (*locker)(nil), Lease: (*Lease)(nil)}
 			},
 			Setup: func(s registry.Settings) string {
 				return fmt.Sprintf("hashicorp/raft lock service, %d nodes", s.Members)
@@ -51,7 +51,7 @@ func Descriptor() registry.Backend {
 
 // started is the service with the node clocks fencecheck owns (skew).
 type started struct {
-	*Service
+	*service
 	clocks []*nemesis.Clock
 }
 
@@ -64,7 +64,7 @@ func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
 	for range env.Members {
 		s.clocks = append(s.clocks, nemesis.NewClock())
 	}
-	cfg := Config{
+	cfg := config{
 		Nodes: env.Members, TTL: env.TTL, LogWriter: w,
 		NodeClock:   func(i int) func() time.Time { return s.clocks[i].Monotonic },
 		ClientClock: env.ClientClock,
@@ -72,7 +72,7 @@ func start(ctx context.Context, env registry.Env) (harness.Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, registry.Input(err)
 	}
-	if s.Service, err = Start(ctx, cfg); err != nil {
+	if s.service, err = Start(ctx, cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -92,7 +92,7 @@ func (s *started) ServiceClock(ctx context.Context) (string, *nemesis.Clock, err
 
 // CrashCluster implements harness.ClusterCrasher: every node crashes, then every node
 // restarts with its log and snapshot.
-func (s *Service) CrashCluster(ctx context.Context) error {
+func (s *service) CrashCluster(ctx context.Context) error {
 	for i := range s.Nodes() {
 		if err := s.Crash(ctx, i); err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 )
 
-// Command operations.
+// The commands' operations.
 const (
 	OpAcquire = "acquire"
 	OpRenew   = "renew"
@@ -28,9 +28,9 @@ const (
 	OutcomeInvalid   = "invalid"    // the entry could not be decoded or is malformed
 )
 
-// Command is one replicated lock command. Now is the proposing leader's clock (unix
+// command is one replicated lock command. Now is the proposing leader's clock (unix
 // nanoseconds); Apply never reads a clock.
-type Command struct {
+type command struct {
 	Op    string `json:"op"`
 	Owner string `json:"owner"`
 	TTL   int64  `json:"ttl_ns,omitempty"` // acquire only
@@ -38,9 +38,9 @@ type Command struct {
 	Now   int64  `json:"now"`
 }
 
-// State is the lock's replicated state. Times are FSM time: unix nanoseconds of the
+// state is the lock's replicated state. Times are FSM time: unix nanoseconds of the
 // proposers' clocks, made monotonic by LastNow.
-type State struct {
+type state struct {
 	Holder  string `json:"holder"`   // "" = free (released); a holder past Expiry is expired
 	Token   uint64 `json:"token"`    // the current (or last) grant's token
 	Expiry  int64  `json:"expiry"`   // the current grant's expiry
@@ -49,10 +49,10 @@ type State struct {
 }
 
 // Held reports whether the lock is held at FSM time now.
-func (s State) Held(now int64) bool { return s.Holder != "" && now < s.Expiry }
+func (s state) Held(now int64) bool { return s.Holder != "" && now < s.Expiry }
 
-// Result is what Apply returns for a command (the ApplyFuture's Response).
-type Result struct {
+// result is what Apply returns for a command (the ApplyFuture's Response).
+type result struct {
 	Outcome string `json:"outcome"`
 	Index   uint64 `json:"index"`  // the entry's log index
 	Now     int64  `json:"now"`    // FSM time the command was applied at
@@ -62,9 +62,9 @@ type Result struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// Event is one applied command as the FSM saw it: the observer hook's argument and what
-// CheckEvents verifies. Equal indexes must carry equal events on every node.
-type Event struct {
+// event is one applied command as the FSM saw it: the observer hook's argument and what
+// checkEvents verifies. Equal indexes must carry equal events on every node.
+type event struct {
 	Index   uint64 `json:"index"`
 	Op      string `json:"op"`
 	Owner   string `json:"owner"`
@@ -74,29 +74,29 @@ type Event struct {
 	Expiry  int64  `json:"expiry"` // the lock's expiry after the command
 }
 
-// FSM is the lock state machine. It is safe for concurrent use (Apply and Snapshot run on
-// raft's FSM goroutine, State from API handlers).
-type FSM struct {
+// fsm is the lock state machine. It is safe for concurrent use (Apply and Snapshot run on
+// raft's fsm goroutine, State from API handlers).
+type fsm struct {
 	mu      sync.Mutex
-	st      State
-	observe func(Event) // may be nil; called after every applied command, in index order
+	st      state
+	observe func(event) // may be nil; called after every applied command, in index order
 }
 
-// NewFSM returns an empty lock FSM. observe, if not nil, sees every applied command.
-func NewFSM(observe func(Event)) *FSM { return &FSM{observe: observe} }
+// newFSM returns an empty lock FSM. observe, if not nil, sees every applied command.
+func newFSM(observe func(event)) *fsm { return &fsm{observe: observe} }
 
 // State returns a copy of the current state.
-func (f *FSM) State() State {
+func (f *fsm) State() state {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.st
 }
 
 // Apply implements raft.FSM.
-func (f *FSM) Apply(l *hraft.Log) any {
-	var c Command
+func (f *fsm) Apply(l *hraft.Log) any {
+	var c command
 	if err := json.Unmarshal(l.Data, &c); err != nil {
-		return Result{Outcome: OutcomeInvalid, Index: l.Index, Error: err.Error()}
+		return result{Outcome: OutcomeInvalid, Index: l.Index, Error: err.Error()}
 	}
 	res, ev := f.apply(l.Index, c)
 	if f.observe != nil && res.Outcome != OutcomeInvalid {
@@ -105,11 +105,11 @@ func (f *FSM) Apply(l *hraft.Log) any {
 	return res
 }
 
-func (f *FSM) apply(index uint64, c Command) (Result, Event) {
+func (f *fsm) apply(index uint64, c command) (result, event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := c.validate(); err != nil {
-		return Result{Outcome: OutcomeInvalid, Index: index, Error: err.Error()}, Event{}
+		return result{Outcome: OutcomeInvalid, Index: index, Error: err.Error()}, event{}
 	}
 	st := &f.st
 	now := max(st.LastNow, c.Now)
@@ -118,7 +118,7 @@ func (f *FSM) apply(index uint64, c Command) (Result, Event) {
 	switch c.Op {
 	case OpAcquire:
 		if st.Holder == "" || now >= st.Expiry {
-			*st = State{Holder: c.Owner, Token: index, Expiry: now + c.TTL, TTL: c.TTL, LastNow: now}
+			*st = state{Holder: c.Owner, Token: index, Expiry: now + c.TTL, TTL: c.TTL, LastNow: now}
 			out = OutcomeGranted
 		} else {
 			out = OutcomeBusy
@@ -138,15 +138,15 @@ func (f *FSM) apply(index uint64, c Command) (Result, Event) {
 			out = OutcomeNotHolder
 		}
 	}
-	res := Result{Outcome: out, Index: index, Now: now, Holder: st.Holder, Token: st.Token, Expiry: st.Expiry}
-	ev := Event{Index: index, Op: c.Op, Owner: c.Owner, Token: c.Token, Now: now, Outcome: out, Expiry: st.Expiry}
+	res := result{Outcome: out, Index: index, Now: now, Holder: st.Holder, Token: st.Token, Expiry: st.Expiry}
+	ev := event{Index: index, Op: c.Op, Owner: c.Owner, Token: c.Token, Now: now, Outcome: out, Expiry: st.Expiry}
 	if out == OutcomeGranted {
 		ev.Token = index
 	}
 	return res, ev
 }
 
-func (c Command) validate() error {
+func (c command) validate() error {
 	if c.Owner == "" {
 		return errors.New("empty owner")
 	}
@@ -166,14 +166,14 @@ func (c Command) validate() error {
 }
 
 // Snapshot implements raft.FSM: it captures (holder, token, expiry, ttl, lastNow).
-func (f *FSM) Snapshot() (hraft.FSMSnapshot, error) {
+func (f *fsm) Snapshot() (hraft.FSMSnapshot, error) {
 	return fsmSnapshot{st: f.State()}, nil
 }
 
 // Restore implements raft.FSM: it replaces the state with the snapshot's.
-func (f *FSM) Restore(rc io.ReadCloser) error {
+func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var st State
+	var st state
 	dec := json.NewDecoder(rc)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
@@ -185,7 +185,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type fsmSnapshot struct{ st State }
+type fsmSnapshot struct{ st state }
 
 func (s fsmSnapshot) Persist(sink hraft.SnapshotSink) error {
 	if err := json.NewEncoder(sink).Encode(s.st); err != nil {
@@ -197,7 +197,7 @@ func (s fsmSnapshot) Persist(sink hraft.SnapshotSink) error {
 
 func (fsmSnapshot) Release() {}
 
-// CheckEvents verifies the lock's safety on the applied commands, given in index order
+// checkEvents verifies the lock's safety on the applied commands, given in index order
 // with no duplicates (gaps are fine: no-ops, barriers, configuration entries):
 //   - FSM time never goes backwards;
 //   - every grant's token is its own index, so tokens are unique and strictly increasing;
@@ -207,15 +207,15 @@ func (fsmSnapshot) Release() {}
 //   - a release is accepted only for the current grant's owner and token.
 //
 // It returns every violation found, joined.
-func CheckEvents(events []Event) error {
+func checkEvents(events []event) error {
 	var errs []error
-	fail := func(ev Event, format string, a ...any) {
+	fail := func(ev event, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("index %d (%s by %s): %s", ev.Index, ev.Op, ev.Owner, fmt.Sprintf(format, a...)))
 	}
 	var (
 		lastIndex uint64
 		lastNow   int64
-		cur       *Event // the current grant
+		cur       *event // the current grant
 		expiry    int64  // its expiry, renewals included
 		released  bool
 		lastToken uint64

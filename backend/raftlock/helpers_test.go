@@ -37,8 +37,8 @@ func (w *testLogWriter) Write(p []byte) (int, error) {
 }
 
 // testConfig is a fast config: TTL 300ms, raft's test timings.
-func testConfig(t testing.TB) Config {
-	cfg := Config{TTL: 300 * time.Millisecond}
+func testConfig(t testing.TB) config {
+	cfg := config{TTL: 300 * time.Millisecond}
 	if os.Getenv("RAFTLOCK_LOG") != "" {
 		w := &testLogWriter{t: t}
 		t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
@@ -48,7 +48,7 @@ func testConfig(t testing.TB) Config {
 	return cfg
 }
 
-func startService(t testing.TB, cfg Config) *Service {
+func startService(t testing.TB, cfg config) *service {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
@@ -62,7 +62,7 @@ func startService(t testing.TB, cfg Config) *Service {
 	return s
 }
 
-func newTestLocker(t testing.TB, s *Service, id int, addrs []string) *Locker {
+func newTestLocker(t testing.TB, s *service, id int, addrs []string) *locker {
 	t.Helper()
 	if addrs == nil {
 		addrs = s.Endpoints()
@@ -70,7 +70,7 @@ func newTestLocker(t testing.TB, s *Service, id int, addrs []string) *Locker {
 	l, err := s.NewLocker(context.Background(), id, addrs)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	return l.(*Locker)
+	return l.(*locker)
 }
 
 // patience is the ceiling of every wait for an event in these tests: generous, because
@@ -99,7 +99,7 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 // acquire acquires, retrying when the outcome was unknown: a request can die with its
 // connection after a crash, or meet a leader change (even an unprovoked one on a starved
 // machine), which is honestly ambiguous.
-func acquire(t testing.TB, l *Locker, d time.Duration) *Lease {
+func acquire(t testing.TB, l *locker, d time.Duration) *Lease {
 	t.Helper()
 	ctx := ctxTimeout(t, d)
 	for {
@@ -113,7 +113,7 @@ func acquire(t testing.TB, l *Locker, d time.Duration) *Lease {
 }
 
 // acquireAfterFault is acquire, named for where unknown outcomes are expected.
-func acquireAfterFault(t testing.TB, l *Locker, d time.Duration) *Lease {
+func acquireAfterFault(t testing.TB, l *locker, d time.Duration) *Lease {
 	t.Helper()
 	return acquire(t, l, d)
 }
@@ -137,13 +137,13 @@ func release(t testing.TB, ls *Lease) {
 
 // waitConverged waits until every live node has applied the same index and holds the
 // same FSM state (raft's AppliedIndex may run ahead of the FSM briefly).
-func waitConverged(t testing.TB, s *Service, d time.Duration) {
+func waitConverged(t testing.TB, s *service, d time.Duration) {
 	t.Helper()
 	eventually(t, d, "nodes to converge", func() bool {
 		var (
 			first   = true
 			applied uint64
-			state   State
+			state   state
 		)
 		for i := range s.Nodes() {
 			st, err := s.Status(i)
@@ -254,7 +254,7 @@ func (f *forwarder) Close() {
 	f.wg.Wait()
 }
 
-func forwarders(t testing.TB, s *Service) ([]*forwarder, []string) {
+func forwarders(t testing.TB, s *service) ([]*forwarder, []string) {
 	var fs []*forwarder
 	var addrs []string
 	for _, ep := range s.Endpoints() {

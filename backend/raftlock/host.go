@@ -23,7 +23,7 @@ type hostConfig struct {
 // HostConfig implements harness.Hostable. A hosted client measures its lease by its
 // host's clock, not by the harness's clock of that client (Config.ClientClock): a run
 // with a client clock fault keeps it in-process.
-func (s *Service) HostConfig() (harness.HostConfig, error) {
+func (s *service) HostConfig() (harness.HostConfig, error) {
 	raw, err := json.Marshal(hostConfig{TTLns: int64(s.cfg.TTL), RequestNs: int64(s.cfg.RequestTimeout), Nodes: len(s.nodes)})
 	return harness.HostConfig{Kind: Name, Config: raw, Expiring: true}, err
 }
@@ -36,7 +36,7 @@ func HostLockers(raw []byte) (harness.LockerMaker, error) {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, fmt.Errorf("%s: host config: %w", Name, err)
 	}
-	cfg := Config{Nodes: c.Nodes, TTL: time.Duration(c.TTLns), RequestTimeout: time.Duration(c.RequestNs)}
+	cfg := config{Nodes: c.Nodes, TTL: time.Duration(c.TTLns), RequestTimeout: time.Duration(c.RequestNs)}
 	if c.TTLns <= 0 || c.RequestNs <= 0 || c.Nodes <= 0 {
 		return nil, fmt.Errorf("%s: host config: TTL, request timeout and nodes must be positive, got %d ns, %d ns, %d", Name, c.TTLns, c.RequestNs, c.Nodes)
 	}
@@ -49,7 +49,7 @@ func HostLockers(raw []byte) (harness.LockerMaker, error) {
 }
 
 type hostMaker struct {
-	cfg  Config
+	cfg  config
 	proc string
 }
 

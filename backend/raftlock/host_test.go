@@ -12,7 +12,7 @@ import (
 )
 
 // hostLocker builds client id's locker as a client host would, from s's HostConfig.
-func hostLocker(t *testing.T, hc harness.HostConfig, s *Service, id int) *Locker {
+func hostLocker(t *testing.T, hc harness.HostConfig, s *service, id int) *locker {
 	t.Helper()
 	m, err := HostLockers(hc.Config)
 	require.NoError(t, err)
@@ -20,7 +20,7 @@ func hostLocker(t *testing.T, hc harness.HostConfig, s *Service, id int) *Locker
 	l, err := m.NewLocker(context.Background(), id, s.Endpoints())
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	return l.(*Locker)
+	return l.(*locker)
 }
 
 // A client host builds the service's own client from the HostConfig: same TTL and
@@ -42,7 +42,7 @@ func TestHostConfigBuildsTheClient(t *testing.T) {
 	b := hostLocker(t, hc, s, 1)
 	// In a host the Locker counter starts at 1 in every process: the process part alone
 	// must tell the two apart.
-	procOf := func(l *Locker) string {
+	procOf := func(l *locker) string {
 		require.True(t, strings.HasPrefix(l.Owner(), "client-1.p"), l.Owner())
 		return l.Owner()[:strings.LastIndexByte(l.Owner(), '.')]
 	}
@@ -50,7 +50,7 @@ func TestHostConfigBuildsTheClient(t *testing.T) {
 	require.Equal(t, cfg.TTL, a.ttl)
 
 	ls := acquire(t, a, patience)
-	var granted *Event
+	var granted *event
 	for _, ev := range s.Grants() {
 		if int64(ev.Token) == ls.Token() {
 			granted = &ev

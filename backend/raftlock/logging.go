@@ -20,7 +20,7 @@ type logSetup struct {
 	level hclog.Level
 }
 
-func newLogSetup(c Config) *logSetup {
+func newLogSetup(c config) *logSetup {
 	lvl, _ := parseLevel(c.RaftLogLevel)
 	ls := &logSetup{level: lvl}
 	switch {

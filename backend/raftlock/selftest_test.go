@@ -132,8 +132,8 @@ func TestSelfTestRandomPartitions(t *testing.T) {
 			d := time.Duration(5+rng.IntN(40)) * time.Millisecond
 			for j := range n {
 				if j != node {
-					require.NoError(t, s.SetLink(node, j, Link{Kind: LinkDelay, Delay: d}))
-					require.NoError(t, s.SetLink(j, node, Link{Kind: LinkDelay, Delay: d}))
+					require.NoError(t, s.SetLink(node, j, link{Kind: LinkDelay, Delay: d}))
+					require.NoError(t, s.SetLink(j, node, link{Kind: LinkDelay, Delay: d}))
 				}
 			}
 			faults = append(faults, "delay "+strconv.Itoa(node)+" "+d.String())
@@ -141,7 +141,7 @@ func TestSelfTestRandomPartitions(t *testing.T) {
 			// One-way: node hears nobody but can still send.
 			for j := range n {
 				if j != node {
-					require.NoError(t, s.SetLink(j, node, Link{Kind: LinkDrop}))
+					require.NoError(t, s.SetLink(j, node, link{Kind: LinkDrop}))
 				}
 			}
 			faults = append(faults, "deafen "+strconv.Itoa(node))
@@ -172,7 +172,7 @@ func TestSelfTestRandomPartitions(t *testing.T) {
 	require.NoError(t, s.CheckSafety())
 
 	// Every grant a client saw is an FSM grant to that client, and no token twice.
-	byToken := make(map[int64]Event, len(fsmGrants))
+	byToken := make(map[int64]event, len(fsmGrants))
 	for _, ev := range fsmGrants {
 		byToken[int64(ev.Token)] = ev
 	}

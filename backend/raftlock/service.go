@@ -38,16 +38,16 @@ var (
 )
 
 var (
-	_ harness.Backend = (*Service)(nil)
-	_ harness.Cluster = (*Service)(nil)
-	_ harness.Crasher = (*Service)(nil)
+	_ harness.Backend = (*service)(nil)
+	_ harness.Cluster = (*service)(nil)
+	_ harness.Crasher = (*service)(nil)
 )
 
-// Service is a running raft lock service: N raft nodes in this process, each with a
+// service is a running raft lock service: N raft nodes in this process, each with a
 // client API server on 127.0.0.1. It implements harness.Backend, harness.Cluster and
 // harness.Crasher.
-type Service struct {
-	cfg     Config
+type service struct {
+	cfg     config
 	log     *logSetup
 	nw      *network
 	nodes   []*node
@@ -63,7 +63,7 @@ type Service struct {
 	closeErr  error
 
 	evMu      sync.Mutex
-	events    map[uint64]Event
+	events    map[uint64]event
 	conflicts []error
 }
 
@@ -78,17 +78,17 @@ type node struct {
 
 // Start starts cfg.Nodes raft nodes, bootstraps them as one cluster and waits (until ctx
 // ends) for a leader that has confirmed its leadership.
-func Start(ctx context.Context, cfg Config) (*Service, error) {
+func Start(ctx context.Context, cfg config) (*service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Service{
+	s := &service{
 		cfg:     cfg,
 		log:     newLogSetup(cfg),
 		nw:      newNetwork(cfg.Nodes, cfg.RPCTimeout),
 		ids:     make(map[hraft.ServerID]int, cfg.Nodes),
-		events:  make(map[uint64]Event),
+		events:  make(map[uint64]event),
 		started: time.Now(),
 	}
 	var servers []hraft.Server
@@ -158,9 +158,9 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 
 // startNode starts a new incarnation of node i on its stores, transport and listener.
 // The caller holds s.life.
-func (s *Service) startNode(i int, tr *faultTransport, ln net.Listener) error {
+func (s *service) startNode(i int, tr *faultTransport, ln net.Listener) error {
 	n := s.nodes[i]
-	fsm := NewFSM(func(ev Event) { s.recordEvent(i, ev) })
+	fsm := newFSM(func(ev event) { s.recordEvent(i, ev) })
 	r, err := hraft.NewRaft(s.cfg.raftConfig(i, s.log), fsm, n.logs, n.logs, n.snaps, tr)
 	if err != nil {
 		_ = ln.Close()
@@ -198,10 +198,10 @@ func (s *Service) startNode(i int, tr *faultTransport, ln net.Listener) error {
 
 // incarnation is one life of a node, from start to crash or close.
 type incarnation struct {
-	svc    *Service
+	svc    *service
 	idx    int
 	raft   *hraft.Raft
-	fsm    *FSM
+	fsm    *fsm
 	trans  *faultTransport
 	clock  func() time.Time
 	ln     net.Listener
@@ -295,11 +295,11 @@ func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 // Name implements harness.Backend.
-func (s *Service) Name() string { return Name }
+func (s *service) Name() string { return Name }
 
 // Endpoints implements harness.Backend: node i's client API address (stable across
 // crashes and restarts).
-func (s *Service) Endpoints() []string {
+func (s *service) Endpoints() []string {
 	out := make([]string, len(s.nodes))
 	for i, n := range s.nodes {
 		out[i] = n.apiAddr
@@ -308,11 +308,11 @@ func (s *Service) Endpoints() []string {
 }
 
 // Config returns the service's config with defaults applied.
-func (s *Service) Config() Config { return s.cfg }
+func (s *service) Config() config { return s.cfg }
 
 // NewLocker implements harness.Backend: a client for harness client id that reaches node
 // i only through addrs[i].
-func (s *Service) NewLocker(_ context.Context, id int, addrs []string) (harness.Locker, error) {
+func (s *service) NewLocker(_ context.Context, id int, addrs []string) (harness.Locker, error) {
 	if len(addrs) != len(s.nodes) {
 		return nil, fmt.Errorf("raft lock: NewLocker got %d addresses for %d nodes", len(addrs), len(s.nodes))
 	}
@@ -321,7 +321,7 @@ func (s *Service) NewLocker(_ context.Context, id int, addrs []string) (harness.
 
 // Close implements harness.Backend: it stops every node and waits for every goroutine
 // the service started. Safe to call twice.
-func (s *Service) Close() error {
+func (s *service) Close() error {
 	s.closeOnce.Do(func() {
 		s.life.Lock()
 		defer s.life.Unlock()
@@ -354,22 +354,22 @@ func (s *Service) Close() error {
 }
 
 // Nodes implements harness.Cluster.
-func (s *Service) Nodes() int { return len(s.nodes) }
+func (s *service) Nodes() int { return len(s.nodes) }
 
-func (s *Service) checkIndex(i int) error {
+func (s *service) checkIndex(i int) error {
 	if i < 0 || i >= len(s.nodes) {
 		return fmt.Errorf("raft lock: node %d out of range 0..%d", i, len(s.nodes)-1)
 	}
 	return nil
 }
 
-func (s *Service) incOf(i int) *incarnation {
+func (s *service) incOf(i int) *incarnation {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.nodes[i].inc
 }
 
-func (s *Service) liveIncs() []*incarnation {
+func (s *service) liveIncs() []*incarnation {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*incarnation
@@ -383,7 +383,7 @@ func (s *Service) liveIncs() []*incarnation {
 
 // Leader implements harness.Cluster: the index of a node that is leader and has just
 // confirmed it with a quorum (VerifyLeader), waiting until ctx ends for one.
-func (s *Service) Leader(ctx context.Context) (int, error) {
+func (s *service) Leader(ctx context.Context) (int, error) {
 	for {
 		if i, ok := s.confirmedLeader(ctx); ok {
 			return i, nil
@@ -404,7 +404,7 @@ func (s *Service) Leader(ctx context.Context) (int, error) {
 	}
 }
 
-func (s *Service) confirmedLeader(ctx context.Context) (int, bool) {
+func (s *service) confirmedLeader(ctx context.Context) (int, bool) {
 	var cands []*incarnation
 	for _, inc := range s.liveIncs() {
 		if inc.raft.State() == hraft.Leader {
@@ -431,35 +431,35 @@ func (s *Service) confirmedLeader(ctx context.Context) (int, bool) {
 
 // Isolate implements harness.Cluster: every link between node i and the others drops
 // messages, both ways.
-func (s *Service) Isolate(_ context.Context, i int) error {
+func (s *service) Isolate(_ context.Context, i int) error {
 	if err := s.checkIndex(i); err != nil {
 		return err
 	}
-	s.nw.setNode(i, Link{Kind: LinkDrop})
+	s.nw.setNode(i, link{Kind: LinkDrop})
 	s.log.slog.Info("raft lock: isolate", "node", i)
 	return nil
 }
 
 // StallNode implements harness.Cluster: every message to and from node i is held until
 // healed (or until the RPC's own timeout, Config.RPCTimeout).
-func (s *Service) StallNode(_ context.Context, i int) error {
+func (s *service) StallNode(_ context.Context, i int) error {
 	if err := s.checkIndex(i); err != nil {
 		return err
 	}
-	s.nw.setNode(i, Link{Kind: LinkStall})
+	s.nw.setNode(i, link{Kind: LinkStall})
 	s.log.slog.Info("raft lock: stall", "node", i)
 	return nil
 }
 
 // Heal implements harness.Cluster: every link passes again (crashed nodes stay down).
-func (s *Service) Heal(context.Context) error {
+func (s *service) Heal(context.Context) error {
 	s.nw.heal()
 	s.log.slog.Info("raft lock: heal")
 	return nil
 }
 
 // SetLink sets the mode of the directed link src -> dst.
-func (s *Service) SetLink(src, dst int, l Link) error {
+func (s *service) SetLink(src, dst int, l link) error {
 	if err := s.checkIndex(src); err != nil {
 		return err
 	}
@@ -475,7 +475,7 @@ func (s *Service) SetLink(src, dst int, l Link) error {
 
 // Partition drops every link between nodes of different groups (both ways) and lets
 // links inside a group pass. Nodes in no group are isolated.
-func (s *Service) Partition(groups ...[]int) error {
+func (s *service) Partition(groups ...[]int) error {
 	group := make([]int, len(s.nodes))
 	for i := range group {
 		group[i] = -1 - i // alone
@@ -492,9 +492,9 @@ func (s *Service) Partition(groups ...[]int) error {
 		for i := range s.nodes {
 			for j := range s.nodes {
 				if i == j || group[i] == group[j] {
-					s.nw.links[i][j] = Link{}
+					s.nw.links[i][j] = link{}
 				} else {
-					s.nw.links[i][j] = Link{Kind: LinkDrop}
+					s.nw.links[i][j] = link{Kind: LinkDrop}
 				}
 			}
 		}
@@ -503,13 +503,13 @@ func (s *Service) Partition(groups ...[]int) error {
 }
 
 // Links returns a copy of the link table: Links()[src][dst].
-func (s *Service) Links() [][]Link { return s.nw.snapshot() }
+func (s *service) Links() [][]link { return s.nw.snapshot() }
 
 // Crash implements harness.Crasher: node i stops at once. Its client API closes (clients
 // see refused connections), its peers' messages fail, raft is shut down; its log,
 // stable and snapshot stores are kept for Restart. Requests it was serving are answered
 // "unknown" if at all.
-func (s *Service) Crash(_ context.Context, i int) error {
+func (s *service) Crash(_ context.Context, i int) error {
 	if err := s.checkIndex(i); err != nil {
 		return err
 	}
@@ -543,7 +543,7 @@ func (s *Service) Crash(_ context.Context, i int) error {
 // Restart implements harness.Crasher: node i starts again with the stores it had (a new
 // raft.Raft, a new in-memory transport at the same raft address, and its client API on
 // the same port). keepData=false is refused with ErrUnsafeRestart.
-func (s *Service) Restart(ctx context.Context, i int, keepData bool) error {
+func (s *service) Restart(ctx context.Context, i int, keepData bool) error {
 	if err := s.checkIndex(i); err != nil {
 		return err
 	}
@@ -600,7 +600,7 @@ func listenRetry(ctx context.Context, addr string) (net.Listener, error) {
 	}
 }
 
-func (s *Service) recordEvent(node int, ev Event) {
+func (s *service) recordEvent(node int, ev event) {
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
 	if old, ok := s.events[ev.Index]; ok {
@@ -614,20 +614,20 @@ func (s *Service) recordEvent(node int, ev Event) {
 }
 
 // Events returns every applied lock command seen by any node, in index order.
-func (s *Service) Events() []Event {
+func (s *service) Events() []event {
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
-	out := make([]Event, 0, len(s.events))
+	out := make([]event, 0, len(s.events))
 	for _, ev := range s.events {
 		out = append(out, ev)
 	}
-	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Index, b.Index) })
+	slices.SortFunc(out, func(a, b event) int { return cmp.Compare(a.Index, b.Index) })
 	return out
 }
 
 // Grants returns every granted acquire, in token order.
-func (s *Service) Grants() []Event {
-	var out []Event
+func (s *service) Grants() []event {
+	var out []event
 	for _, ev := range s.Events() {
 		if ev.Outcome == OutcomeGranted {
 			out = append(out, ev)
@@ -638,27 +638,27 @@ func (s *Service) Grants() []Event {
 
 // CheckSafety verifies that every node applied the same command at each index and that
 // the applied commands obey the lock's rules (CheckEvents).
-func (s *Service) CheckSafety() error {
+func (s *service) CheckSafety() error {
 	s.evMu.Lock()
 	conflicts := slices.Clone(s.conflicts)
 	s.evMu.Unlock()
-	return errors.Join(errors.Join(conflicts...), CheckEvents(s.Events()))
+	return errors.Join(errors.Join(conflicts...), checkEvents(s.Events()))
 }
 
 // NodeState returns node i's local FSM state (possibly stale).
-func (s *Service) NodeState(i int) (State, error) {
+func (s *service) NodeState(i int) (state, error) {
 	if err := s.checkIndex(i); err != nil {
-		return State{}, err
+		return state{}, err
 	}
 	inc := s.incOf(i)
 	if inc == nil {
-		return State{}, fmt.Errorf("raft lock: node %d is down", i)
+		return state{}, fmt.Errorf("raft lock: node %d is down", i)
 	}
 	return inc.fsm.State(), nil
 }
 
-// NodeStatus is a node's raft status.
-type NodeStatus struct {
+// nodeStatus is a node's raft status.
+type nodeStatus struct {
 	Up           bool
 	State        string // Follower, Candidate, Leader, Shutdown
 	Term         uint64
@@ -670,22 +670,22 @@ type NodeStatus struct {
 }
 
 // Status returns node i's raft status.
-func (s *Service) Status(i int) (NodeStatus, error) {
+func (s *service) Status(i int) (nodeStatus, error) {
 	if err := s.checkIndex(i); err != nil {
-		return NodeStatus{}, err
+		return nodeStatus{}, err
 	}
 	inc := s.incOf(i)
 	if inc == nil {
-		return NodeStatus{}, nil
+		return nodeStatus{}, nil
 	}
 	r := inc.raft
 	snap, _ := strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)
-	return NodeStatus{Up: true, State: r.State().String(), Term: r.CurrentTerm(), LastIndex: r.LastIndex(),
+	return nodeStatus{Up: true, State: r.State().String(), Term: r.CurrentTerm(), LastIndex: r.LastIndex(),
 		CommitIndex: r.CommitIndex(), AppliedIndex: r.AppliedIndex(), SnapshotIndex: snap}, nil
 }
 
 // Snapshot makes node i take a raft snapshot now (log compaction per TrailingLogs).
-func (s *Service) Snapshot(ctx context.Context, i int) error {
+func (s *service) Snapshot(ctx context.Context, i int) error {
 	if err := s.checkIndex(i); err != nil {
 		return err
 	}
@@ -701,7 +701,7 @@ func (s *Service) Snapshot(ctx context.Context, i int) error {
 }
 
 // leaderHint is the node index r believes leads, or -1.
-func (s *Service) leaderHint(self int, r *hraft.Raft) int {
+func (s *service) leaderHint(self int, r *hraft.Raft) int {
 	_, id := r.LeaderWithID()
 	i, ok := s.ids[id]
 	if !ok || (i == self && r.State() != hraft.Leader) {

@@ -34,7 +34,7 @@ func TestAcquireReleaseAlternation(t *testing.T) {
 	b := newTestLocker(t, s, 1, nil)
 	var last int64
 	for range 5 {
-		for _, l := range []*Locker{a, b} {
+		for _, l := range []*locker{a, b} {
 			ls := acquire(t, l, patience)
 			require.Greater(t, ls.Token(), last, "tokens must increase")
 			require.Equal(t, 300*time.Millisecond, ls.TTL())
@@ -66,7 +66,7 @@ func TestBusyLockBlocks(t *testing.T) {
 	// polls, so its error says no effect.)
 	ctx, cancel := context.WithCancel(context.Background())
 	begin := time.Now()
-	b.busyHook = func(Response) {
+	b.busyHook = func(response) {
 		if time.Since(begin) > 2*s.Config().TTL {
 			cancel()
 		}
@@ -175,8 +175,8 @@ func TestIsolateLeader(t *testing.T) {
 	c := jsonhttp.New(s.Endpoints()[old])
 	defer c.Close()
 	eventually(t, patience, "the old leader to step down", func() bool {
-		var resp Response
-		err := c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", Request{Owner: "probe", TTL: int64(time.Second)}, &resp)
+		var resp response
+		err := c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", request{Owner: "probe", TTL: int64(time.Second)}, &resp)
 		require.NoError(t, err)
 		return resp.Status == StatusNotLeader
 	})
@@ -205,8 +205,8 @@ func TestNotLeaderAnswersWithLeaderIndex(t *testing.T) {
 	c := jsonhttp.New(s.Endpoints()[follower])
 	defer c.Close()
 	eventually(t, patience, "the follower to know the leader", func() bool {
-		var resp Response
-		err := c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", Request{Owner: "x", TTL: int64(time.Second)}, &resp)
+		var resp response
+		err := c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", request{Owner: "x", TTL: int64(time.Second)}, &resp)
 		require.NoError(t, err)
 		require.Equal(t, StatusNotLeader, resp.Status)
 		require.Equal(t, follower, resp.Node)
@@ -214,11 +214,11 @@ func TestNotLeaderAnswersWithLeaderIndex(t *testing.T) {
 	})
 
 	// Bad requests are HTTP errors (no effect).
-	err = c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", Request{Owner: "x"}, nil)
+	err = c.Do(ctxTimeout(t, patience), http.MethodPost, "/acquire", request{Owner: "x"}, nil)
 	require.ErrorIs(t, err, harness.ErrNoEffect)
 
 	// Reads: local (may be stale) anywhere, confirmed only on the leader.
-	var resp Response
+	var resp response
 	require.NoError(t, c.Do(ctxTimeout(t, patience), http.MethodGet, "/state?local=1", nil, &resp))
 	require.Equal(t, StatusOK, resp.Status)
 	require.NotNil(t, resp.State)
@@ -293,7 +293,7 @@ func TestCrashRestart(t *testing.T) {
 	require.Greater(t, t2, t1)
 
 	require.NoError(t, s.Restart(ctx, old, true))
-	var resp Response
+	var resp response
 	require.NoError(t, c.Do(ctx, http.MethodGet, "/state?local=1", nil, &resp), "same port after restart")
 	require.Equal(t, old, resp.Node)
 	waitConverged(t, s, patience)

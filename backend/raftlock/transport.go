@@ -11,13 +11,13 @@ import (
 	hraft "github.com/hashicorp/raft"
 )
 
-// LinkKind is what a directed link between two raft nodes does with messages.
-type LinkKind int
+// linkKind is what a directed link between two raft nodes does with messages.
+type linkKind int
 
 // Link kinds.
 const (
 	// LinkPass delivers messages.
-	LinkPass LinkKind = iota
+	LinkPass linkKind = iota
 	// LinkDrop fails every message at once (the RPC returns an error).
 	LinkDrop
 	// LinkDelay holds every message for Link.Delay, then delivers it.
@@ -27,7 +27,7 @@ const (
 	LinkStall
 )
 
-func (k LinkKind) String() string {
+func (k linkKind) String() string {
 	switch k {
 	case LinkPass:
 		return "pass"
@@ -41,11 +41,11 @@ func (k LinkKind) String() string {
 	return fmt.Sprintf("LinkKind(%d)", int(k))
 }
 
-// Link is the mode of one directed link (src -> dst): it applies to requests from src to
+// link is the mode of one directed link (src -> dst): it applies to requests from src to
 // dst and to dst's responses to src's requests travelling the other way, i.e. responses
 // are governed by the (dst -> src) link.
-type Link struct {
-	Kind  LinkKind
+type link struct {
+	Kind  linkKind
 	Delay time.Duration // LinkDelay only
 }
 
@@ -63,7 +63,7 @@ type network struct {
 	rpcTimeout time.Duration
 
 	mu      sync.Mutex
-	links   [][]Link
+	links   [][]link
 	down    []bool
 	changed chan struct{} // closed and replaced on every change
 	closed  chan struct{}
@@ -77,14 +77,14 @@ func newNetwork(n int, rpcTimeout time.Duration) *network {
 	nw := &network{
 		n:          n,
 		rpcTimeout: rpcTimeout,
-		links:      make([][]Link, n),
+		links:      make([][]link, n),
 		down:       make([]bool, n),
 		changed:    make(chan struct{}),
 		closed:     make(chan struct{}),
 		addrs:      make(map[hraft.ServerAddress]int, n),
 	}
 	for i := range n {
-		nw.links[i] = make([]Link, n)
+		nw.links[i] = make([]link, n)
 		nw.addrs[nodeAddr(i)] = i
 	}
 	return nw
@@ -99,12 +99,12 @@ func (nw *network) update(fn func()) {
 	nw.changed = make(chan struct{})
 }
 
-func (nw *network) setLink(src, dst int, l Link) {
+func (nw *network) setLink(src, dst int, l link) {
 	nw.update(func() { nw.links[src][dst] = l })
 }
 
 // setNode sets every link between i and the other nodes, both ways.
-func (nw *network) setNode(i int, l Link) {
+func (nw *network) setNode(i int, l link) {
 	nw.update(func() {
 		for j := range nw.n {
 			if j != i {
@@ -119,7 +119,7 @@ func (nw *network) heal() {
 	nw.update(func() {
 		for i := range nw.n {
 			for j := range nw.n {
-				nw.links[i][j] = Link{}
+				nw.links[i][j] = link{}
 			}
 		}
 	})
@@ -139,12 +139,12 @@ func (nw *network) close() {
 }
 
 // snapshot returns a copy of the link table.
-func (nw *network) snapshot() [][]Link {
+func (nw *network) snapshot() [][]link {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	out := make([][]Link, nw.n)
+	out := make([][]link, nw.n)
 	for i := range out {
-		out[i] = append([]Link(nil), nw.links[i]...)
+		out[i] = append([]link(nil), nw.links[i]...)
 	}
 	return out
 }

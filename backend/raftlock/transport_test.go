@@ -77,25 +77,25 @@ func TestFaultTransportModes(t *testing.T) {
 	require.Equal(t, 1, p.count())
 
 	// Drop: the request never arrives.
-	p.nw.setLink(0, 1, Link{Kind: LinkDrop})
+	p.nw.setLink(0, 1, link{Kind: LinkDrop})
 	require.ErrorIs(t, p.send(), ErrLinkDropped)
 	require.Equal(t, 1, p.count())
 
 	// Dropped response: the request arrives, the caller gets an error.
 	p.nw.heal()
-	p.nw.setLink(1, 0, Link{Kind: LinkDrop})
+	p.nw.setLink(1, 0, link{Kind: LinkDrop})
 	require.ErrorIs(t, p.send(), ErrLinkDropped)
 	require.Equal(t, 2, p.count())
 
 	// Delay.
 	p.nw.heal()
-	p.nw.setLink(0, 1, Link{Kind: LinkDelay, Delay: 30 * time.Millisecond})
+	p.nw.setLink(0, 1, link{Kind: LinkDelay, Delay: 30 * time.Millisecond})
 	begin := time.Now()
 	require.NoError(t, p.send())
 	require.GreaterOrEqual(t, time.Since(begin), 30*time.Millisecond)
 
 	// Stall: held (not delivered) until healed, then delivered.
-	p.nw.setNode(0, Link{Kind: LinkStall})
+	p.nw.setNode(0, link{Kind: LinkStall})
 	errc := make(chan error, 1)
 	go func() { errc <- p.send() }()
 	eventually(t, patience, "the message to be held", func() bool { return p.nw.held.Load() == 1 })
@@ -109,7 +109,7 @@ func TestFaultTransportModes(t *testing.T) {
 	p.mu.Unlock()
 
 	// Stall aborted by closing the network (no deadlock on Close).
-	p.nw.setNode(1, Link{Kind: LinkStall})
+	p.nw.setNode(1, link{Kind: LinkStall})
 	go func() { errc <- p.send() }()
 	eventually(t, patience, "the message to be held", func() bool { return p.nw.held.Load() == 1 })
 	p.nw.close()
@@ -119,7 +119,7 @@ func TestFaultTransportModes(t *testing.T) {
 
 func TestFaultTransportStallTimesOut(t *testing.T) {
 	p := newTransportPair(t, 50*time.Millisecond)
-	p.nw.setLink(0, 1, Link{Kind: LinkStall})
+	p.nw.setLink(0, 1, link{Kind: LinkStall})
 	begin := time.Now()
 	require.ErrorIs(t, p.send(), ErrLinkStalled)
 	require.GreaterOrEqual(t, time.Since(begin), 50*time.Millisecond)
