@@ -36,6 +36,10 @@ type Package struct {
 	Backends  []registry.Backend
 	Resources []registry.Resource
 	Scenarios []catalogue.Scenario
+	// Zoo is the package's entries of the bug zoo, Untried the candidates it tried and
+	// could not reproduce (catalogue.Bug, docs/zoo.md).
+	Zoo     []catalogue.Bug
+	Untried []catalogue.Untried
 	// Doc is a backend package's page (its doc.md), "" for a resource package.
 	Doc string
 }
@@ -103,6 +107,18 @@ func Catalogue() catalogue.Catalogue {
 		out = append(out, p.Scenarios...)
 	}
 	return out
+}
+
+// Zoo returns every entry of the bug zoo the built-in packages declare, in the order
+// of Packages, and the candidates they tried and could not reproduce.
+func Zoo() (catalogue.Zoo, []catalogue.Untried) {
+	var out catalogue.Zoo
+	var untried []catalogue.Untried
+	for _, p := range Packages(registry.New()) {
+		out = append(out, p.Zoo...)
+		untried = append(untried, p.Untried...)
+	}
+	return out, untried
 }
 
 // must stops on a registration error: the built-in descriptors are fixed, so one is a

@@ -1,0 +1,163 @@
+package catalogue
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/spec"
+)
+
+// The zoo: lock bugs and hazards that teams reported in the trackers of the lock
+// services and libraries they use (or that fencecheck found itself), each reproduced on
+// the real software at an affected version, beside a control that must hold. A backend
+// package declares its entries (Zoo() next to Scenarios()); builtin assembles them.
+
+// Bug is one entry of the zoo.
+type Bug struct {
+	// ID names the entry on the command line (fencecheck zoo --bug ID): lower case,
+	// digits and dashes, such as "authentik-23876".
+	ID string
+	// Ref is the tracker reference ("goauthentik/authentik#23876"), URL its page.
+	Ref, URL string
+	// Pain says in one line what bit the team that reported it.
+	Pain string
+	// Software is what is run, with the version that shows the bug ("PgBouncer 1.18 in
+	// transaction pooling"); Source says how this machine gets it ("Debian pgbouncer").
+	Software, Source string
+	// Affected says which versions or configurations have the bug.
+	Affected string
+	// ByOthers is true for a bug someone else reported; false for fencecheck's own
+	// finding (documented in the backend's page).
+	ByOthers bool
+	// Property is what catches it: violated in every run of Spec, held in Control's.
+	Property models.Property
+	// Spec reproduces the bug; Control is the fixed version or the configuration that
+	// avoids it, under the same faults; ControlIs says which, in a few words.
+	Spec, Control spec.Spec
+	ControlIs     string
+	// Shows checks that a run of Spec failed for the reason the tracker describes: the
+	// counterexample of Property (res) names the operations that show it in h. Nil:
+	// only that the counterexample names operations of h.
+	Shows func(h *history.History, res models.Result) error
+}
+
+// Untried is a candidate the zoo tried and could not reproduce here, or left out, with
+// why (fixed in the installable version, software this machine cannot get, not a safety
+// bug): docs/zoo.md lists them.
+type Untried struct {
+	Ref, URL, Pain, Why string
+}
+
+// Zoo is the zoo's entries, in a stable order.
+type Zoo []Bug
+
+var bugID = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// BugScenario names the run of an entry's Spec in the results store and a soak.
+func (b Bug) BugScenario() string { return "zoo-" + b.ID }
+
+// ControlScenario names the run of an entry's Control.
+func (b Bug) ControlScenario() string { return "zoo-" + b.ID + "-control" }
+
+// Scenarios returns the entry's two runs as scenarios: the bug, expected to violate
+// Property, and the control, expected to hold it. Each asks its check for Property
+// (an opt-in property such as heed is then checked).
+func (b Bug) Scenarios() (bug, control Scenario) {
+	ask := func(s spec.Spec) spec.Spec {
+		if b.Property.OptIn() && !slices.Contains(s.Check, b.Property) {
+			s.Check = append(slices.Clone(s.Check), b.Property)
+		}
+		return s
+	}
+	bug = Scenario{Spec: ask(b.Spec), About: b.Ref + ": " + b.Pain,
+		Expect: Expect{Verdicts: map[models.Property]models.Verdict{b.Property: Violated}}}
+	bug.Name = b.BugScenario()
+	control = Scenario{Spec: ask(b.Control), About: b.Ref + " control: " + b.ControlIs,
+		Expect: Expect{Verdicts: map[models.Property]models.Verdict{b.Property: Held}}}
+	control.Name = b.ControlScenario()
+	return bug, control
+}
+
+// Lookup finds an entry by ID.
+func (z Zoo) Lookup(id string) (Bug, bool) {
+	i := slices.IndexFunc(z, func(b Bug) bool { return b.ID == id })
+	if i < 0 {
+		return Bug{}, false
+	}
+	return z[i], true
+}
+
+// IDs lists the entries' IDs in order.
+func (z Zoo) IDs() []string {
+	out := make([]string, len(z))
+	for i, b := range z {
+		out[i] = b.ID
+	}
+	return out
+}
+
+// Check reports an entry that is badly formed: an ID named twice or not of the form,
+// a missing reference, pain, software or control, a property fencecheck does not
+// check, or a spec that does not resolve in reg.
+func (z Zoo) Check(resolve func(spec.Spec) error) error {
+	seen := map[string]bool{}
+	for _, b := range z {
+		switch {
+		case !bugID.MatchString(b.ID):
+			return fmt.Errorf("zoo: entry %q: an ID is lower-case words and digits joined by dashes", b.ID)
+		case seen[b.ID]:
+			return fmt.Errorf("zoo: entry %s is named twice", b.ID)
+		case b.Ref == "" || b.URL == "" || b.Pain == "" || b.Software == "" || b.Source == "" || b.Affected == "" || b.ControlIs == "":
+			return fmt.Errorf("zoo: entry %s lacks its reference, URL, pain, software, source, affected versions or what its control is", b.ID)
+		case !slices.Contains(models.AllProperties, b.Property):
+			return fmt.Errorf("zoo: entry %s: unknown property %q", b.ID, b.Property)
+		}
+		seen[b.ID] = true
+		bug, control := b.Scenarios()
+		for _, sc := range []Scenario{bug, control} {
+			if err := resolve(sc.Spec); err != nil {
+				return fmt.Errorf("zoo: entry %s, scenario %s: %w", b.ID, sc.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Shown checks that a bug run's report violated the entry's property for the reason
+// the tracker describes (Bug.Shows), and that its counterexample names operations of h.
+func (b Bug) Shown(h *history.History, rep *models.Report) error {
+	res, ok := rep.Result(b.Property)
+	if !ok {
+		return fmt.Errorf("%s: the report has no %s verdict", b.ID, b.Property)
+	}
+	if res.Verdict != models.Violated {
+		return fmt.Errorf("%s: %s is %s, want violated", b.ID, b.Property, res.Verdict)
+	}
+	if len(res.Counterexample) == 0 {
+		return fmt.Errorf("%s: %s is violated but its counterexample names no operation", b.ID, b.Property)
+	}
+	for _, id := range res.Counterexample {
+		if OpByID(h, id) == nil {
+			return fmt.Errorf("%s: %s's counterexample names op %d, which the history does not have", b.ID, b.Property, id)
+		}
+	}
+	if b.Shows != nil {
+		if err := b.Shows(h, res); err != nil {
+			return fmt.Errorf("%s: %w", b.ID, err)
+		}
+	}
+	return nil
+}
+
+// OpByID returns h's op with that id, or nil.
+func OpByID(h *history.History, id int) *history.Op {
+	for i := range h.Ops {
+		if h.Ops[i].ID == id {
+			return &h.Ops[i]
+		}
+	}
+	return nil
+}
