@@ -49,7 +49,7 @@ type Package struct {
 func Packages(reg *registry.Registry) []Package {
 	return []Package{
 		{Path: "backend/naive", Backends: naive.Descriptors(), Scenarios: naive.Scenarios(), Doc: naive.Doc()},
-		{Path: "backend/etcd", Backends: one(etcdlock.Descriptor()), Scenarios: etcdlock.Scenarios(), Doc: etcdlock.Doc()},
+		{Path: "backend/etcd", Backends: one(etcdlock.Descriptor()), Scenarios: etcdlock.Scenarios(), Zoo: etcdlock.Zoo(), Doc: etcdlock.Doc()},
 		{Path: "backend/raftlock", Backends: one(raftlock.Descriptor()), Scenarios: raftlock.Scenarios(), Doc: raftlock.Doc()},
 		{Path: "backend/zookeeper", Backends: zookeeper.Descriptors(), Scenarios: zookeeper.Scenarios(), Doc: zookeeper.Doc()},
 		{Path: "backend/redis", Backends: redislock.Descriptors(), Scenarios: redislock.Scenarios(), Doc: redislock.Doc()},
@@ -59,7 +59,7 @@ func Packages(reg *registry.Registry) []Package {
 		{Path: "backend/pgadvisory", Backends: pgadvisory.Descriptors(), Scenarios: pgadvisory.Scenarios(), Doc: pgadvisory.Doc()},
 		{Path: "backend/mariadblock", Backends: mariadblock.Descriptors(), Scenarios: mariadblock.Scenarios(), Doc: mariadblock.Doc()},
 		{Path: "backend/kubelease", Backends: kubelease.Descriptors(), Scenarios: kubelease.Scenarios(), Doc: kubelease.Doc()},
-		{Path: "backend/leasetable", Backends: leasetable.Descriptors(), Scenarios: leasetable.Scenarios(), Doc: leasetable.Doc()},
+		{Path: "backend/leasetable", Backends: leasetable.Descriptors(), Scenarios: leasetable.Scenarios(), Zoo: leasetable.Zoo(), Doc: leasetable.Doc()},
 
 		{Path: "resource/register", Resources: register.Descriptors()},
 		{Path: "resource/etcdtxn", Resources: one(etcdtxn.Descriptor())},

@@ -161,3 +161,56 @@ func OpByID(h *history.History, id int) *history.Op {
 	}
 	return nil
 }
+
+// Checks of what an entry's counterexample must show (Bug.Shows).
+
+// StruckClient returns the client that h's first fault of kind targeted ("client-N"),
+// and when it began.
+func StruckClient(h *history.History, kind string) (client int, at int64, err error) {
+	for _, f := range h.Faults {
+		if f.Kind != kind {
+			continue
+		}
+		if _, err := fmt.Sscanf(f.Target, "client-%d", &client); err != nil {
+			return 0, 0, fmt.Errorf("fault %s targets %q, not a client", kind, f.Target)
+		}
+		return client, f.Start, nil
+	}
+	return 0, 0, fmt.Errorf("no %s fault in the history", kind)
+}
+
+// LateWriteOfStruck returns a check that the counterexample holds a write of the client
+// the fault of kind struck, called after the fault began: the holder that stalled came
+// back and wrote (a stale write that got through, or the update it lost).
+func LateWriteOfStruck(kind string) func(*history.History, models.Result) error {
+	return func(h *history.History, res models.Result) error {
+		client, at, err := StruckClient(h, kind)
+		if err != nil {
+			return err
+		}
+		for _, id := range res.Counterexample {
+			if op := OpByID(h, id); op != nil && op.Kind == history.Write && op.Client == client && op.Call > at {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s's counterexample %v holds no write of client %d (struck by %s) after the fault began", res.Property, res.Counterexample, client, kind)
+	}
+}
+
+// TwoHoldersWithoutFault checks that mutex's counterexample is two ok acquires of two
+// different clients in a history with no fault at all: the lock excluded nobody.
+func TwoHoldersWithoutFault(h *history.History, res models.Result) error {
+	if len(h.Faults) > 0 {
+		return fmt.Errorf("the history has %d faults; the bug needs none", len(h.Faults))
+	}
+	var clients []int
+	for _, id := range res.Counterexample {
+		if op := OpByID(h, id); op != nil && op.Kind == history.Acquire && op.Status == history.OK && !slices.Contains(clients, op.Client) {
+			clients = append(clients, op.Client)
+		}
+	}
+	if len(clients) < 2 {
+		return fmt.Errorf("mutex's counterexample %v is not two granted acquires of two clients", res.Counterexample)
+	}
+	return nil
+}
