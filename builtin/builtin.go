@@ -49,12 +49,12 @@ type Package struct {
 func Packages(reg *registry.Registry) []Package {
 	return []Package{
 		{Path: "backend/naive", Backends: naive.Descriptors(), Scenarios: naive.Scenarios(), Doc: naive.Doc()},
-		{Path: "backend/etcd", Backends: one(etcdlock.Descriptor()), Scenarios: etcdlock.Scenarios(), Zoo: etcdlock.Zoo(), Doc: etcdlock.Doc()},
+		{Path: "backend/etcd", Backends: one(etcdlock.Descriptor()), Scenarios: etcdlock.Scenarios(), Zoo: etcdlock.Zoo(), Untried: etcdlock.Untried(), Doc: etcdlock.Doc()},
 		{Path: "backend/raftlock", Backends: one(raftlock.Descriptor()), Scenarios: raftlock.Scenarios(), Doc: raftlock.Doc()},
 		{Path: "backend/zookeeper", Backends: zookeeper.Descriptors(), Scenarios: zookeeper.Scenarios(), Doc: zookeeper.Doc()},
 		{Path: "backend/redis", Backends: redislock.Descriptors(), Scenarios: redislock.Scenarios(), Doc: redislock.Doc()},
 		{Path: "backend/redlock", Backends: one(redlock.Descriptor()), Scenarios: redlock.Scenarios(), Doc: redlock.Doc()},
-		{Path: "backend/nats", Backends: one(natslock.Descriptor()), Scenarios: natslock.Scenarios(), Doc: natslock.Doc()},
+		{Path: "backend/nats", Backends: one(natslock.Descriptor()), Scenarios: natslock.Scenarios(), Untried: natslock.Untried(), Doc: natslock.Doc()},
 		{Path: "backend/execlock", Backends: one(execlock.Descriptor(reg)), Scenarios: execlock.Scenarios(), Doc: execlock.Doc()},
 		{Path: "backend/pgadvisory", Backends: pgadvisory.Descriptors(), Scenarios: pgadvisory.Scenarios(), Zoo: pgadvisory.Zoo(), Doc: pgadvisory.Doc()},
 		{Path: "backend/mariadblock", Backends: mariadblock.Descriptors(), Scenarios: mariadblock.Scenarios(), Doc: mariadblock.Doc()},

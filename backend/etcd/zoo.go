@@ -42,3 +42,19 @@ func Zoo() []catalogue.Bug {
 		},
 	}
 }
+
+// Untried is what etcd users reported that the zoo does not reproduce yet, and why.
+func Untried() []catalogue.Untried {
+	return []catalogue.Untried{
+		{
+			Ref: "etcd-io/etcd#11456", URL: "https://github.com/etcd-io/etcd/issues/11456",
+			Pain: "concurrency.Mutex.Lock returned success without checking that its session's lease was still alive (client v3.4.3; found by Jepsen's pause nemesis)",
+			Why:  "fixed in the client this backend embeds (v3.7.3); reproducing it needs the v3.4.3 client built in a module of its own as a client host, which is not built yet",
+		},
+		{
+			Ref: "etcd-io/etcd#22082", URL: "https://github.com/etcd-io/etcd/issues/22082",
+			Pain: "a retried Unlock whose first attempt had already succeeded deletes a newer lock key taken in the same session",
+			Why:  "needs a fault that duplicates one client request (a retry after a lost reply); the fault proxy delays, drops and cuts connections but does not replay a request yet",
+		},
+	}
+}
