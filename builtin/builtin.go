@@ -57,7 +57,7 @@ func Packages(reg *registry.Registry) []Package {
 		{Path: "backend/nats", Backends: one(natslock.Descriptor()), Scenarios: natslock.Scenarios(), Untried: natslock.Untried(), Doc: natslock.Doc()},
 		{Path: "backend/execlock", Backends: one(execlock.Descriptor(reg)), Scenarios: execlock.Scenarios(), Doc: execlock.Doc()},
 		{Path: "backend/pgadvisory", Backends: pgadvisory.Descriptors(), Scenarios: pgadvisory.Scenarios(), Zoo: pgadvisory.Zoo(), Doc: pgadvisory.Doc()},
-		{Path: "backend/mariadblock", Backends: mariadblock.Descriptors(), Scenarios: mariadblock.Scenarios(), Doc: mariadblock.Doc()},
+		{Path: "backend/mariadblock", Backends: mariadblock.Descriptors(), Scenarios: mariadblock.Scenarios(), Zoo: mariadblock.Zoo(), Doc: mariadblock.Doc()},
 		{Path: "backend/kubelease", Backends: kubelease.Descriptors(), Scenarios: kubelease.Scenarios(), Doc: kubelease.Doc()},
 		{Path: "backend/leasetable", Backends: leasetable.Descriptors(), Scenarios: leasetable.Scenarios(), Zoo: leasetable.Zoo(), Doc: leasetable.Doc()},
 

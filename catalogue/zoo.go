@@ -214,3 +214,40 @@ func TwoHoldersWithoutFault(h *history.History, res models.Result) error {
 	}
 	return nil
 }
+
+// TokenBackAcrossFault returns a check that tokens' counterexample is two granted
+// acquires, one before the fault of kind began and one after it, the later granted a
+// token no greater than the earlier: the fault made the service reuse or go back on a
+// token.
+func TokenBackAcrossFault(kind string) func(*history.History, models.Result) error {
+	return func(h *history.History, res models.Result) error {
+		var at int64 = -1
+		for _, f := range h.Faults {
+			if f.Kind == kind {
+				at = f.Start
+				break
+			}
+		}
+		if at < 0 {
+			return fmt.Errorf("no %s fault in the history", kind)
+		}
+		var acqs []*history.Op
+		for _, id := range res.Counterexample {
+			if op := OpByID(h, id); op != nil && op.Kind == history.Acquire && op.Status == history.OK && op.Return != nil {
+				acqs = append(acqs, op)
+			}
+		}
+		if len(acqs) != 2 {
+			return fmt.Errorf("tokens' counterexample %v is not two granted acquires", res.Counterexample)
+		}
+		early, late := acqs[0], acqs[1]
+		if late.Call < early.Call {
+			early, late = late, early
+		}
+		if *early.Return > at || *late.Return < at || late.Token > early.Token {
+			return fmt.Errorf("tokens' counterexample: acquire #%d (token %d, returned at %d) and #%d (token %d, returned at %d) do not go back across the %s fault at %d",
+				early.ID, early.Token, *early.Return, late.ID, late.Token, *late.Return, kind, at)
+		}
+		return nil
+	}
+}

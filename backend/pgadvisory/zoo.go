@@ -2,6 +2,7 @@ package pgadvisory
 
 import (
 	"github.com/fencecheck/fencecheck/catalogue"
+	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -25,6 +26,19 @@ func Zoo() []catalogue.Bug {
 			Control:   spec.Spec{Backend: Name, Resource: "unfenced", MinGrants: 30},
 			ControlIs: "each client on a session of its own (a direct connection, or PgBouncer's session pooling)",
 			Shows:     catalogue.TwoHoldersWithoutFault,
+		},
+		{
+			ID:  "pg-xact-id-crash",
+			Ref: "fencecheck: postgres-advisory tokens", URL: "backends/postgres-advisory.md#the-tokens",
+			Pain: "pg_current_xact_id() of the granting statement looks like a token that only rises, but after a SIGKILL PostgreSQL's crash recovery " +
+				"hands out transaction ids it had already handed out to transactions whose WAL was not flushed: tokens are reused",
+			Software: "PostgreSQL 15", Source: "Debian postgresql",
+			Affected:  "every version: an xid is durable only once a WAL record that needs it is flushed",
+			Property:  models.Tokens,
+			Spec:      spec.Spec{Backend: Name + "-xact", Resource: "fenced", Faults: []string{faults.Crash}},
+			Control:   spec.Spec{Backend: Name, Resource: "fenced", Faults: []string{faults.Crash}},
+			ControlIs: "the token is nextval of a sequence in the granting statement (WAL-logged ahead)",
+			Shows:     catalogue.TokenBackAcrossFault(faults.Crash),
 		},
 	}
 }

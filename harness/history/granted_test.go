@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,4 +49,16 @@ func TestRecorderGranted(t *testing.T) {
 	rec.Granted(400e6)
 	rec.Granted(4e9)
 	require.EqualValues(t, 4000, rec.History(history.Run{}).Run.GrantedTTLms)
+}
+
+// A fault whose action took a while (a SIGKILL and a restart) is recorded as beginning
+// when its action did, not when it was recorded.
+func TestFaultStartAt(t *testing.T) {
+	r := history.NewRecorder()
+	at := r.Now()
+	time.Sleep(5 * time.Millisecond) // the action's own time: a lower bound, not a wait for an event
+	i := r.FaultStartAt(at, "crash", "node-0", "SIGKILL, restarted")
+	f := r.Fault(i)
+	require.Equal(t, at, f.Start)
+	require.Less(t, f.Start, r.Now()-int64(4*time.Millisecond))
 }

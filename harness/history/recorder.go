@@ -128,10 +128,16 @@ func (r *Recorder) Watch(f func(Op)) {
 
 // FaultStart records the start of a fault and returns its index for FaultEnd.
 func (r *Recorder) FaultStart(kind, target, detail string) int {
+	return r.FaultStartAt(r.Now(), kind, target, detail)
+}
+
+// FaultStartAt is FaultStart for a fault that began at at (ns since the run started,
+// Now's clock): one whose action takes a while, a SIGKILL and a restart, and is
+// recorded only once it has said what it did.
+func (r *Recorder) FaultStartAt(at int64, kind, target, detail string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.Now()
-	r.faults = append(r.faults, Fault{Kind: kind, Target: target, Start: now, Detail: detail})
+	r.faults = append(r.faults, Fault{Kind: kind, Target: target, Start: at, Detail: detail})
 	return len(r.faults) - 1
 }
 

@@ -518,13 +518,16 @@ func (n *Nemesis) holdOthers(s *strike, client int) string {
 func (n *Nemesis) startActions(ctx context.Context, actions []Action, client int) []func() {
 	var heals []func()
 	for _, a := range actions {
+		// The fault began when its action did: a crash's SIGKILL comes before the
+		// restart that Start also waits for.
+		at := n.rec.Now()
 		target, detail, err := a.Start(ctx, n, client)
 		if err != nil {
-			fi := n.rec.FaultStart(a.Kind, target, "failed to start: "+err.Error())
+			fi := n.rec.FaultStartAt(at, a.Kind, target, "failed to start: "+err.Error())
 			n.rec.FaultEnd(fi, "")
 			continue
 		}
-		fi := n.rec.FaultStart(a.Kind, target, detail)
+		fi := n.rec.FaultStartAt(at, a.Kind, target, detail)
 		if a.Signalled != nil {
 			if sig, pids := a.Signalled(); sig != "" {
 				n.rec.FaultSignal(fi, sig, pids)
