@@ -58,7 +58,7 @@ func Packages(reg *registry.Registry) []Package {
 		{Path: "backend/execlock", Backends: one(execlock.Descriptor(reg)), Scenarios: execlock.Scenarios(), Doc: execlock.Doc()},
 		{Path: "backend/pgadvisory", Backends: pgadvisory.Descriptors(), Scenarios: pgadvisory.Scenarios(), Zoo: pgadvisory.Zoo(), Doc: pgadvisory.Doc()},
 		{Path: "backend/mariadblock", Backends: mariadblock.Descriptors(), Scenarios: mariadblock.Scenarios(), Zoo: mariadblock.Zoo(), Doc: mariadblock.Doc()},
-		{Path: "backend/kubelease", Backends: kubelease.Descriptors(), Scenarios: kubelease.Scenarios(), Doc: kubelease.Doc()},
+		{Path: "backend/kubelease", Backends: kubelease.Descriptors(), Scenarios: kubelease.Scenarios(), Zoo: kubelease.Zoo(), Doc: kubelease.Doc()},
 		{Path: "backend/leasetable", Backends: leasetable.Descriptors(), Scenarios: leasetable.Scenarios(), Zoo: leasetable.Zoo(), Doc: leasetable.Doc()},
 
 		{Path: "resource/register", Resources: register.Descriptors()},

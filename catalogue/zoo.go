@@ -251,3 +251,28 @@ func TokenBackAcrossFault(kind string) func(*history.History, models.Result) err
 		return nil
 	}
 }
+
+// WroteAfterToldLost checks that heed's counterexample is a write of a client that has a
+// lost record for the counterexample's acquire, recorded before the write was called:
+// the lock client told the holder, and the holder went on acting.
+func WroteAfterToldLost(h *history.History, res models.Result) error {
+	var w, acq *history.Op
+	for _, id := range res.Counterexample {
+		switch op := OpByID(h, id); {
+		case op == nil:
+		case op.Kind == history.Write:
+			w = op
+		case op.Kind == history.Acquire:
+			acq = op
+		}
+	}
+	if w == nil || acq == nil || w.Client != acq.Client {
+		return fmt.Errorf("heed's counterexample %v is not a write and the acquire of the same client", res.Counterexample)
+	}
+	for _, l := range h.Lost {
+		if l.Client == w.Client && l.AcquireID == acq.ID && l.At < w.Call {
+			return nil
+		}
+	}
+	return fmt.Errorf("no lost record of client %d for acquire #%d before its write #%d", w.Client, acq.ID, w.ID)
+}

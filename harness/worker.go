@@ -32,6 +32,10 @@ type Worker struct {
 	Careful bool
 	Margin  time.Duration
 	Now     func() time.Time
+	// Heeding makes the client skip its write once its lock client has told it that the
+	// lease was lost (Lease.Lost closed), checked right before the write: the demoted
+	// leader's fix. A lease whose Lost is nil never tells, so it is not heeded.
+	Heeding bool
 	// Keys > 1 makes each critical section pick one of Keys independent keys (from
 	// Rand) and use that key's lock and register cell; Locker and Resource must then be
 	// a KeyedLocker and a KeyedResourceClient (keys.go). 0 or 1: the single default key.
@@ -127,6 +131,9 @@ func (w *Worker) criticalSection(ctx, acqCtx context.Context) {
 		w.Gate.Pause(ctx, PauseAfterLeaseCheck)
 	}
 	w.Gate.Pause(ctx, PauseInWrite)
+	if w.Heeding && lost(lease) {
+		return
+	}
 	w.writes++
 	v := fmt.Sprintf("c%d-%d", w.ID, w.writes)
 	if w.ValueTag != "" {
@@ -155,6 +162,20 @@ func (w *Worker) noteValidity(op *history.Pending, lease Lease) {
 		if until := e.ValidUntil(); !until.IsZero() {
 			op.ValidUntil(until)
 		}
+	}
+}
+
+// lost is a heeding client's check: has its lock client told it that the lease is lost?
+func lost(lease Lease) bool {
+	ch := lease.Lost()
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

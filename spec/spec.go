@@ -113,6 +113,7 @@ var ErrNoToken = registry.ErrNoToken
 const (
 	PolicyTrusting = "trusting"
 	PolicyCareful  = "careful"
+	PolicyHeeding  = "heeding"
 )
 
 // Policies lists the client policies.
@@ -120,6 +121,7 @@ func Policies() []registry.Named {
 	return []registry.Named{
 		{Name: PolicyTrusting, Meaning: "writes whenever its code path reaches the write (default)"},
 		{Name: PolicyCareful, Meaning: "checks by its own clock that its lease is still valid, with a margin of TTL/10, right before writing (leases that are harness.Expiring)"},
+		{Name: PolicyHeeding, Meaning: "skips the write once its lock client has told it that the lease was lost (the lease's Lost signal), checked right before writing: what a leader must do on OnStoppedLeading; a lock that never signals a loss gives it nothing to heed"},
 	}
 }
 

@@ -52,8 +52,10 @@ type Config struct {
 	Think time.Duration
 	// Careful clients check their lease by their own clock (ClientNow) with Margin to
 	// spare before each write.
-	Careful   bool
-	Margin    time.Duration
+	Careful bool
+	Margin  time.Duration
+	// Heeding clients skip a write once their lease's Lost signal has closed.
+	Heeding   bool
 	ClientNow func(client int) time.Time
 	Logger    *slog.Logger
 	// Keys > 1: each critical section picks one of Keys independent locks and register
@@ -192,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			ID: i, Gate: nem.Gate(i), Rec: rec,
 			OpTimeout: cfg.OpTimeout, AcquireTimeout: cfg.AcquireTimeout,
 			Think:   cfg.Think,
-			Careful: cfg.Careful, Margin: cfg.Margin,
+			Careful: cfg.Careful, Margin: cfg.Margin, Heeding: cfg.Heeding,
 			// Each client's think times come from the seed, so the workload is reproducible.
 			Rand: rand.New(rand.NewPCG(uint64(cfg.Run.Seed), uint64(i))),
 			Keys: cfg.Keys, ValueTag: cfg.ValueTag,
