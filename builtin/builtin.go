@@ -55,7 +55,7 @@ func Packages(reg *registry.Registry) []Package {
 		{Path: "backend/redis", Backends: redislock.Descriptors(), Scenarios: redislock.Scenarios(), Doc: redislock.Doc()},
 		{Path: "backend/redlock", Backends: one(redlock.Descriptor()), Scenarios: redlock.Scenarios(), Doc: redlock.Doc()},
 		{Path: "backend/nats", Backends: one(natslock.Descriptor()), Scenarios: natslock.Scenarios(), Untried: natslock.Untried(), Doc: natslock.Doc()},
-		{Path: "backend/execlock", Backends: one(execlock.Descriptor(reg)), Scenarios: execlock.Scenarios(), Doc: execlock.Doc()},
+		{Path: "backend/execlock", Backends: one(execlock.Descriptor(reg)), Scenarios: execlock.Scenarios(), Zoo: execlock.Zoo(), Untried: execlock.Untried(), Doc: execlock.Doc()},
 		{Path: "backend/pgadvisory", Backends: pgadvisory.Descriptors(), Scenarios: pgadvisory.Scenarios(), Zoo: pgadvisory.Zoo(), Doc: pgadvisory.Doc()},
 		{Path: "backend/mariadblock", Backends: mariadblock.Descriptors(), Scenarios: mariadblock.Scenarios(), Zoo: mariadblock.Zoo(), Doc: mariadblock.Doc()},
 		{Path: "backend/kubelease", Backends: kubelease.Descriptors(), Scenarios: kubelease.Scenarios(), Zoo: kubelease.Zoo(), Doc: kubelease.Doc()},
