@@ -276,3 +276,29 @@ func WroteAfterToldLost(h *history.History, res models.Result) error {
 	}
 	return fmt.Errorf("no lost record of client %d for acquire #%d before its write #%d", w.Client, acq.ID, w.ID)
 }
+
+// TokenBackWithoutFault checks that tokens' counterexample is two granted acquires in
+// a history with no fault, the later granted a token no greater than the earlier: the
+// service's tokens went back on their own.
+func TokenBackWithoutFault(h *history.History, res models.Result) error {
+	if len(h.Faults) > 0 {
+		return fmt.Errorf("the history has %d faults; the bug needs none", len(h.Faults))
+	}
+	var acqs []*history.Op
+	for _, id := range res.Counterexample {
+		if op := OpByID(h, id); op != nil && op.Kind == history.Acquire && op.Status == history.OK {
+			acqs = append(acqs, op)
+		}
+	}
+	if len(acqs) != 2 {
+		return fmt.Errorf("tokens' counterexample %v is not two granted acquires", res.Counterexample)
+	}
+	early, late := acqs[0], acqs[1]
+	if late.Call < early.Call {
+		early, late = late, early
+	}
+	if late.Token > early.Token {
+		return fmt.Errorf("tokens' counterexample: acquire #%d's token %d is above the earlier #%d's %d", late.ID, late.Token, early.ID, early.Token)
+	}
+	return nil
+}
