@@ -261,6 +261,7 @@ func soakRun(expect catalogue.Expect, seed int64, res RunResult, random bool) So
 	if t, ok := FirstViolation(o.Report); ok {
 		r.FirstViolationNanos = &t
 	}
+	r.Violations = judge.Violations(o.History, o.Report)
 	return r
 }
 

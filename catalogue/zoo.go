@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/judge"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -301,4 +302,83 @@ func TokenBackWithoutFault(h *history.History, res models.Result) error {
 		return fmt.Errorf("tokens' counterexample: acquire #%d's token %d is above the earlier #%d's %d", late.ID, late.Token, early.ID, early.Token)
 	}
 	return nil
+}
+
+// ZooRow is one entry's record over a soak of its two scenarios: how often the bug was
+// detected and how often its control cried wolf.
+type ZooRow struct {
+	ID       string          `json:"id"`
+	Ref      string          `json:"ref"`
+	URL      string          `json:"url"`
+	Property models.Property `json:"property"`
+	ByOthers bool            `json:"by_others"`
+	// Runs counts the bug's runs that completed, Detected those that violated Property.
+	Runs     int `json:"runs"`
+	Detected int `json:"detected"`
+	// ControlRuns counts the control's runs that completed; FalseAlarms those that
+	// violated Property, ControlHeld those that held it (with its evidence).
+	ControlRuns int `json:"control_runs"`
+	FalseAlarms int `json:"false_alarms"`
+	ControlHeld int `json:"control_held"`
+	// Errors counts the runs of either that could not complete.
+	Errors int `json:"errors"`
+	// FirstDetection is, over the detected runs, when the run first showed the bug: the
+	// earliest call among the counterexample's operations (judge.Violations).
+	FirstDetection judge.Percentiles `json:"first_detection"`
+}
+
+// Shown reports whether every run of the row went as the entry says: each bug run
+// detected, each control run held, and at least one of each.
+func (r ZooRow) Shown() bool {
+	return r.Runs > 0 && r.ControlRuns > 0 && r.Detected == r.Runs && r.ControlHeld == r.ControlRuns && r.Errors == 0
+}
+
+// Rows judges each entry of z that res ran (by its scenarios' names); an entry none of
+// whose runs is in res is left out.
+func (z Zoo) Rows(res *judge.SoakResult) []ZooRow {
+	byName := map[string]judge.SoakStats{}
+	if res != nil {
+		for _, s := range res.Scenarios {
+			byName[s.Scenario] = s
+		}
+	}
+	var out []ZooRow
+	for _, b := range z {
+		bug, okB := byName[b.BugScenario()]
+		control, okC := byName[b.ControlScenario()]
+		if !okB && !okC {
+			continue
+		}
+		row := ZooRow{ID: b.ID, Ref: b.Ref, URL: b.URL, Property: b.Property, ByOthers: b.ByOthers}
+		var first []int64
+		for _, r := range bug.Detail {
+			if r.Err != "" {
+				row.Errors++
+				continue
+			}
+			row.Runs++
+			if r.Verdicts[b.Property] == models.Violated {
+				row.Detected++
+				if t, ok := r.Violations[b.Property]; ok {
+					first = append(first, t)
+				}
+			}
+		}
+		for _, r := range control.Detail {
+			if r.Err != "" {
+				row.Errors++
+				continue
+			}
+			row.ControlRuns++
+			switch r.Verdicts[b.Property] {
+			case models.Violated:
+				row.FalseAlarms++
+			case models.Held:
+				row.ControlHeld++
+			}
+		}
+		row.FirstDetection = judge.Summary(first)
+		out = append(out, row)
+	}
+	return out
 }

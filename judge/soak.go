@@ -3,6 +3,7 @@ package judge
 import (
 	"slices"
 
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -24,9 +25,13 @@ type SoakRun struct {
 	// FirstViolationNanos is when the first stale write that got through was called,
 	// since the workload started; nil when none got through.
 	FirstViolationNanos *int64 `json:"first_violation_ns,omitempty"`
-	WorkloadNanos       int64  `json:"workload_ns"`
-	CheckNanos          int64  `json:"check_ns"`
-	Ops                 int    `json:"ops"`
+	// Violations holds, for each property the run found violated, the earliest call
+	// time (ns since the workload started) among its counterexample's operations: when
+	// the run first showed what broke (the zoo's time to first detection).
+	Violations    map[models.Property]int64 `json:"violations_ns,omitempty"`
+	WorkloadNanos int64                     `json:"workload_ns"`
+	CheckNanos    int64                     `json:"check_ns"`
+	Ops           int                       `json:"ops"`
 }
 
 // SoakStats is one scenario's soak.
@@ -107,6 +112,38 @@ func FirstViolation(rep *models.Report) (int64, bool) {
 		}
 	}
 	return first, ok
+}
+
+// Violations is, for each property rep found violated whose counterexample names
+// operations of h, the earliest call time among them; nil when none (or h is nil: a
+// history checked as a stream is not kept).
+func Violations(h *history.History, rep *models.Report) map[models.Property]int64 {
+	if h == nil || rep == nil {
+		return nil
+	}
+	calls := make(map[int]int64, len(h.Ops))
+	for _, op := range h.Ops {
+		calls[op.ID] = op.Call
+	}
+	var out map[models.Property]int64
+	for _, r := range rep.Results {
+		if r.Verdict != models.Violated {
+			continue
+		}
+		first, ok := int64(0), false
+		for _, id := range r.Counterexample {
+			if c, found := calls[id]; found && (!ok || c < first) {
+				first, ok = c, true
+			}
+		}
+		if ok {
+			if out == nil {
+				out = map[models.Property]int64{}
+			}
+			out[r.Property] = first
+		}
+	}
+	return out
 }
 
 // Summarise computes one scenario's rates and percentiles from its runs; expected are

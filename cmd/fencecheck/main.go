@@ -112,6 +112,7 @@ func (interrupt) Is(target error) bool { return target == context.Canceled }
 type app struct {
 	reg    *registry.Registry
 	cat    catalogue.Catalogue
+	bugs   catalogue.Zoo
 	stdout io.Writer
 	stderr io.Writer
 	// rawErr is stderr unmasked, only to ask whether it is a terminal.
@@ -131,7 +132,8 @@ type app struct {
 func newApp(args []string, stdout, stderr io.Writer) *app {
 	reg := builtin.Registry()
 	red := secrets(reg, args)
-	return &app{reg: reg, cat: builtin.Catalogue(), stdout: red.Writer(term.Writer(stdout)), stderr: red.Writer(term.Writer(stderr)),
+	zoo, _ := builtin.Zoo()
+	return &app{reg: reg, cat: builtin.Catalogue(), bugs: zoo, stdout: red.Writer(term.Writer(stdout)), stderr: red.Writer(term.Writer(stderr)),
 		rawErr: stderr, bar: red.Writer(stderr), red: red, host: selfHost()}
 }
 
@@ -195,7 +197,7 @@ records what every client did, and checks the history for stale writes and lost 
 		exitInconclusive: inconclusiveText,
 	})
 	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(), a.compareCmd(),
-		a.soakCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd(), a.genWhichLockCmd())
+		a.soakCmd(), a.zooCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd(), a.genWhichLockCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	// cobra's own completion command, in this CLI's words.
 	root.InitDefaultCompletionCmd()

@@ -244,17 +244,7 @@ func (a *app) selectScenarios(cmd string, names []string, opts map[string]string
 	var reasons []string
 	byReason := map[string][]string{}
 	for _, sc := range picked {
-		for k, v := range opts {
-			backends, resources := a.reg.OptionOwners(k)
-			if slices.Contains(backends, sc.Backend) || slices.Contains(resources, sc.Resource) {
-				sc.Spec.Options = maps.Clone(sc.Spec.Options)
-				if sc.Spec.Options == nil {
-					sc.Spec.Options = map[string]string{}
-				}
-				sc.Spec.Options[k] = v
-				used[k] = true
-			}
-		}
+		sc = a.withOptions(sc, opts, used)
 		if why := spec.Unavailable(a.reg, sc.Spec); why != "" {
 			if !all {
 				return nil, badInput("scenario %s cannot run here: %s", sc.Name, why)
@@ -267,11 +257,8 @@ func (a *app) selectScenarios(cmd string, names []string, opts map[string]string
 		}
 		out = append(out, sc)
 	}
-	for k := range opts {
-		if !used[k] {
-			backends, resources := a.reg.OptionOwners(k)
-			return nil, badInput("--%s is for %s, and none of the scenarios chosen uses one", k, strings.Join(append(backends, resources...), ", "))
-		}
+	if err := a.unusedOption(opts, used); err != nil {
+		return nil, err
 	}
 	for _, why := range reasons {
 		fmt.Fprintf(a.stderr, "fencecheck %s: skipping %s: %s\n", cmd, strings.Join(byReason[why], ", "), why)
@@ -280,6 +267,34 @@ func (a *app) selectScenarios(cmd string, names []string, opts map[string]string
 		return nil, badInput("no scenario to run")
 	}
 	return out, nil
+}
+
+// withOptions gives sc the registry options of opts that its backend or resource
+// declares, marking each one given in used.
+func (a *app) withOptions(sc catalogue.Scenario, opts map[string]string, used map[string]bool) catalogue.Scenario {
+	for k, v := range opts {
+		backends, resources := a.reg.OptionOwners(k)
+		if slices.Contains(backends, sc.Backend) || slices.Contains(resources, sc.Resource) {
+			sc.Spec.Options = maps.Clone(sc.Spec.Options)
+			if sc.Spec.Options == nil {
+				sc.Spec.Options = map[string]string{}
+			}
+			sc.Spec.Options[k] = v
+			used[k] = true
+		}
+	}
+	return sc
+}
+
+// unusedOption refuses a registry option that no chosen scenario took.
+func (a *app) unusedOption(opts map[string]string, used map[string]bool) error {
+	for k := range opts {
+		if !used[k] {
+			backends, resources := a.reg.OptionOwners(k)
+			return badInput("--%s is for %s, and none of the scenarios chosen uses one", k, strings.Join(append(backends, resources...), ", "))
+		}
+	}
+	return nil
 }
 
 // writeSoak writes the soak's page and its plan record into the results store and
