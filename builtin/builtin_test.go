@@ -149,3 +149,23 @@ func TestTTLRule(t *testing.T) {
 		}
 	}
 }
+
+// docs/zoo.md is what the entries and the saved run would write, and every entry is
+// well formed: its specs resolve, its ID is unique.
+func TestZooPage(t *testing.T) {
+	zoo, _ := builtin.Zoo()
+	reg := builtin.Registry()
+	require.NoError(t, zoo.Check(func(s spec.Spec) error {
+		_, err := spec.Resolve(reg, s)
+		return err
+	}))
+	saved, err := os.ReadFile(filepath.Join("..", builtin.ZooRunPath))
+	if err != nil {
+		saved = nil
+	}
+	want, err := builtin.ZooPage(saved)
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join("..", builtin.ZooPagePath))
+	require.NoError(t, err, "%s is missing: run go generate ./builtin", builtin.ZooPagePath)
+	require.Equal(t, string(want), string(got), "%s differs from what the code would write: run go generate ./builtin", builtin.ZooPagePath)
+}

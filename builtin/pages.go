@@ -85,11 +85,27 @@ func backendPage(reg *registry.Registry, p Package) string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", d.Name, serviceCell(d), cell(d.Token), cell(ttl), members, orNone(strings.Join(opts, ", ")), needsCell(d))
 	}
+	if len(p.Zoo) > 0 {
+		b.WriteString("\n## In the bug zoo\n\nDeclared in [`" + p.Path + "/zoo.go`](/" + p.Path + "/zoo.go): bugs reported against this service or its clients, reproduced beside a control; figures over 20 seeds in [zoo.md](../zoo.md).\n\n")
+		b.WriteString("| entry | reference | property | control | run it |\n|---|---|---|---|---|\n")
+		for _, e := range p.Zoo {
+			fmt.Fprintf(&b, "| `%s` | [%s](%s) | `%s` | %s | `fencecheck zoo --bug %s` |\n", e.ID, cell(e.Ref), zooLink(e.URL), e.Property, cell(e.ControlIs), e.ID)
+		}
+	}
 	if len(p.Scenarios) > 0 {
 		b.WriteString("\n## Catalogue scenarios\n\nDeclared in [`" + p.Path + "/scenarios.go`](/" + p.Path + "/scenarios.go) with the verdicts each must give; `go test ./scenarios/...` runs them. All scenarios: [expected-verdicts.md](../expected-verdicts.md).\n\n")
 		b.WriteString(catalogue.Table(p.Scenarios))
 	}
 	return b.String()
+}
+
+// zooLink is an entry's URL from a backend page: a page of the docs (relative to docs/)
+// one folder down.
+func zooLink(url string) string {
+	if strings.Contains(url, "://") {
+		return url
+	}
+	return "../" + url
 }
 
 // serviceCell names the backend's service, with a star on its recommended variant.

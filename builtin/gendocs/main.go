@@ -1,5 +1,5 @@
-// Command gendocs writes the pages builtin generates (builtin.Pages) under the
-// repository's root, and the generated blocks of hand-written pages (builtin.Blocks);
+// Command gendocs writes the pages builtin generates (builtin.Pages, and the zoo's page
+// from its saved run: builtin.ZooPage) under the repository's root, and the generated blocks of hand-written pages (builtin.Blocks);
 // `go generate ./builtin` runs it.
 package main
 
@@ -37,6 +37,18 @@ func main() {
 			fmt.Fprintln(os.Stderr, "gendocs:", err)
 			os.Exit(1)
 		}
+	}
+	saved, err := os.ReadFile(filepath.Join(*root, filepath.FromSlash(builtin.ZooRunPath)))
+	if err != nil {
+		saved = nil // no saved run yet: every entry "not run"
+	}
+	zoo, err := builtin.ZooPage(saved)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(*root, filepath.FromSlash(builtin.ZooPagePath)), zoo, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
+		os.Exit(1)
 	}
 	for file, blocks := range builtin.Blocks() {
 		full := filepath.Join(*root, filepath.FromSlash(file))
