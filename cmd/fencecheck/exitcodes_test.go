@@ -50,7 +50,7 @@ func TestExitCodeRule(t *testing.T) {
 	}
 	var rows []row
 	// Bad input: an unknown flag, on every command.
-	for _, cmd := range []string{"run", "check", "list", "doctor", "matrix", "evaluate", "compare", "soak", "merge", "report", "serve", "completion", "help"} {
+	for _, cmd := range []string{"run", "check", "list", "doctor", "matrix", "evaluate", "compare", "soak", "zoo", "merge", "report", "serve", "completion", "help"} {
 		rows = append(rows, row{"bad input", []string{cmd, "--no-such-flag"}, "unknown flag --no-such-flag"})
 	}
 	// Unusable paths: every folder a command writes into, given as a file, under a
@@ -65,6 +65,7 @@ func TestExitCodeRule(t *testing.T) {
 		{"evaluate", "--out", []string{"--backend", "naive"}},
 		{"compare", "--out", []string{"--backend", "naive"}},
 		{"soak", "--out", []string{"--scenario", "naive-fenced-pause", "--runs", "1"}},
+		{"zoo", "--out", []string{"--bug", "shedlock-132"}},
 		{"merge", "--store", []string{out}},
 		{"check", "--html", []string{hist}},
 		{"report", "--out", []string{hist}},
@@ -80,8 +81,8 @@ func TestExitCodeRule(t *testing.T) {
 			rows = append(rows, row{"read-only folder", append([]string{w.cmd, w.flag, readOnly}, w.args...), "cannot write in " + readOnly + ": permission denied"})
 		}
 		// An empty --html or report --out means "none" and "beside the history", and an
-		// empty soak --out a temporary folder (documented); elsewhere it is refused.
-		if w.cmd != "check" && w.cmd != "report" && w.cmd != "soak" {
+		// empty soak or zoo --out a temporary folder (documented); elsewhere it is refused.
+		if w.cmd != "check" && w.cmd != "report" && w.cmd != "soak" && w.cmd != "zoo" {
 			rows = append(rows, row{"empty folder", append([]string{w.cmd, w.flag, ""}, w.args...), w.flag + " is empty: give a folder to write into"})
 		}
 	}
@@ -101,6 +102,7 @@ func TestExitCodeRule(t *testing.T) {
 		row{"missing backend", []string{"evaluate", "--backend", "redis", "--out", out}, noRedis},
 		row{"missing backend", []string{"compare", "--backend", "redis", "--out", out}, noRedis},
 		row{"missing backend", []string{"soak", "--scenario", "redis-fenced-pause", "--out", out}, noRedis},
+		row{"missing backend", []string{"zoo", "--bug", "redis-counter-restart", "--out", out}, noRedis},
 	)
 	// Completion shells it has no script for.
 	rows = append(rows,

@@ -176,6 +176,11 @@ func TestJSONMatchesSchemas(t *testing.T) {
 		{name: "soak unknown scenario", args: []string{"soak", "--json", "--scenario", "nope"}, outcome: "error"},
 		{name: "soak bad runs", args: []string{"soak", "--json", "--runs", "0"}, outcome: "error"},
 
+		{name: "zoo as expected", args: []string{"zoo", "--json", "--out", "", "--bug", "shedlock-132"}, schema: "zoo.schema.json", outcome: "as-expected"},
+		{name: "zoo interrupted", args: []string{"zoo", "--json", "--out", store, "--bug", "shedlock-132"}, schema: "zoo.schema.json", outcome: "incomplete", interrupted: true},
+		{name: "zoo unknown entry", args: []string{"zoo", "--json", "--bug", "nope"}, outcome: "error"},
+		{name: "zoo bad runs", args: []string{"zoo", "--json", "--runs", "0"}, outcome: "error"},
+
 		{name: "merge as expected", args: []string{"merge", "--json", "--store", merged("ok"), s1, s2}, schema: "merge.schema.json", outcome: "as-expected"},
 		{name: "merge partial", args: []string{"merge", "--json", "--partial", "--store", merged("partial"), s1}, schema: "merge.schema.json", outcome: "incomplete"},
 		{name: "merge differs", args: []string{"merge", "--json", "--store", merged("differs"), differs, s2}, schema: "merge.schema.json", outcome: "differs"},
