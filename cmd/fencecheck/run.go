@@ -75,7 +75,7 @@ makes it harmless.`,
 	fs.DurationVar(&f.ttl, "ttl", 0, fmt.Sprintf("lease TTL, %v to %v (default: the backend's, else %v)", spec.MinTTL, spec.MaxTTL, spec.DefaultTTL))
 	fs.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("least workload time (default %v); the run also waits for its faults to heal", spec.DefaultDuration))
 	seedFlag(fs, &f.seed, "the workload and the fault schedule")
-	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default) or careful (checks its lease by its own clock before writing)")
+	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default), careful (checks its lease by its own clock before writing) or heeding (writes no more once its lock client said the lease was lost)")
 	fs.IntVar(&f.members, "members", 0, "lock-service cluster size (default: the backend's; e.g. etcd 1 or 3, raft 3 or 5)")
 	fs.IntVar(&f.keys, "keys", 0, "independent locks and registers; each critical section picks one (seeded). Backends and resources that serve keys only")
 	outFlag(fs, &f.out, defaultOut, "results store; the run writes DIR/<scenario>/<timestamp>/")
