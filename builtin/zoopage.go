@@ -62,7 +62,7 @@ the evidence that its fault bit.
 		fmt.Fprintf(&b, "The figures: %d seeds per entry, bug and control, from the saved run (%s), started %s and %s; %s. ",
 			doc.Runs, "`"+ZooRunPath+"`", doc.Started.UTC().Format("2006-01-02 15:04 UTC"), shardWords(doc.Sharding), runTime(doc.Seconds))
 		b.WriteString("Made on the 2-core reference machine with `fencecheck zoo --runs 20 --parallel 2 --shard I/2 --out sI` for I = 1, 2 at once, then `fencecheck merge --store M s1 s2`; `M/soak/<timestamp>/soak.json` is the saved run. ")
-		b.WriteString("**First detection** is the median, over the detected runs, of when the run first showed the bug: the earliest call among its counterexample's operations, from the workload's start.\n\n")
+		b.WriteString("**First detection** is the median, over the detected runs, of when the run first showed the bug: the latest call among its counterexample's operations (the last one the violation needs), from the workload's start.\n\n")
 	}
 	b.WriteString("| entry | reported | software (how this machine gets it) | scenario | property | detected | first detection | control | control false alarms | run it |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")

@@ -323,7 +323,7 @@ type ZooRow struct {
 	// Errors counts the runs of either that could not complete.
 	Errors int `json:"errors"`
 	// FirstDetection is, over the detected runs, when the run first showed the bug: the
-	// earliest call among the counterexample's operations (judge.Violations).
+	// latest call among the counterexample's operations (judge.Violations).
 	FirstDetection judge.Percentiles `json:"first_detection"`
 }
 

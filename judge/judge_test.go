@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/harness/history"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -110,4 +111,18 @@ func TestNoTokenVerdict(t *testing.T) {
 		require.Equal(t, 1, strings.Count(s.Verdict, "cannot be made safe by fencing"), s.Verdict)
 		require.Contains(t, strings.ToLower(s.Verdict), "no fenced resource was run against it")
 	}
+}
+
+// A violated property's time is the latest call among its counterexample's ops (the
+// moment the run had shown it); a held one, or one whose ops the history lacks, has none.
+func TestViolations(t *testing.T) {
+	h := &history.History{Ops: []history.Op{{ID: 1, Call: 100}, {ID: 2, Call: 300}, {ID: 3, Call: 200}}}
+	rep := &models.Report{Results: []models.Result{
+		{Property: models.Register, Verdict: models.Violated, Counterexample: []int{3, 1}},
+		{Property: models.Tokens, Verdict: models.Violated, Counterexample: []int{1, 2}},
+		{Property: models.Mutex, Verdict: models.Held},
+		{Property: models.Updates, Verdict: models.Violated, Counterexample: []int{9}},
+	}}
+	require.Equal(t, map[models.Property]int64{models.Register: 200, models.Tokens: 300}, Violations(h, rep))
+	require.Nil(t, Violations(nil, rep), "a history checked as a stream is not kept")
 }

@@ -25,9 +25,10 @@ type SoakRun struct {
 	// FirstViolationNanos is when the first stale write that got through was called,
 	// since the workload started; nil when none got through.
 	FirstViolationNanos *int64 `json:"first_violation_ns,omitempty"`
-	// Violations holds, for each property the run found violated, the earliest call
-	// time (ns since the workload started) among its counterexample's operations: when
-	// the run first showed what broke (the zoo's time to first detection).
+	// Violations holds, for each property the run found violated, the latest call time
+	// (ns since the workload started) among its counterexample's operations: when the
+	// last operation the violation needs was made, so when the run first showed what
+	// broke (the zoo's time to first detection).
 	Violations    map[models.Property]int64 `json:"violations_ns,omitempty"`
 	WorkloadNanos int64                     `json:"workload_ns"`
 	CheckNanos    int64                     `json:"check_ns"`
@@ -115,7 +116,7 @@ func FirstViolation(rep *models.Report) (int64, bool) {
 }
 
 // Violations is, for each property rep found violated whose counterexample names
-// operations of h, the earliest call time among them; nil when none (or h is nil: a
+// operations of h, the latest call time among them (the violation needs them all); nil when none (or h is nil: a
 // history checked as a stream is not kept).
 func Violations(h *history.History, rep *models.Report) map[models.Property]int64 {
 	if h == nil || rep == nil {
@@ -130,17 +131,17 @@ func Violations(h *history.History, rep *models.Report) map[models.Property]int6
 		if r.Verdict != models.Violated {
 			continue
 		}
-		first, ok := int64(0), false
+		last, ok := int64(0), false
 		for _, id := range r.Counterexample {
-			if c, found := calls[id]; found && (!ok || c < first) {
-				first, ok = c, true
+			if c, found := calls[id]; found && (!ok || c > last) {
+				last, ok = c, true
 			}
 		}
 		if ok {
 			if out == nil {
 				out = map[models.Property]int64{}
 			}
-			out[r.Property] = first
+			out[r.Property] = last
 		}
 	}
 	return out
