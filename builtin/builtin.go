@@ -52,7 +52,7 @@ func Packages(reg *registry.Registry) []Package {
 		{Path: "backend/etcd", Backends: one(etcdlock.Descriptor()), Scenarios: etcdlock.Scenarios(), Zoo: etcdlock.Zoo(), Untried: etcdlock.Untried(), Doc: etcdlock.Doc()},
 		{Path: "backend/raftlock", Backends: one(raftlock.Descriptor()), Scenarios: raftlock.Scenarios(), Doc: raftlock.Doc()},
 		{Path: "backend/zookeeper", Backends: zookeeper.Descriptors(), Scenarios: zookeeper.Scenarios(), Doc: zookeeper.Doc()},
-		{Path: "backend/redis", Backends: redislock.Descriptors(), Scenarios: redislock.Scenarios(), Zoo: redislock.Zoo(), Doc: redislock.Doc()},
+		{Path: "backend/redis", Backends: redislock.Descriptors(), Scenarios: redislock.Scenarios(), Zoo: redislock.Zoo(), Untried: redislock.Untried(), Doc: redislock.Doc()},
 		{Path: "backend/redlock", Backends: one(redlock.Descriptor()), Scenarios: redlock.Scenarios(), Untried: redlock.Untried(), Doc: redlock.Doc()},
 		{Path: "backend/nats", Backends: one(natslock.Descriptor()), Scenarios: natslock.Scenarios(), Untried: natslock.Untried(), Doc: natslock.Doc()},
 		{Path: "backend/execlock", Backends: one(execlock.Descriptor(reg)), Scenarios: execlock.Scenarios(), Zoo: execlock.Zoo(), Untried: execlock.Untried(), Doc: execlock.Doc()},

@@ -25,3 +25,14 @@ func Zoo() []catalogue.Bug {
 		},
 	}
 }
+
+// Untried is what the zoo does not reproduce of Redis's durability, and why.
+func Untried() []catalogue.Untried {
+	return []catalogue.Untried{
+		{
+			Ref: "fencecheck: redis tokens (appendfsync everysec)", URL: "backends/redis.md#the-tokens",
+			Pain: "with the AOF at appendfsync everysec (Redis's default for it), a SIGKILL lost acknowledged INCRs and the next grant reused a token (seen once, on a loaded machine)",
+			Why:  "not reproducible on purpose: Redis loses only the writes it postponed while a background fsync was slow, and no fault here makes the disk slow on cue; the entry redis-counter-restart shows the same reuse without persistence",
+		},
+	}
+}
