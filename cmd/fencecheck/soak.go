@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,15 +25,21 @@ import (
 
 // soakFlags are `fencecheck soak`'s flags.
 type soakFlags struct {
-	named        []string
+	soakCommon
+	named   []string
+	random  bool
+	options func() map[string]string
+}
+
+// soakCommon are the flags of the commands whose runs are a soak (soak, zoo).
+type soakCommon struct {
 	runs         int
-	random, json bool
+	json         bool
 	out          string
 	checkTimeout time.Duration
 	parallel     int
 	verbose      bool
 	shard        campaign.Shard
-	options      func() map[string]string
 }
 
 // soakJSON is `soak --json`: the soak's result, its outcome and exit code.
@@ -116,108 +123,158 @@ scenarios that cannot run here (each named on stderr with what it needs).`,
 const maxSoakRuns = 10000
 
 func (a *app) soak(cmd *cobra.Command, f *soakFlags) error {
-	ctx := cmd.Context()
 	fail := a.failer(f.json)
-	if f.runs < 1 {
-		return fail(badInput("--runs must be at least 1, got %d", f.runs))
-	}
-	if f.runs > maxSoakRuns {
-		return fail(badInput("--runs %d is above the most a soak makes, %d runs per scenario (shard a longer soak: --shard, docs/sharding.md)", f.runs, maxSoakRuns))
-	}
-	if err := checkParallel(f.parallel); err != nil {
+	if err := f.check(); err != nil {
 		return fail(err)
-	}
-	if !f.shard.Whole() && f.out == "" {
-		return fail(badInput("--shard %s needs a results store (--out DIR) for 'fencecheck merge' to combine", f.shard))
-	}
-	if f.out != "" { // empty: a temporary folder (documented)
-		if err := writableDir("--out", f.out); err != nil {
-			return fail(err)
-		}
-	}
-	var logTo io.Writer
-	if f.verbose {
-		logTo = a.stderr
 	}
 	list, err := a.selectScenarios("soak", trimList(f.named), f.options())
 	if err != nil {
 		return fail(err)
 	}
+	done, err := a.runSoak(cmd.Context(), "soak", &f.soakCommon, list, f.random, func(r campaign.SoakRun) string {
+		switch {
+		case r.Err != "":
+			return "ERROR: " + r.Err
+		case len(r.Diffs) > 0:
+			return "DIFFERS: " + strings.Join(r.Diffs, "; ")
+		case f.random:
+			return "done"
+		}
+		return ""
+	})
+	if err != nil {
+		return fail(err)
+	}
+	defer done.pageLine()
+	if f.json {
+		if err := a.printJSON(soakDoc(done.res, done.code, done.interrupted)); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
+		}
+	} else {
+		soakTable(done.out, done.res)
+		fmt.Fprintf(done.out, "soak: %d scenario(s) × %d run(s)%s in %s\n", len(done.res.Scenarios), done.res.Runs, shardNote(done.plan), time.Since(done.began).Round(time.Second))
+	}
+	a.soakClosing("soak", "differ from the catalogue", done)
+	return withCode(done.code)
+}
+
+// check refuses the common flags' bad values: runs out of bounds, a bad --parallel, a
+// shard without a store, a store that cannot be written.
+func (c *soakCommon) check() error {
+	if c.runs < 1 {
+		return badInput("--runs must be at least 1, got %d", c.runs)
+	}
+	if c.runs > maxSoakRuns {
+		return badInput("--runs %d is above the most a soak makes, %d runs per scenario (shard a longer soak: --shard, docs/sharding.md)", c.runs, maxSoakRuns)
+	}
+	if err := checkParallel(c.parallel); err != nil {
+		return err
+	}
+	if !c.shard.Whole() && c.out == "" {
+		return badInput("--shard %s needs a results store (--out DIR) for 'fencecheck merge' to combine", c.shard)
+	}
+	if c.out != "" { // empty: a temporary folder (documented)
+		if err := writableDir("--out", c.out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// soaked is a finished soak of soak's or zoo's: its result and plan, its exit code,
+// where its text goes (stderr when stdout is one JSON document), and its page.
+type soaked struct {
+	res         *campaign.SoakResult
+	plan        *campaign.Plan
+	code        int
+	interrupted bool
+	began       time.Time
+	out         io.Writer
+	page        string
+}
+
+// pageLine says where the soak's page is, when it wrote one.
+func (s *soaked) pageLine() {
+	if s.page != "" {
+		term.Fprintf(s.out, "%s page: %s\n", "soak", s.page)
+	}
+}
+
+// runSoak runs the scenarios as a soak over the campaign runner, printing each run's
+// status on stderr ("as expected" when status says ""), writes its page into the store,
+// and works out its exit code. The error is ready for fail: a bad spec, or
+// fencecheck's own failure; an interrupt is not one (soaked.interrupted).
+func (a *app) runSoak(ctx context.Context, cmd string, c *soakCommon, list []catalogue.Scenario, random bool, status func(campaign.SoakRun) string) (*soaked, error) {
+	var logTo io.Writer
+	if c.verbose {
+		logTo = a.stderr
+	}
 	began := time.Now()
 	var mu sync.Mutex
 	failedCode := exitSafe // of the runs that failed
 	res, plan, err := campaign.SoakPlanned(ctx, campaign.SoakConfig{
-		Scenarios: list, Runs: f.runs, Random: f.random, Store: f.out, CheckTimeout: f.checkTimeout, Parallel: f.parallel, Log: logTo,
-		Registry: a.reg, Redact: a.red, Shard: f.shard,
+		Scenarios: list, Runs: c.runs, Random: random, Store: c.out, CheckTimeout: c.checkTimeout, Parallel: c.parallel, Log: logTo,
+		Registry: a.reg, Redact: a.red, Shard: c.shard,
 		Failed: func(_ string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			failedCode = worst(failedCode, codeOf(err))
 		},
 		Progress: func(name string, r campaign.SoakRun) {
-			status := "as expected"
-			switch {
-			case r.Err != "":
-				status = "ERROR: " + r.Err
-			case len(r.Diffs) > 0:
-				status = "DIFFERS: " + strings.Join(r.Diffs, "; ")
-			case f.random:
-				status = "done"
-			}
-			if r.Evidence != "" && status != "as expected" && status != "done" {
+			st := status(r)
+			if st == "" {
+				st = "as expected"
+			} else if r.Evidence != "" && st != "done" {
 				ev := r.Evidence
-				if f.out != "" {
-					ev = filepath.Join(f.out, ev)
+				if c.out != "" {
+					ev = filepath.Join(c.out, ev)
 				}
-				status += " (evidence: " + ev + ")"
+				st += " (evidence: " + ev + ")"
 			}
-			term.Fprintf(a.stderr, "soak %s seed %d: %s\n", name, r.Seed, status)
+			term.Fprintf(a.stderr, "%s %s seed %d: %s\n", cmd, name, r.Seed, st)
 		},
 	})
-	interrupted := false
+	done := &soaked{res: res, plan: plan, began: began, out: a.stdout}
 	switch {
 	case errors.Is(err, spec.ErrSpec):
-		return fail(err)
+		return nil, err
 	case err != nil && res != nil && ctx.Err() != nil:
-		interrupted = true // keep what finished
+		done.interrupted = true // keep what finished
 	case err != nil:
-		return fail(&exitError{code: exitInternal, msg: err.Error()})
+		return nil, &exitError{code: exitInternal, msg: err.Error()}
 	}
-	out := a.stdout
-	if f.json {
-		out = a.stderr // stdout is one JSON document
+	if c.json {
+		done.out = a.stderr // stdout is one JSON document
 	}
-	if f.out != "" {
-		page, err := writeSoak(f.out, res, plan, began, interrupted)
+	if c.out != "" {
+		page, err := writeSoak(c.out, res, plan, began, done.interrupted)
 		if err != nil {
-			return fail(&exitError{code: exitInternal, msg: err.Error()})
+			return nil, &exitError{code: exitInternal, msg: err.Error()}
 		}
-		defer term.Fprintf(out, "soak page: %s\n", page)
+		done.page = page
 	}
-	code := soakExit(res, failedCode)
-	if interrupted {
-		code = worst(code, exitUsage)
+	done.code = soakExit(res, failedCode)
+	if done.interrupted {
+		done.code = worst(done.code, exitUsage)
 	}
-	if f.json {
-		if err := a.printJSON(soakDoc(res, code, interrupted)); err != nil {
-			return &exitError{code: exitInternal, msg: err.Error()}
-		}
-	} else {
-		soakTable(out, res)
-		fmt.Fprintf(out, "soak: %d scenario(s) × %d run(s)%s in %s\n", len(res.Scenarios), res.Runs, shardNote(plan), time.Since(began).Round(time.Second))
-	}
+	return done, nil
+}
+
+// soakClosing says on stderr, in one line, why a soak of cmd's did not exit 0; differ
+// says what a run that differed from its expectation did.
+func (a *app) soakClosing(cmd, differ string, s *soaked) {
+	res, code := s.res, s.code
 	switch {
 	case res.Mismatches() > 0:
-		fmt.Fprintf(a.stderr, "fencecheck soak: %d run(s) differ from the catalogue (exit %d)\n", res.Mismatches(), code)
+		fmt.Fprintf(a.stderr, "fencecheck %s: %d run(s) %s (exit %d)\n", cmd, res.Mismatches(), differ, code)
 	case res.Errors() > 0:
-		fmt.Fprintf(a.stderr, "fencecheck soak: %d run(s) failed to complete (exit %d)\n", res.Errors(), code)
-	case interrupted:
-		fmt.Fprintf(a.stderr, "fencecheck soak: interrupted; the runs that finished are in the results (exit %d)\n", code)
+		fmt.Fprintf(a.stderr, "fencecheck %s: %d run(s) failed to complete (exit %d)\n", cmd, res.Errors(), code)
+	case s.interrupted:
+		fmt.Fprintf(a.stderr, "fencecheck %s: interrupted; the runs that finished are in the results (exit %d)\n", cmd, code)
 	case code == exitInconclusive:
 		n, first := res.Untested()
-		term.Fprintf(a.stderr, "fencecheck soak: %d run(s) tested nothing, the first: %s (exit %d)\n", n, first, code)
+		term.Fprintf(a.stderr, "fencecheck %s: %d run(s) tested nothing, the first: %s (exit %d)\n", cmd, n, first, code)
 	}
-	return withCode(code)
 }
 
 // selectScenarios resolves catalogue names for matrix --scenario and soak: each name

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -21,15 +18,9 @@ import (
 
 // zooFlags are `fencecheck zoo`'s flags.
 type zooFlags struct {
-	bugs         []string
-	runs         int
-	json         bool
-	out          string
-	checkTimeout time.Duration
-	parallel     int
-	verbose      bool
-	shard        campaign.Shard
-	options      func() map[string]string
+	soakCommon
+	bugs    []string
+	options func() map[string]string
 }
 
 // zooJSON is `zoo --json`: a row per entry run, the entries skipped here, the soak of
@@ -92,21 +83,9 @@ it needs. The runs are a soak: --out, --shard and 'fencecheck merge' work as for
 }
 
 func (a *app) runZoo(cmd *cobra.Command, f *zooFlags) error {
-	ctx := cmd.Context()
 	fail := a.failer(f.json)
-	if f.runs < 1 || f.runs > maxSoakRuns {
-		return fail(badInput("--runs must be between 1 and %d, got %d", maxSoakRuns, f.runs))
-	}
-	if err := checkParallel(f.parallel); err != nil {
+	if err := f.check(); err != nil {
 		return fail(err)
-	}
-	if !f.shard.Whole() && f.out == "" {
-		return fail(badInput("--shard %s needs a results store (--out DIR) for 'fencecheck merge' to combine", f.shard))
-	}
-	if f.out != "" {
-		if err := writableDir("--out", f.out); err != nil {
-			return fail(err)
-		}
 	}
 	entries, skipped, err := a.selectBugs(trimList(f.bugs), f.options())
 	if err != nil {
@@ -117,59 +96,22 @@ func (a *app) runZoo(cmd *cobra.Command, f *zooFlags) error {
 		bug, control := b.Scenarios()
 		list = append(list, bug, control)
 	}
-	var logTo io.Writer
-	if f.verbose {
-		logTo = a.stderr
-	}
-	began := time.Now()
-	var mu sync.Mutex
-	failedCode := exitSafe
-	res, plan, err := campaign.SoakPlanned(ctx, campaign.SoakConfig{
-		Scenarios: list, Runs: f.runs, Store: f.out, CheckTimeout: f.checkTimeout, Parallel: f.parallel, Log: logTo,
-		Registry: a.reg, Redact: a.red, Shard: f.shard,
-		Failed: func(_ string, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			failedCode = worst(failedCode, codeOf(err))
-		},
-		Progress: func(name string, r campaign.SoakRun) {
-			status := "as the entry says"
-			switch {
-			case r.Err != "":
-				status = "ERROR: " + r.Err
-			case len(r.Diffs) > 0:
-				status = "DIFFERS: " + strings.Join(r.Diffs, "; ")
-			}
-			term.Fprintf(a.stderr, "zoo %s seed %d: %s\n", name, r.Seed, status)
-		},
-	})
-	interrupted := false
-	switch {
-	case errors.Is(err, spec.ErrSpec):
-		return fail(err)
-	case err != nil && res != nil && ctx.Err() != nil:
-		interrupted = true
-	case err != nil:
-		return fail(&exitError{code: exitInternal, msg: err.Error()})
-	}
-	out := a.stdout
-	if f.json {
-		out = a.stderr
-	}
-	if f.out != "" {
-		page, err := writeSoak(f.out, res, plan, began, interrupted)
-		if err != nil {
-			return fail(&exitError{code: exitInternal, msg: err.Error()})
+	done, err := a.runSoak(cmd.Context(), "zoo", &f.soakCommon, list, false, func(r campaign.SoakRun) string {
+		switch {
+		case r.Err != "":
+			return "ERROR: " + r.Err
+		case len(r.Diffs) > 0:
+			return "DIFFERS: " + strings.Join(r.Diffs, "; ")
 		}
-		defer term.Fprintf(out, "zoo's soak page: %s\n", filepath.Clean(page))
+		return ""
+	})
+	if err != nil {
+		return fail(err)
 	}
-	code := soakExit(res, failedCode)
-	if interrupted {
-		code = worst(code, exitUsage)
-	}
-	rows := a.bugs.Rows(res)
+	defer done.pageLine()
+	rows := a.bugs.Rows(done.res)
 	if f.json {
-		doc := zooJSON{Outcome: soakDoc(res, code, interrupted).Outcome, Exit: code, Entries: rows, Skipped: skipped, Soak: res}
+		doc := zooJSON{Outcome: soakDoc(done.res, done.code, done.interrupted).Outcome, Exit: done.code, Entries: rows, Skipped: skipped, Soak: done.res}
 		if doc.Entries == nil {
 			doc.Entries = []catalogue.ZooRow{}
 		}
@@ -180,21 +122,15 @@ func (a *app) runZoo(cmd *cobra.Command, f *zooFlags) error {
 			return &exitError{code: exitInternal, msg: err.Error()}
 		}
 	} else {
-		zooTable(out, rows)
-		fmt.Fprintf(out, "zoo: %d entr%s × %d run(s) of the bug and of its control%s in %s\n", len(rows), map[bool]string{true: "y", false: "ies"}[len(rows) == 1], res.Runs, shardNote(plan), time.Since(began).Round(time.Second))
+		zooTable(done.out, rows)
+		entries := "entries"
+		if len(rows) == 1 {
+			entries = "entry"
+		}
+		fmt.Fprintf(done.out, "zoo: %d %s × %d run(s) of the bug and of its control%s in %s\n", len(rows), entries, done.res.Runs, shardNote(done.plan), time.Since(done.began).Round(time.Second))
 	}
-	switch {
-	case res.Mismatches() > 0:
-		fmt.Fprintf(a.stderr, "fencecheck zoo: %d run(s) not as their entry says: a bug missed or a control's false alarm (exit %d)\n", res.Mismatches(), code)
-	case res.Errors() > 0:
-		fmt.Fprintf(a.stderr, "fencecheck zoo: %d run(s) failed to complete (exit %d)\n", res.Errors(), code)
-	case interrupted:
-		fmt.Fprintf(a.stderr, "fencecheck zoo: interrupted; the runs that finished are in the results (exit %d)\n", code)
-	case code == exitInconclusive:
-		n, first := res.Untested()
-		term.Fprintf(a.stderr, "fencecheck zoo: %d run(s) tested nothing, the first: %s (exit %d)\n", n, first, code)
-	}
-	return withCode(code)
+	a.soakClosing("zoo", "not as their entry says: a bug missed or a control's false alarm", done)
+	return withCode(done.code)
 }
 
 // selectBugs resolves --bug IDs (all when none): each entry with the registry options
