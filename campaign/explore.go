@@ -252,7 +252,7 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 			case ok:
 				status = string(prop) + " VIOLATED"
 			}
-			e.progress("try %d (seed %d, %s, %d clients, ttl %v, %d faults): %s", res.Tries, batch[i].Seed,
+			e.progress("try %d (seed %d, %s, %d clients, ttl %v, %d fault(s)): %s", res.Tries, batch[i].Seed,
 				strings.Join(spec.ScheduleKinds(*batch[i].Schedule), "+"), batch[i].Clients, batch[i].TTL, len(batch[i].Schedule.Items), status)
 			if ok && !interrupted {
 				found = append(found, i)
@@ -338,7 +338,7 @@ func (e *explorer) finding(ctx context.Context, n int, prop models.Property, s s
 	if res, ok := r.Outcome.Report.Result(prop); ok {
 		f.Explanation = res.Explanation
 	}
-	e.progress("finding %d: %s violated under %s; shrinking (%d replays per step, kept at %d)", n, prop, strings.Join(f.Kinds, "+"), e.cfg.Replays, e.need())
+	e.progress("finding %d after %.1f s: %s violated under %s; shrinking (%d replays per step, kept at %d)", n, f.FoundSeconds, prop, strings.Join(f.Kinds, "+"), e.cfg.Replays, e.need())
 	if err := spec.WriteScheduleFile(f.Original, spec.NewScheduleFile(e.cfg.Registry, resolved, *s.Schedule)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStore, err)
 	}
@@ -418,7 +418,7 @@ func (e *explorer) shrink(ctx context.Context, prop models.Property, s spec.Spec
 				}
 			}
 		}
-		e.progress("  shrink step %d: %d faults, %d clients: %d/%d replays violate %s", step, len(c.Schedule.Items), c.Clients, rate.Hits, rate.Runs, prop)
+		e.progress("  shrink step %d: %d fault(s), %d clients: %d/%d replays violate %s", step, len(c.Schedule.Items), c.Clients, rate.Hits, rate.Runs, prop)
 		return rate, nil
 	}
 	start := Candidate{Schedule: *s.Schedule, Clients: s.Clients}
@@ -454,7 +454,7 @@ func candidateKey(c Candidate) string { return fmt.Sprint(c.Clients, c.Schedule.
 // writeFinding writes finding.json in the finding's folder and removes the replay kept
 // for it.
 func writeFinding(f *Finding) error {
-	if err := writeJSONFile(filepath.Join(f.Dir, "finding.json"), f); err != nil {
+	if err := writeJSONFile(filepath.Join(f.Dir, reports.FindingJSON), f); err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(f.Dir), ".hit-*"))
