@@ -136,6 +136,8 @@ func (c Catalogue) Label(reg *registry.Registry, s spec.Spec) string {
 		parts = append(parts, strings.Join(s.Faults, "+"))
 	case len(s.RandomFaults) > 0:
 		parts = append(parts, "random", strings.Join(s.RandomFaults, "+"))
+	case s.Schedule != nil:
+		parts = append(parts, "schedule", strings.Join(spec.ScheduleKinds(*s.Schedule), "+"))
 	default:
 		parts = append(parts, "nofault")
 	}

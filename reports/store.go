@@ -26,6 +26,7 @@ import (
 //	DIR/evaluate-<backend>/<timestamp>/{scorecard.html, scorecard.json}  and its latest
 //	DIR/soak/<timestamp>/{index.html, soak.json}              and DIR/soak/latest
 //	DIR/compare/<timestamp>/{compare.html, compare.json}     and DIR/compare/latest
+//	DIR/explore/<timestamp>/finding-N/{original.json, shrunk.json, original-run/, shrunk-run/, finding.json}
 //	DIR/index.html                                            the store's index (fencecheck report DIR)
 
 // timestampLayout names a run's folder: sortable, and unique to the millisecond.
@@ -112,7 +113,8 @@ func EndRun(dir, failure string) error {
 // StoreEntry is one scenario, matrix or scorecard in the store's index.
 type StoreEntry struct {
 	Name string
-	// Kind is "run", "matrix", "scorecard", "compare" or "soak".
+	// Kind is "run", "matrix", "scorecard", "compare", "soak" or "explore" (an
+	// exploration with findings: its page is the first finding's shrunk run).
 	Kind string
 	// Page is the path of its newest page, relative to the store's root.
 	Page string
@@ -144,7 +146,7 @@ func ScanStore(root string) ([]StoreEntry, error) {
 			out = append(out, e)
 		}
 	}
-	kindOrder := map[string]int{"compare": 0, "scorecard": 1, "matrix": 2, "soak": 3, "run": 4}
+	kindOrder := map[string]int{"compare": 0, "scorecard": 1, "matrix": 2, "soak": 3, "explore": 4, "run": 5}
 	slices.SortFunc(out, func(a, b StoreEntry) int {
 		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Name, b.Name))
 	})
@@ -221,6 +223,14 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 				}
 			}
 			return e, true
+		case exists(filepath.Join(dir, "finding-1", FindingJSON)):
+			e.Kind, e.Outcome = "explore", OutcomeUnsafe
+			e.Page = rel(filepath.Join("finding-1", "shrunk-run", ReportFile))
+			if !exists(filepath.Join(dir, "finding-1", "shrunk-run", ReportFile)) {
+				e.Page = rel(filepath.Join("finding-1", "original-run", ReportFile))
+			}
+			e.Summary = exploreSummary(dir)
+			return e, true
 		case exists(filepath.Join(dir, FailedFile)):
 			e.Kind, e.Page, e.Outcome = "run", rel(FailedFile), OutcomeFailed
 			if exists(filepath.Join(dir, ReportFile)) {
@@ -245,6 +255,32 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 		}
 	}
 	return StoreEntry{}, false
+}
+
+// FindingJSON is a finding's record in DIR/explore/<timestamp>/finding-N/.
+const FindingJSON = "finding.json"
+
+// exploreSummary says an exploration's findings in a line: how many, and each one's
+// property and shrunk size (read from finding.json, as campaign.Finding writes it).
+func exploreSummary(dir string) string {
+	var parts []string
+	for n := 1; ; n++ {
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("finding-%d", n), FindingJSON))
+		if err != nil {
+			break
+		}
+		var f struct {
+			Property     string `json:"property"`
+			ShrunkFaults int    `json:"shrunk_faults"`
+			Hits         int    `json:"hits"`
+			Replays      int    `json:"replays"`
+		}
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("finding-%d: %s, %d fault(s), %d/%d replays", n, f.Property, f.ShrunkFaults, f.Hits, f.Replays))
+	}
+	return fmt.Sprintf("%d finding(s): %s", len(parts), strings.Join(parts, "; "))
 }
 
 func exists(path string) bool {

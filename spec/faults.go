@@ -58,9 +58,13 @@ func (r *Resolved) ClientFaults(started harness.Backend) []nemesis.ClientFault {
 	return out
 }
 
-// Schedule is the run's random fault schedule, if it has one.
+// Schedule is the run's fault schedule, if it has one: the one given (Spec.Schedule),
+// else the random one drawn from the seed.
 func (r *Resolved) Schedule() (nemesis.Schedule, bool) {
 	s := r.Spec
+	if s.Schedule != nil {
+		return *s.Schedule, true
+	}
 	if len(s.RandomFaults) == 0 {
 		return nemesis.Schedule{}, false
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness/history"
+	"github.com/fencecheck/fencecheck/harness/nemesis"
 	"github.com/fencecheck/fencecheck/harness/nemesis/faults"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
@@ -86,6 +87,16 @@ func (r *Resolved) resolve(s Spec) error {
 	if s.Duration == 0 {
 		s.Duration = DefaultDuration
 	}
+	if s.Schedule != nil {
+		// A given schedule's run lasts at least until its last fault healed, and a TTL.
+		var end time.Duration
+		for _, it := range s.Schedule.Items {
+			end = max(end, it.At+it.Hold)
+		}
+		if end > 0 && s.Duration < end+s.TTL {
+			s.Duration = end + s.TTL
+		}
+	}
 	r.Spec = s
 	if !beOK {
 		return fmt.Errorf("unknown backend %q (known: %s; a backend of your own is added with Registry.AddBackend)", s.Backend, registry.Names(reg.BackendNames()))
@@ -116,6 +127,9 @@ func (r *Resolved) resolve(s Spec) error {
 		if s.Duration < 2*s.Interval {
 			return fmt.Errorf("a random schedule needs a duration of at least twice the interval (%v), got %v", 2*s.Interval, s.Duration)
 		}
+	}
+	if s.Schedule != nil && (len(s.Faults) > 0 || len(s.RandomFaults) > 0) {
+		return fmt.Errorf("give either a schedule or faults (targeted or random), not both")
 	}
 	switch {
 	case s.Clients < 2 || s.Clients > 64:
@@ -174,12 +188,15 @@ func (r *Resolved) resolve(s Spec) error {
 		return err
 	}
 	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, Careful: s.Policy == PolicyCareful, TTL: s.TTL,
-		Random: len(s.RandomFaults) > 0, ClientFaults: reg.ClientFaultNames()}
+		Random: len(s.RandomFaults) > 0 || s.Schedule != nil, ClientFaults: reg.ClientFaultNames()}
 	for _, f := range s.Faults {
 		if err := r.applies(f); err != nil {
 			// A descriptor without a Shape is refused for what it did not state.
 			return be.ShapeRefusal(r.Settings, err)
 		}
+	}
+	if err := r.checkSchedule(s); err != nil {
+		return be.ShapeRefusal(r.Settings, err)
 	}
 	// A random schedule draws only from the kinds that apply to this backend.
 	var kinds []string
@@ -200,6 +217,52 @@ func (r *Resolved) resolve(s Spec) error {
 	r.Spec = s
 	r.sortFaults()
 	return nil
+}
+
+// checkSchedule checks a given schedule item by item: every kind known and applicable
+// here, times and holds positive, clients among the run's. The error names the item.
+func (r *Resolved) checkSchedule(s Spec) error {
+	if s.Schedule == nil {
+		return nil
+	}
+	if len(s.Schedule.Items) == 0 {
+		return fmt.Errorf("the schedule has no item")
+	}
+	for i, it := range s.Schedule.Items {
+		var err error
+		switch {
+		case it.Kind == "":
+			err = fmt.Errorf("no fault kind")
+		case it.At <= 0:
+			err = fmt.Errorf("at must be positive, got %v", it.At)
+		case it.Hold <= 0:
+			err = fmt.Errorf("hold must be positive, got %v", it.Hold)
+		case it.Client < 0 || it.Client >= s.Clients:
+			err = fmt.Errorf("client %d is not one of the run's %d clients (0 to %d)", it.Client, s.Clients, s.Clients-1)
+		default:
+			if _, ok := r.reg.Fault(it.Kind); !ok {
+				err = fmt.Errorf("unknown fault %q (known: %s)", it.Kind, registry.Names(r.reg.FaultNames()))
+			} else {
+				err = r.applies(it.Kind)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("schedule item %d (%s at %v): %w", i+1, it.Kind, it.At, err)
+		}
+	}
+	return nil
+}
+
+// ScheduleKinds is the sorted set of fault kinds a schedule uses.
+func ScheduleKinds(sched nemesis.Schedule) []string {
+	var out []string
+	for _, it := range sched.Items {
+		if !slices.Contains(out, it.Kind) {
+			out = append(out, it.Kind)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // applies says why fault f cannot run against the spec, or nil.

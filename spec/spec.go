@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness/nemesis"
 	"github.com/fencecheck/fencecheck/harness/registry"
 	"github.com/fencecheck/fencecheck/models"
 )
@@ -44,6 +45,11 @@ type Spec struct {
 	// Duration (Jepsen-style exploration: verdicts are reported, not expected).
 	RandomFaults []string
 	Interval     time.Duration
+	// Schedule, if set, is the run's fault schedule as given (a schedule file's, or one
+	// explore drew): the run uses it instead of drawing one, and Resolve checks every
+	// item. Omitted from JSON when nil, so that a plan's identity stays what it was for
+	// the runs that do not set it.
+	Schedule *nemesis.Schedule `json:",omitempty"`
 	// Skipped says which RandomFaults did not apply to the backend and were left out
 	// (set by Resolve).
 	Skipped []string

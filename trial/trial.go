@@ -69,6 +69,9 @@ func clockFault(f string) bool { return f == faults.Skew || f == faults.ClockJum
 // the lockers' backend (nil: in-process) and what the history records about it.
 func hostLockers(ctx context.Context, opt Options, s spec.Spec, be harness.Backend, res harness.Resource, log *slog.Logger) (harness.Backend, string, error) {
 	all := append(append([]string(nil), s.Faults...), s.RandomFaults...)
+	if s.Schedule != nil {
+		all = append(all, spec.ScheduleKinds(*s.Schedule)...)
+	}
 	pauses := false
 	for _, f := range all {
 		if processPause(f) {
@@ -208,6 +211,10 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	run.ServerVersion, run.SessionTimeouts = serverFacts(ctx, r, be, log)
 	if sched, ok := r.Schedule(); ok {
 		run.RandomFaults = s.RandomFaults
+		if s.Schedule != nil {
+			run.RandomFaults = spec.ScheduleKinds(sched)
+			run.Extra["schedule_given"] = true
+		}
 		run.Extra["schedule"] = sched.Items
 	}
 	lockers, hosting, err := hostLockers(ctx, opt, s, be, res, log)

@@ -99,12 +99,13 @@ stderr. A command that could not give a verdict prints `+"`{\"outcome\": \"error
 | compare | compare.json's fields ([schema](compare.schema.json)) and the page | complete, unsafe, inconclusive, incomplete |
 | soak | the soak's result | as-expected, differs, inconclusive, incomplete |
 | zoo | a row per entry (detected, control false alarms and held), the entries skipped here, the soak it was judged from | as-expected, differs, inconclusive, incomplete |
+| explore | the tries, the findings with their schedule files, shrunk sizes and replay rates | found, nothing-found, incomplete |
 | merge | per merged campaign: its plan, its shards and their stores, the missing shards, and the document of its own command | as-expected, differs, inconclusive, incomplete |
 | doctor | one entry per backend and resource, and the apt-get line | ready, missing |
 
 Each document has its JSON Schema: [run](run.schema.json), [check](check.schema.json),
 [matrix](matrix.schema.json), [evaluate](scorecard.schema.json), [compare](compare.schema.json),
-[soak](soak.schema.json), [zoo](zoo.schema.json), [merge](merge.schema.json), [doctor](doctor.schema.json). The error
+[soak](soak.schema.json), [zoo](zoo.schema.json), [explore](explore.schema.json), [merge](merge.schema.json), [doctor](doctor.schema.json). The error
 document ([schema](error.schema.json)) is printed on one line instead of the command's
 document whenever there is none to print: a flag or argument that cannot be parsed, a
 missing file, a backend that cannot run here (exit 2), fencecheck's own failure (exit 3);

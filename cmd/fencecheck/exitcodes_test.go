@@ -50,7 +50,7 @@ func TestExitCodeRule(t *testing.T) {
 	}
 	var rows []row
 	// Bad input: an unknown flag, on every command.
-	for _, cmd := range []string{"run", "check", "list", "doctor", "matrix", "evaluate", "compare", "soak", "zoo", "merge", "report", "serve", "completion", "help"} {
+	for _, cmd := range []string{"run", "check", "list", "doctor", "matrix", "evaluate", "compare", "soak", "zoo", "explore", "merge", "report", "serve", "completion", "help"} {
 		rows = append(rows, row{"bad input", []string{cmd, "--no-such-flag"}, "unknown flag --no-such-flag"})
 	}
 	// Unusable paths: every folder a command writes into, given as a file, under a
@@ -66,6 +66,7 @@ func TestExitCodeRule(t *testing.T) {
 		{"compare", "--out", []string{"--backend", "naive"}},
 		{"soak", "--out", []string{"--scenario", "naive-fenced-pause", "--runs", "1"}},
 		{"zoo", "--out", []string{"--bug", "shedlock-132"}},
+		{"explore", "--out", []string{"--backend", "naive", "--budget", "1s"}},
 		{"merge", "--store", []string{out}},
 		{"check", "--html", []string{hist}},
 		{"report", "--out", []string{hist}},
@@ -103,6 +104,22 @@ func TestExitCodeRule(t *testing.T) {
 		row{"missing backend", []string{"compare", "--backend", "redis", "--out", out}, noRedis},
 		row{"missing backend", []string{"soak", "--scenario", "redis-fenced-pause", "--out", out}, noRedis},
 		row{"missing backend", []string{"zoo", "--bug", "redis-counter-restart", "--out", out}, noRedis},
+	)
+	// explore's own input, and a schedule file that cannot be replayed.
+	badSchedule := filepath.Join(tmp, "bad-schedule.json")
+	require.NoError(t, os.WriteFile(badSchedule, []byte(`{"format": "fencecheck.schedule/v1", "backend": "naive", "resource": "unfenced", "ttl": "500ms", "clients": 2, "seed": 1,
+  "items": [{"at": "1s", "kind": "client-crash", "client": 0, "hold": "1s"}]}`), 0o644))
+	rows = append(rows,
+		row{"bad budget", []string{"explore", "--backend", "naive", "--budget", "0s", "--out", out}, "--budget must be positive, got 0s"},
+		row{"bad budget", []string{"explore", "--backend", "naive", "--budget", "-1m", "--out", out}, "--budget must be positive, got -1m0s"},
+		row{"no backend", []string{"explore", "--out", out}, "choose the backend to explore with --backend"},
+		row{"bad replays", []string{"explore", "--backend", "naive", "--replays", "0", "--out", out}, "--replays must be between 1 and 100, got 0"},
+		row{"missing backend", []string{"explore", "--backend", "redis", "--out", out}, noRedis},
+		row{"unknown fault", []string{"explore", "--backend", "naive", "--fault", "meteor", "--out", out}, `unknown fault "meteor"`},
+		row{"bad schedule", []string{"run", "--schedule", badSchedule, "--out", out}, badSchedule + `: schedule item 1 (client-crash at 1s): fault "client-crash" kills a lock client`},
+		row{"bad schedule", []string{"run", "--schedule", hist, "--out", out}, hist + `: not a schedule file: json: unknown field`},
+		row{"bad schedule", []string{"run", "--schedule", "no-such.json", "--out", out}, "no-such.json: no such file or directory"},
+		row{"bad schedule", []string{"run", "--schedule", badSchedule, "--fault", "pause", "--out", out}, "--fault cannot change it"},
 	)
 	// Completion shells it has no script for.
 	rows = append(rows,

@@ -180,6 +180,10 @@ func TestJSONMatchesSchemas(t *testing.T) {
 		{name: "zoo interrupted", args: []string{"zoo", "--json", "--out", store, "--bug", "shedlock-132"}, schema: "zoo.schema.json", outcome: "incomplete", interrupted: true},
 		{name: "zoo unknown entry", args: []string{"zoo", "--json", "--bug", "nope"}, outcome: "error"},
 		{name: "zoo bad runs", args: []string{"zoo", "--json", "--runs", "0"}, outcome: "error"},
+		{name: "explore interrupted", args: []string{"explore", "--json", "--out", store, "--backend", "naive", "--budget", "1m"}, schema: "explore.schema.json", outcome: "incomplete", interrupted: true},
+		{name: "explore bad budget", args: []string{"explore", "--json", "--backend", "naive", "--budget", "0s"}, outcome: "error"},
+		{name: "explore no backend", args: []string{"explore", "--json"}, outcome: "error"},
+		{name: "run bad schedule", args: []string{"run", "--json", "--schedule", "testdata/stale-accepted.json"}, outcome: "error"},
 
 		{name: "merge as expected", args: []string{"merge", "--json", "--store", merged("ok"), s1, s2}, schema: "merge.schema.json", outcome: "as-expected"},
 		{name: "merge partial", args: []string{"merge", "--json", "--partial", "--store", merged("partial"), s1}, schema: "merge.schema.json", outcome: "incomplete"},

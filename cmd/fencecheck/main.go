@@ -197,7 +197,7 @@ records what every client did, and checks the history for stale writes and lost 
 		exitInconclusive: inconclusiveText,
 	})
 	root.AddCommand(a.runCmd(), a.checkCmd(), a.listCmd(), a.doctorCmd(), a.matrixCmd(), a.evaluateCmd(), a.compareCmd(),
-		a.soakCmd(), a.zooCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd(), a.genWhichLockCmd())
+		a.soakCmd(), a.zooCmd(), a.exploreCmd(), a.mergeCmd(), a.reportCmd(), a.serveCmd(), a.genDocsCmd(), a.genWhichLockCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	// cobra's own completion command, in this CLI's words.
 	root.InitDefaultCompletionCmd()

@@ -21,6 +21,7 @@ import (
 // runFlags are `fencecheck run`'s flags.
 type runFlags struct {
 	scenario, backend, resource, fence, policy, out string
+	schedule                                        string
 	faults, oldRandom, failOn                       []string
 	random, json, verbose                           bool
 	interval, ttl, duration, checkTimeout           time.Duration
@@ -46,6 +47,7 @@ makes it harmless.`,
 		Example: `  fencecheck run naive-unfenced-pause
   fencecheck run --backend etcd --resource fenced --fault pause,partition
   fencecheck run --backend redis --fault pause --random --duration 10s
+  fencecheck run --schedule fencecheck-results/explore/<timestamp>/finding-1/shrunk.json
   fencecheck run naive-postgres-outbox-pause --postgres-dsn postgres://app:PASSWORD@127.0.0.1:5432/app`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -68,6 +70,7 @@ makes it harmless.`,
 	fs.StringVar(&f.fence, "fence", "", "fence rule: strict (token > stored) or monotonic (token >= stored)")
 	fs.StringSliceVar(&f.faults, "fault", nil, "faults, comma-separated: targeted (each strikes the lock holder once), or with --random the kinds of a random schedule")
 	fs.BoolVar(&f.random, "random", false, "draw a random schedule of the --fault kinds (or the scenario's) from --seed instead of targeting the holder; verdicts are reported, not expected")
+	fs.StringVar(&f.schedule, "schedule", "", "replay a schedule file (what 'fencecheck explore' saves; docs/explore.md): its backend, resource, settings and faults; --seed, --duration and the options given override it")
 	fs.StringSliceVar(&f.oldRandom, "faults", nil, "")
 	deprecate(fs, "faults", "fault with --random")
 	fs.DurationVar(&f.interval, "interval", 0, "mean quiet time between faults of a random schedule (default 2x TTL)")
@@ -129,6 +132,9 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	// Bad input is reported before anything is written to the results store.
 	r, err := spec.Resolve(a.reg, sp)
 	if err != nil {
+		if f.schedule != "" {
+			err = spec.InFile(f.schedule, err)
+		}
 		return fail(err)
 	}
 	if why := r.Unavailable(); why != "" {
@@ -213,6 +219,9 @@ func (a *app) run(cmd *cobra.Command, f *runFlags, args []string) error {
 // runSpec builds the spec a run's flags and argument ask for, checking every name.
 func (a *app) runSpec(cmd *cobra.Command, f *runFlags, args []string) (spec.Spec, error) {
 	var sp spec.Spec
+	if f.schedule != "" {
+		return a.scheduleSpec(cmd, f, args)
+	}
 	name := f.scenario
 	if len(args) == 1 {
 		if name != "" && name != args[0] {
@@ -302,6 +311,41 @@ func (a *app) runSpec(cmd *cobra.Command, f *runFlags, args []string) (spec.Spec
 		if err := checkName("policy", sp.Policy, namesOf(spec.Policies())); err != nil {
 			return sp, err
 		}
+	}
+	return sp, nil
+}
+
+// scheduleSpec is the spec of run --schedule FILE: the file's, with --seed, --duration
+// and the registry options given on top (a secret option is never saved in a file).
+// Flags that would change the faults or what runs are refused: the file says them.
+func (a *app) scheduleSpec(cmd *cobra.Command, f *runFlags, args []string) (spec.Spec, error) {
+	if len(args) > 0 || f.scenario != "" {
+		return spec.Spec{}, usageError("--schedule replays a schedule file: give no scenario")
+	}
+	for _, name := range []string{"fault", "random", "faults", "interval", "backend", "resource", "clients", "ttl", "policy", "keys", "fence"} {
+		if cmd.Flags().Changed(name) {
+			return spec.Spec{}, usageError("--schedule replays a schedule file as it is: --%s cannot change it (edit the file)", name)
+		}
+	}
+	sp, err := spec.ReadScheduleFile(f.schedule)
+	if err != nil {
+		return sp, err
+	}
+	set := cmd.Flags().Changed
+	if set("seed") {
+		sp.Seed = f.seed
+	}
+	if set("duration") {
+		sp.Duration = f.duration
+	}
+	if set("members") {
+		sp.Members = f.members
+	}
+	for k, v := range f.options() {
+		if sp.Options == nil {
+			sp.Options = map[string]string{}
+		}
+		sp.Options[k] = v
 	}
 	return sp, nil
 }

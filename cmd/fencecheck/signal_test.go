@@ -197,3 +197,60 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
+
+// SIGTERM while explore shrinks a finding: the finding is kept (its files, the shrink
+// so far, a note that says why it stopped) and the exit is the finding's, 1; the replays
+// under way stop with their processes, and their temporary store is removed.
+func TestExploreStoppedBySignal(t *testing.T) {
+	bin := buildCLI(t)
+	t.Parallel() // it mostly waits; it checks its own processes and TMPDIR only
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	require.NoError(t, os.Mkdir(tmp, 0o755))
+	out := t.TempDir()
+	cmd := exec.Command(bin, "explore", "--backend", "naive", "--fault", "pause", "--replays", "2", "--parallel", "2", "--out", out)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// A replay of the finding is under way once its run.log says so.
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(runLogs(t, filepath.Join(out, "explore", "2*", "replays-tmp")), "workload started") {
+		select {
+		case err := <-exited:
+			t.Fatalf("fencecheck ended before it shrank (%v):\n%s", err, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "no replay started:\n%s", stderr.String())
+	}
+	children := proc.Descendants(cmd.Process.Pid)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("fencecheck did not stop after SIGTERM:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "exit: %v", err)
+	require.Equal(t, exitViolated, ee.ExitCode(), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "broke: register: ")
+	require.Contains(t, stdout.String(), "shrinking cut short: interrupted by SIGTERM")
+	require.Contains(t, stderr.String(), "fencecheck explore: interrupted; the findings so far are saved (exit 1)")
+	for _, f := range []string{"original.json", "shrunk.json", "finding.json", filepath.Join("original-run", reports.HistoryFile)} {
+		matches, err := filepath.Glob(filepath.Join(out, "explore", "2*", "finding-1", f))
+		require.NoError(t, err)
+		require.Len(t, matches, 1, f)
+	}
+	left, err := filepath.Glob(filepath.Join(out, "explore", "2*", "replays-tmp"))
+	require.NoError(t, err)
+	require.Empty(t, left, "the replays' temporary store is removed")
+	for _, pid := range children {
+		require.False(t, alive(pid), "process %d outlived fencecheck", pid)
+	}
+	tmpLeft, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, tmpLeft, "temp files left behind")
+}

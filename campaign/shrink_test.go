@@ -1,0 +1,97 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/harness/nemesis"
+)
+
+// The shrinker against a fake "does it still fail": it drops every item the failure
+// does not need, halves the needed one's hold while it still fails, then takes clients
+// away while it still fails, and keeps only candidates at the needed rate.
+func TestShrink(t *testing.T) {
+	items := []nemesis.Item{
+		{At: 1 * time.Second, Kind: "delay", Client: 0, Hold: 800 * time.Millisecond},
+		{At: 3 * time.Second, Kind: "pause", Client: 3, Hold: 1600 * time.Millisecond},
+		{At: 5 * time.Second, Kind: "stall", Client: 1, Hold: 400 * time.Millisecond},
+	}
+	start := Candidate{Schedule: nemesis.Schedule{Seed: 4, Items: items}, Clients: 4}
+	// Fails when a pause of at least 400 ms is left and two clients or more: at 10 of 10
+	// when its hold is 800 ms or more, at 8 of 10 (not enough) below.
+	fails := func(c Candidate) Rate {
+		for _, it := range c.Schedule.Items {
+			switch {
+			case it.Kind != "pause" || c.Clients < 2:
+			case it.Hold >= 800*time.Millisecond:
+				return Rate{Hits: 10, Runs: 10}
+			case it.Hold >= 400*time.Millisecond:
+				return Rate{Hits: 8, Runs: 10}
+			}
+		}
+		return Rate{Runs: 10}
+	}
+	var tried []Candidate
+	test := func(_ context.Context, c Candidate) (Rate, error) {
+		tried = append(tried, c)
+		return fails(c), nil
+	}
+	got, rate, err := Shrink(context.Background(), start, ShrinkConfig{Need: 9, MinHold: 50 * time.Millisecond, MinClients: 2}, test)
+	require.NoError(t, err)
+	require.Len(t, got.Schedule.Items, 1)
+	require.Equal(t, "pause", got.Schedule.Items[0].Kind)
+	require.Equal(t, 800*time.Millisecond, got.Schedule.Items[0].Hold, "halved once; the next half fails too rarely")
+	require.Equal(t, 2, got.Clients)
+	require.Equal(t, 0, got.Schedule.Items[0].Client, "client 3 of 4 is client 3 mod 3 of 3, then stays")
+	require.Equal(t, Rate{Hits: 10, Runs: 10}, rate)
+	require.Equal(t, items, start.Schedule.Items, "the start is not changed")
+	// Greedy order: drop delay (kept), drop pause (refused), drop stall (kept); halve
+	// to 800 ms (kept), to 400 ms (refused); 3 clients (kept), 2 (kept).
+	require.Len(t, tried, 7)
+	require.Equal(t, []string{"pause", "stall"}, kinds(tried[0]))
+	require.Equal(t, []string{"stall"}, kinds(tried[1]))
+	require.Equal(t, []string{"pause"}, kinds(tried[2]))
+}
+
+// Nothing is kept when no smaller candidate fails often enough: the start comes back
+// with the zero rate (the caller measured the start's).
+func TestShrinkKeepsStart(t *testing.T) {
+	start := Candidate{Schedule: nemesis.Schedule{Items: []nemesis.Item{{At: time.Second, Kind: "pause", Hold: 100 * time.Millisecond}}}, Clients: 2}
+	got, rate, err := Shrink(context.Background(), start, ShrinkConfig{Need: 9, MinHold: 50 * time.Millisecond, MinClients: 2},
+		func(context.Context, Candidate) (Rate, error) { return Rate{Hits: 3, Runs: 10}, nil })
+	require.NoError(t, err)
+	require.Equal(t, start, got)
+	require.Equal(t, Rate{}, rate)
+}
+
+// A test that fails (an interrupt) ends shrinking with what was kept so far.
+func TestShrinkInterrupted(t *testing.T) {
+	items := []nemesis.Item{{At: time.Second, Kind: "delay", Hold: time.Second}, {At: 3 * time.Second, Kind: "pause", Hold: time.Second}}
+	start := Candidate{Schedule: nemesis.Schedule{Items: items}, Clients: 3}
+	stop := errors.New("interrupted")
+	calls := 0
+	got, rate, err := Shrink(context.Background(), start, ShrinkConfig{Need: 1, MinHold: time.Millisecond, MinClients: 2},
+		func(context.Context, Candidate) (Rate, error) {
+			calls++
+			if calls > 1 {
+				return Rate{}, stop
+			}
+			return Rate{Hits: 1, Runs: 1}, nil
+		})
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, []string{"pause"}, kinds(got), "the first drop was kept before the interrupt")
+	require.Equal(t, Rate{Hits: 1, Runs: 1}, rate)
+}
+
+func kinds(c Candidate) []string {
+	var out []string
+	for _, it := range c.Schedule.Items {
+		out = append(out, it.Kind)
+	}
+	return slices.Clip(out)
+}

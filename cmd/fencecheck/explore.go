@@ -1,0 +1,209 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencecheck/fencecheck/campaign"
+	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/spec"
+)
+
+// exploreFlags are `fencecheck explore`'s flags.
+type exploreFlags struct {
+	backend, resource, policy, out string
+	failOn, faults                 []string
+	seed                           int64
+	budget, checkTimeout           time.Duration
+	parallel, replays              int
+	keepGoing, json, verbose       bool
+	options                        func() map[string]string
+}
+
+// exploreJSON is `explore --json`: the exploration, its outcome and exit code.
+type exploreJSON struct {
+	// Outcome: "found" (a finding), "nothing-found" (none within the budget),
+	// "incomplete" (interrupted, or tries failed, before anything was found).
+	Outcome string `json:"outcome"`
+	Exit    int    `json:"exit"`
+	*campaign.ExploreResult
+}
+
+// The outcomes of an exploration.
+const (
+	outcomeFound        = "found"
+	outcomeNothingFound = "nothing-found"
+	outcomeIncomplete   = "incomplete"
+)
+
+func (a *app) exploreCmd() *cobra.Command {
+	f := &exploreFlags{}
+	c := &cobra.Command{
+		Use:   "explore",
+		Short: "run random fault schedules until a property breaks, and shrink the schedule",
+		Long: `Runs random fault schedules against one backend, all drawn from --seed: each try draws its own
+seed, then which of the client faults that apply to the backend it uses, the TTL (half,
+once or twice the backend's default), 2 to 4 clients and the schedule. Tries go
+--parallel at a time into the results store until --budget is spent or one violates a
+property of --fail-on (a finding; --keep-going collects distinct ones: another property
+or another set of fault kinds).
+
+A finding's schedule is shrunk greedily: drop faults one at a time, then halve holds,
+then fewer clients, keeping a step only if at least 9 in 10 of its --replays (other
+workload seeds) still violate the property. The original and shrunk schedule files and
+both runs' folders go to DIR/explore/<timestamp>/finding-N/, and three lines say what
+broke, the command that replays it ('fencecheck run --schedule FILE') and the file
+(docs/explore.md).`,
+		Example: `  fencecheck explore --backend naive --budget 2m
+  fencecheck explore --backend redis --resource fenced --budget 10m --keep-going --json`,
+		Args: noArgs("choose the backend with --backend"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.explore(cmd, f) },
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.backend, "backend", "", "lock backend to explore (required)")
+	fs.StringVar(&f.resource, "resource", "unfenced", "protected resource")
+	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default) or careful")
+	fs.StringSliceVar(&f.faults, "fault", nil, "fault kinds the tries draw from, comma-separated (default: every client fault that applies to the backend)")
+	seedFlag(fs, &f.seed, "the exploration: every try draws its own seed from it")
+	fs.DurationVar(&f.budget, "budget", 10*time.Minute, "how long tries are started for (shrinking a finding goes on past it)")
+	autoParallelFlag(fs, &f.parallel, "tries and replays")
+	fs.IntVar(&f.replays, "replays", 10, "replays of each shrink step, with other workload seeds; a step is kept if 9 in 10 of them (rounded up) still fail (1 to 100)")
+	fs.BoolVar(&f.keepGoing, "keep-going", false, "collect distinct findings until the budget is spent instead of stopping at the first")
+	outFlag(fs, &f.out, defaultOut, "results store: tries go to DIR/<label>/<timestamp>/, findings to DIR/explore/<timestamp>/finding-N/")
+	failOnFlag(fs, &f.failOn)
+	checkTimeoutFlag(fs, &f.checkTimeout, false)
+	jsonFlag(fs, &f.json, "the exploration")
+	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
+	f.options = a.optionFlags(fs)
+	a.completeCommon(c)
+	setExitCodes(c, exitCodes{
+		exitSafe:     "nothing found within the budget",
+		exitViolated: "a finding: a property of --fail-on violated (saved, shrunk, and its replay command printed)",
+		exitUsage:    "bad input (a budget that is not positive, an unknown backend, one that cannot run here), or an interrupt before anything was found",
+		exitInternal: "fencecheck's own failure: a try or a replay failed to complete",
+	})
+	return c
+}
+
+func (a *app) explore(cmd *cobra.Command, f *exploreFlags) error {
+	ctx := cmd.Context()
+	fail := a.failer(f.json)
+	props, err := parseFailOn(f.failOn)
+	if err != nil {
+		return fail(err)
+	}
+	switch {
+	case f.backend == "":
+		return fail(usageError("choose the backend to explore with --backend"))
+	case f.budget <= 0:
+		return fail(badInput("--budget must be positive, got %v", f.budget))
+	case f.replays < 1 || f.replays > 100:
+		return fail(badInput("--replays must be between 1 and 100, got %d", f.replays))
+	}
+	if f.parallel == 0 {
+		f.parallel = campaign.DefaultParallel()
+	}
+	if err := checkParallel(f.parallel); err != nil {
+		return fail(err)
+	}
+	if err := checkName("backend", f.backend, a.backendNames()); err != nil {
+		return fail(err)
+	}
+	if err := checkName("resource", f.resource, a.resourceNames()); err != nil {
+		return fail(err)
+	}
+	kinds := trimList(f.faults)
+	for _, k := range kinds {
+		if err := checkName("fault", k, a.faultNames()); err != nil {
+			return fail(err)
+		}
+	}
+	if err := writableDir("--out", f.out); err != nil {
+		return fail(err)
+	}
+	var logTo io.Writer
+	if f.verbose {
+		logTo = a.stderr
+	}
+	var mu sync.Mutex
+	failedCode := exitSafe
+	base := spec.Spec{Backend: f.backend, Resource: f.resource, Policy: f.policy, Options: f.options()}
+	res, err := campaign.Explore(ctx, campaign.ExploreConfig{
+		Registry: a.reg, Base: base, Kinds: kinds, Seed: f.seed, Budget: f.budget, Parallel: f.parallel, FailOn: props,
+		KeepGoing: f.keepGoing, Replays: f.replays, Store: f.out, CheckTimeout: f.checkTimeout, Log: logTo,
+		Redact: a.red, Host: a.host,
+		Progress: func(line string) { term.Fprintf(a.stderr, "explore: %s\n", line) },
+		Failed: func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			failedCode = worst(failedCode, codeOf(err))
+		},
+	})
+	interrupted := false
+	switch {
+	case res == nil && err != nil:
+		return fail(err)
+	case err != nil && ctx.Err() != nil:
+		interrupted = true
+	case errors.Is(err, campaign.ErrStore):
+		return fail(badInput("%s", message(err)))
+	case err != nil:
+		return fail(&exitError{code: exitInternal, msg: message(err)})
+	}
+	if ierr := reports.WriteStoreIndex(f.out); ierr != nil {
+		fmt.Fprintln(a.stderr, "fencecheck explore: warning: store index:", ierr)
+	}
+	code, outcome := exitSafe, outcomeNothingFound
+	switch {
+	case len(res.Findings) > 0:
+		code, outcome = exitViolated, outcomeFound
+	case interrupted:
+		code, outcome = exitUsage, outcomeIncomplete
+	case res.Errors > 0:
+		code, outcome = worst(exitInternal, failedCode), outcomeIncomplete
+		if failedCode != exitSafe {
+			code = failedCode
+		}
+	}
+	out := a.stdout
+	if f.json {
+		out = a.stderr
+	}
+	for _, fd := range res.Findings {
+		findingLines(out, fd)
+	}
+	term.Fprintf(out, "explore: %d tries, %d findings in %s (seed %d); results in %s\n", res.Tries, len(res.Findings), time.Duration(res.Seconds*float64(time.Second)).Round(time.Second), res.Seed, res.Dir)
+	if f.json {
+		if err := a.printJSON(exploreJSON{Outcome: outcome, Exit: code, ExploreResult: res}); err != nil {
+			return &exitError{code: exitInternal, msg: err.Error()}
+		}
+	}
+	switch {
+	case interrupted:
+		fmt.Fprintf(a.stderr, "fencecheck explore: interrupted; the findings so far are saved (exit %d)\n", code)
+	case code != exitSafe && code != exitViolated:
+		fmt.Fprintf(a.stderr, "fencecheck explore: %d of %d tries failed to complete (exit %d)\n", res.Errors, res.Tries, code)
+	}
+	return withCode(code)
+}
+
+// findingLines prints a finding's three lines: what broke, the command that replays its
+// shrunk schedule, the file.
+func findingLines(w io.Writer, fd campaign.Finding) {
+	how := fmt.Sprintf("shrunk to %d of %d faults, %d clients; %d/%d replays violate it", fd.ShrunkFaults, fd.OriginalFaults, fd.ShrunkClients, fd.Hits, fd.Replays)
+	if !fd.Reproducible {
+		how = fmt.Sprintf("not shrunk: only %d/%d replays violate it", fd.Hits, fd.Replays)
+	}
+	if fd.Note != "" {
+		how += "; " + fd.Note
+	}
+	term.Fprintf(w, "broke: %s: %s (%s)\n", fd.Property, oneLine(fd.Explanation), how)
+	term.Fprintf(w, "replay: fencecheck run --schedule %s\n", fd.Shrunk)
+	term.Fprintf(w, "file: %s\n", fd.Shrunk)
+}

@@ -1,0 +1,99 @@
+package spec_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/builtin"
+	"github.com/fencecheck/fencecheck/harness/nemesis"
+	"github.com/fencecheck/fencecheck/spec"
+)
+
+// A schedule file written from a spec reads back as the same spec, which resolves and
+// runs the schedule as given.
+func TestScheduleFileRoundTrip(t *testing.T) {
+	reg := builtin.Registry()
+	sched := nemesis.Schedule{Seed: 9, Items: []nemesis.Item{
+		{At: 1500 * time.Millisecond, Kind: "pause", Client: 1, Hold: 700 * time.Millisecond},
+		{At: 3 * time.Second, Kind: "delay", Client: 0, Hold: 250 * time.Millisecond},
+	}}
+	in := spec.Spec{Backend: "naive", Resource: "unfenced", Policy: "trusting", TTL: 500 * time.Millisecond, Duration: 4 * time.Second,
+		Clients: 3, Members: 1, Seed: 9, Schedule: &sched}
+	r, err := spec.Resolve(reg, in)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, spec.WriteScheduleFile(path, spec.NewScheduleFile(reg, r.Spec, sched)))
+	out, err := spec.ReadScheduleFile(path)
+	require.NoError(t, err)
+	require.Equal(t, sched.Items, out.Schedule.Items)
+	require.Equal(t, in.Backend, out.Backend)
+	require.Equal(t, in.Resource, out.Resource)
+	require.Equal(t, in.TTL, out.TTL)
+	require.Equal(t, in.Clients, out.Clients)
+	require.Equal(t, in.Seed, out.Seed)
+	back, err := spec.Resolve(reg, out)
+	require.NoError(t, err)
+	got, ok := back.Schedule()
+	require.True(t, ok)
+	require.Equal(t, sched.Items, got.Items, "the run uses the schedule as given, not one drawn from the seed")
+	require.Equal(t, []string{"delay", "pause"}, spec.ScheduleKinds(got))
+}
+
+// Every bad schedule is refused in one line that names the file (when read from one)
+// and the item, as a spec error.
+func TestScheduleFileErrors(t *testing.T) {
+	const head = `"format": "fencecheck.schedule/v1", "backend": "naive", "resource": "unfenced", "ttl": "500ms", "clients": 2, "seed": 1`
+	item := func(at, kind string, client int, hold string) string {
+		return `{"at": "` + at + `", "kind": "` + kind + `", "client": ` + string(rune('0'+client)) + `, "hold": "` + hold + `"}`
+	}
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"not JSON", `{"format": `, "not a schedule file"},
+		{"unknown field", `{` + head + `, "itmes": []}`, `not a schedule file: json: unknown field "itmes"`},
+		{"wrong format", `{"format": "v0", "ttl": "1s", "items": []}`, `format "v0" is not "fencecheck.schedule/v1"`},
+		{"bad ttl", `{"format": "fencecheck.schedule/v1", "backend": "naive", "ttl": "soon", "items": []}`, `ttl "soon" is not a duration`},
+		{"bad hold", `{` + head + `, "items": [` + item("1s", "pause", 0, "long") + `]}`, `schedule item 1 (pause at 1s): hold "long" is not a duration`},
+		{"no items", `{` + head + `, "items": []}`, "the schedule has no item"},
+		{"unknown fault", `{` + head + `, "items": [` + item("1s", "pause", 0, "1s") + `, ` + item("2s", "meteor", 0, "1s") + `]}`, `schedule item 2 (meteor at 2s): unknown fault "meteor"`},
+		{"fault that does not apply", `{` + head + `, "items": [` + item("1s", "client-crash", 0, "1s") + `]}`, `schedule item 1 (client-crash at 1s): fault "client-crash" kills a lock client that is a process of its own`},
+		{"client out of range", `{` + head + `, "items": [` + item("1s", "pause", 2, "1s") + `]}`, "schedule item 1 (pause at 1s): client 2 is not one of the run's 2 clients (0 to 1)"},
+		{"zero at", `{` + head + `, "items": [` + item("0s", "pause", 0, "1s") + `]}`, "schedule item 1 (pause at 0s): at must be positive"},
+		{"negative hold", `{` + head + `, "items": [` + item("1s", "pause", 0, "-1s") + `]}`, "schedule item 1 (pause at 1s): hold must be positive"},
+		{"unknown backend", `{"format": "fencecheck.schedule/v1", "backend": "chubby", "resource": "unfenced", "ttl": "1s", "clients": 2, "items": [` + item("1s", "pause", 0, "1s") + `]}`, `unknown backend "chubby"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bad.json")
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+			s, err := spec.ReadScheduleFile(path)
+			if err == nil {
+				_, err = spec.Resolve(builtin.Registry(), s)
+				err = spec.InFile(path, err)
+			}
+			require.ErrorIs(t, err, spec.ErrSpec)
+			require.ErrorContains(t, err, tc.want)
+			require.True(t, strings.HasPrefix(err.Error(), path+": "), err.Error())
+			require.NotContains(t, err.Error(), "\n")
+		})
+	}
+	_, err := spec.ReadScheduleFile(filepath.Join(t.TempDir(), "missing.json"))
+	require.ErrorIs(t, err, spec.ErrSpec)
+	require.ErrorContains(t, err, "missing.json: no such file or directory")
+}
+
+// A given schedule excludes other faults, and makes the run last until it healed.
+func TestScheduleSpec(t *testing.T) {
+	reg := builtin.Registry()
+	sched := &nemesis.Schedule{Items: []nemesis.Item{{At: 3 * time.Second, Kind: "pause", Client: 0, Hold: 2 * time.Second}}}
+	_, err := spec.Resolve(reg, spec.Spec{Backend: "naive", Faults: []string{"pause"}, Schedule: sched})
+	require.ErrorContains(t, err, "give either a schedule or faults")
+	r, err := spec.Resolve(reg, spec.Spec{Backend: "naive", Schedule: sched, TTL: 500 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, 5500*time.Millisecond, r.Spec.Duration, "the last fault heals at 5 s, and a TTL")
+	require.True(t, r.Target.Random, "the schedule decides when, whom and how long")
+}
