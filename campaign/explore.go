@@ -113,12 +113,15 @@ type ExploreResult struct {
 // exploreRand is the salt of an exploration's random draws.
 const exploreRand = 0x6578706c6f7265 // "explore"
 
-// ExploreKinds are the client faults that apply to base's backend and resource, as a
-// random schedule would draw them (spec.Resolve leaves the others out).
+// ExploreKinds are the faults that apply to base's backend and resource in a random
+// schedule, on clients and on the lock service (spec.Resolve leaves the others out).
 func ExploreKinds(reg *registry.Registry, base spec.Spec, asked []string) ([]string, error) {
 	s := base
 	s.Faults, s.Schedule = nil, nil
-	s.RandomFaults = reg.ClientFaultNames()
+	s.RandomFaults = nil
+	for _, f := range reg.FaultNames() {
+		s.RandomFaults = append(s.RandomFaults, f.Name)
+	}
 	if len(asked) > 0 {
 		s.RandomFaults = asked
 	}
@@ -130,8 +133,8 @@ func ExploreKinds(reg *registry.Registry, base spec.Spec, asked []string) ([]str
 	return r.Spec.RandomFaults, nil
 }
 
-// exploreTTLs are the TTLs a try draws from: half, once and twice the backend's
-// default, those that the backend takes.
+// exploreTTLs are the TTLs a try draws from: half, once and twice base's TTL (the
+// backend's default when base sets none), those that the backend takes.
 func exploreTTLs(reg *registry.Registry, base spec.Spec, kinds []string) []time.Duration {
 	s := base
 	s.TTL, s.RandomFaults = 0, kinds
@@ -140,6 +143,9 @@ func exploreTTLs(reg *registry.Registry, base spec.Spec, kinds []string) []time.
 		return nil
 	}
 	def := r.Spec.TTL
+	if base.TTL > 0 {
+		def = base.TTL
+	}
 	var out []time.Duration
 	for _, ttl := range []time.Duration{def / 2, def, 2 * def} {
 		s.TTL = ttl
@@ -152,8 +158,10 @@ func exploreTTLs(reg *registry.Registry, base spec.Spec, kinds []string) []time.
 }
 
 // DrawTry is try's spec: its own seed, its faults (a non-empty subset of kinds), its
-// TTL, 2 to 4 clients and its nemesis schedule, all drawn from seed.
-func DrawTry(base spec.Spec, kinds []string, ttls []time.Duration, seed int64) (spec.Spec, error) {
+// TTL, 2 to 4 clients and its nemesis schedule, all drawn from seed. Half the items on
+// a client (onClient says which kinds strike one) heal on the takeover rather than after
+// their hold (nemesis.Item.Takeover), held up to four TTLs.
+func DrawTry(base spec.Spec, kinds []string, ttls []time.Duration, seed int64, onClient func(kind string) bool) (spec.Spec, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), exploreRand))
 	var pick []string
 	for _, k := range kinds {
@@ -177,12 +185,20 @@ func DrawTry(base spec.Spec, kinds []string, ttls []time.Duration, seed int64) (
 	}
 	// To the millisecond: the schedule file says what ran, in durations one can read.
 	for i := range sched.Items {
-		sched.Items[i].At = sched.Items[i].At.Round(time.Millisecond)
-		sched.Items[i].Hold = max(sched.Items[i].Hold.Round(time.Millisecond), time.Millisecond)
+		it := &sched.Items[i]
+		if onClient != nil && onClient(it.Kind) && rng.IntN(2) == 0 {
+			it.Takeover, it.Hold = true, max(it.Hold, TakeoverHolds*s.TTL)
+		}
+		it.At = it.At.Round(time.Millisecond)
+		it.Hold = max(it.Hold.Round(time.Millisecond), time.Millisecond)
 	}
 	s.Schedule = &sched
 	return s, nil
 }
+
+// TakeoverHolds is how many TTLs an item that heals on the takeover is held at the most:
+// a lock that expires hands the lock over about one TTL after the strike.
+const TakeoverHolds = 4
 
 // Explore explores (see ExploreConfig). An invalid configuration is an ErrSpec error
 // before anything runs; when ctx ends it returns the findings so far (each saved, its
@@ -227,7 +243,7 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 	for time.Since(started) < cfg.Budget && ctx.Err() == nil {
 		var batch []spec.Spec
 		for range max(cfg.Parallel, 1) {
-			s, err := DrawTry(cfg.Base, kinds, ttls, rng.Int64N(1<<62)+1)
+			s, err := DrawTry(cfg.Base, kinds, ttls, rng.Int64N(1<<62)+1, e.onClient)
 			if err != nil {
 				return res, err
 			}
@@ -284,6 +300,16 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 		return res, fmt.Errorf("explore interrupted: %w", context.Cause(ctx))
 	}
 	return res, nil
+}
+
+// onClient says whether kind strikes a client (it can heal on the takeover).
+func (e *explorer) onClient(kind string) bool {
+	f, ok := e.cfg.Registry.Fault(kind)
+	if !ok {
+		return false
+	}
+	_, client := f.(registry.ClientFault)
+	return client
 }
 
 type explorer struct {
@@ -355,7 +381,7 @@ func (e *explorer) finding(ctx context.Context, n int, prop models.Property, s s
 	f.Replays, f.Hits = rate.Runs, rate.Hits
 	f.ShrunkFaults, f.ShrunkClients = len(shrunk.Schedule.Items), shrunk.Clients
 	final := resolved
-	final.Clients, final.Schedule = shrunk.Clients, &shrunk.Schedule
+	final.Clients, final.Schedule, final.MaxOps = shrunk.Clients, &shrunk.Schedule, shrunk.Ops
 	final.Duration = scheduleDuration(final)
 	if h.dir != "" {
 		final.Seed = h.seed // the shrunk file replays the run kept beside it
@@ -398,7 +424,7 @@ func (e *explorer) shrink(ctx context.Context, prop models.Property, s spec.Spec
 	test := func(ctx context.Context, c Candidate) (Rate, error) {
 		step++
 		sp := s
-		sp.Clients, sp.Schedule = c.Clients, &c.Schedule
+		sp.Clients, sp.Schedule, sp.MaxOps = c.Clients, &c.Schedule, c.Ops
 		sp.Duration = scheduleDuration(sp)
 		specs := make([]spec.Spec, e.cfg.Replays)
 		for k := range specs {
@@ -413,19 +439,27 @@ func (e *explorer) shrink(ctx context.Context, prop models.Property, s spec.Spec
 		for _, r := range results {
 			if p, ok := e.violated(r); ok && p == prop {
 				rate.Hits++
+				if n := historyOps(r); n > 0 && (rate.Ops == 0 || n < rate.Ops) {
+					rate.Ops = n
+				}
 				if _, ok := hits[candidateKey(c)]; !ok {
 					hits[candidateKey(c)] = hit{dir: r.Dir, seed: r.Outcome.Spec.Seed}
 				}
 			}
 		}
-		e.progress("  shrink step %d: %d fault(s), %d clients: %d/%d replays violate %s", step, len(c.Schedule.Items), c.Clients, rate.Hits, rate.Runs, prop)
+		limit := ""
+		if c.Ops > 0 {
+			limit = fmt.Sprintf(", at most %d ops", c.Ops)
+		}
+		e.progress("  shrink step %d: %d fault(s) (%s), %d clients%s: %d/%d replays violate %s", step, len(c.Schedule.Items), itemsText(c.Schedule.Items), c.Clients, limit, rate.Hits, rate.Runs, prop)
 		return rate, nil
 	}
 	start := Candidate{Schedule: *s.Schedule, Clients: s.Clients}
 	best, bestRate, err := start, Rate{}, error(nil)
 	rate, err := test(ctx, start)
 	if err == nil && rate.Hits >= e.need() {
-		best, bestRate, err = Shrink(ctx, start, ShrinkConfig{Need: e.need(), MinHold: spec.MinTTL, MinClients: 2}, test)
+		best, bestRate, err = Shrink(ctx, start, ShrinkConfig{Need: e.need(), MinHold: spec.MinTTL, MinClients: 2,
+			Takes: e.onClient, TakeoverHold: TakeoverHolds * s.TTL, StartOps: rate.Ops, MinOps: 4}, test)
 	}
 	if bestRate.Runs == 0 { // nothing smaller was kept: the original's rate
 		bestRate = rate
@@ -449,7 +483,29 @@ type hit struct {
 	seed int64
 }
 
-func candidateKey(c Candidate) string { return fmt.Sprint(c.Clients, c.Schedule.Items) }
+func candidateKey(c Candidate) string { return fmt.Sprint(c.Clients, c.Ops, c.Schedule.Items) }
+
+// historyOps is the number of operations in r's history (0 when not in memory).
+func historyOps(r RunResult) int {
+	if r.Outcome == nil || r.Outcome.History == nil {
+		return 0
+	}
+	return len(r.Outcome.History.Ops)
+}
+
+// itemsText says a schedule's items in a few words: "pause on client 0 at 1.2s for
+// 800ms", "stall on client 1 from 0s until the takeover".
+func itemsText(items []nemesis.Item) string {
+	var parts []string
+	for _, it := range items {
+		if it.Takeover {
+			parts = append(parts, fmt.Sprintf("%s on client %d from %v until the takeover", it.Kind, it.Client, it.At))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s on client %d at %v for %v", it.Kind, it.Client, it.At, it.Hold))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
 
 // writeFinding writes finding.json in the finding's folder and removes the replay kept
 // for it.

@@ -8,15 +8,19 @@ import (
 	"github.com/fencecheck/fencecheck/harness/nemesis"
 )
 
-// Candidate is what the shrinker changes: a schedule and the run's number of clients.
+// Candidate is what the shrinker changes: a schedule, the run's number of clients and
+// its operations cap (spec.Spec.MaxOps; 0: none).
 type Candidate struct {
 	Schedule nemesis.Schedule
 	Clients  int
+	Ops      int
 }
 
-// Rate is how many of a candidate's replays violated the property.
+// Rate is how many of a candidate's replays violated the property, and the fewest
+// operations a violating replay's history had (0: not known).
 type Rate struct {
 	Hits, Runs int
+	Ops        int
 }
 
 // ShrinkTest replays a candidate and says how often it still fails.
@@ -30,11 +34,22 @@ type ShrinkConfig struct {
 	MinHold time.Duration
 	// MinClients is the fewest clients (a stale write needs two).
 	MinClients int
+	// Takes says whether an item of this kind can heal on the takeover
+	// (nemesis.Item.Takeover: a fault on a client); nil: none can. TakeoverHold is the
+	// longest such an item is then held.
+	Takes        func(kind string) bool
+	TakeoverHold time.Duration
+	// StartOps is the fewest operations of a violating replay of start (0: the
+	// operations are not shrunk); MinOps the smallest cap tried.
+	StartOps, MinOps int
 }
 
-// Shrink shrinks start greedily: it drops items one at a time, then halves holds, then
-// takes fewer clients, keeping a candidate only if test says it still fails at least
-// cfg.Need times. It returns the smallest candidate kept (start when none was) and that
+// Shrink shrinks start greedily: it drops items one at a time, then makes the timing
+// simpler (an item on a client strikes its first critical section and heals on the
+// takeover; failing that, a takeover item is armed from the start), then halves the
+// other holds, then takes fewer clients, then caps the operations (halving from the
+// fewest a violating replay had, then narrowing), keeping a candidate only if test says
+// it still fails at least cfg.Need times. It returns the smallest candidate kept (start when none was) and that
 // candidate's rate (the zero Rate for start: its rate is the caller's). When ctx ends or
 // test fails, it returns what it had so far with the error.
 func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkTest) (Candidate, Rate, error) {
@@ -65,9 +80,34 @@ func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkT
 			i++
 		}
 	}
-	// Halve each item's hold for as long as it still fails.
+	// Simpler timing: heal on the takeover, armed from the start.
 	for i := range best.Schedule.Items {
-		for best.Schedule.Items[i].Hold/2 >= cfg.MinHold {
+		it := best.Schedule.Items[i]
+		var tries []nemesis.Item
+		switch {
+		case !it.Takeover && cfg.Takes != nil && cfg.Takes(it.Kind):
+			tries = append(tries, nemesis.Item{Kind: it.Kind, Client: it.Client, Hold: max(it.Hold, cfg.TakeoverHold), Takeover: true})
+			if it.At > 0 {
+				tries = append(tries, nemesis.Item{At: it.At, Kind: it.Kind, Client: it.Client, Hold: max(it.Hold, cfg.TakeoverHold), Takeover: true})
+			}
+		case it.Takeover && it.At > 0:
+			tries = append(tries, nemesis.Item{Kind: it.Kind, Client: it.Client, Hold: it.Hold, Takeover: true})
+		}
+		for _, t := range tries {
+			c := clone(best)
+			c.Schedule.Items[i] = t
+			ok, err := try(c)
+			if err != nil {
+				return best, bestRate, err
+			}
+			if ok {
+				break
+			}
+		}
+	}
+	// Halve each timed item's hold for as long as it still fails.
+	for i := range best.Schedule.Items {
+		for !best.Schedule.Items[i].Takeover && best.Schedule.Items[i].Hold/2 >= cfg.MinHold {
 			c := clone(best)
 			c.Schedule.Items[i].Hold /= 2
 			ok, err := try(c)
@@ -92,6 +132,49 @@ func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkT
 		}
 		if !ok {
 			break
+		}
+	}
+	// Fewer operations: halve the cap from the fewest a violating replay had while it
+	// still fails, then narrow the gap between the last cap that failed too rarely and
+	// the one kept, twice.
+	fewest := func() int {
+		if bestRate.Runs > 0 {
+			return bestRate.Ops
+		}
+		return cfg.StartOps
+	}
+	refused := 0
+	for {
+		n := fewest()
+		if best.Ops > 0 && (n == 0 || best.Ops < n) {
+			n = best.Ops
+		}
+		if n/2 < max(cfg.MinOps, 1) {
+			break
+		}
+		c := clone(best)
+		c.Ops = n / 2
+		ok, err := try(c)
+		if err != nil {
+			return best, bestRate, err
+		}
+		if !ok {
+			refused = c.Ops
+			break
+		}
+	}
+	for range 2 {
+		if refused == 0 || best.Ops == 0 || best.Ops-refused < 2 {
+			break
+		}
+		c := clone(best)
+		c.Ops = (refused + best.Ops) / 2
+		ok, err := try(c)
+		if err != nil {
+			return best, bestRate, err
+		}
+		if !ok {
+			refused = c.Ops
 		}
 	}
 	return best, bestRate, nil

@@ -95,3 +95,39 @@ func kinds(c Candidate) []string {
 	}
 	return slices.Clip(out)
 }
+
+// The timing and the operations: an item on a client is tried as a takeover armed from
+// the start, then the cap on operations halves from the fewest a violating replay had
+// and narrows between the cap that failed too rarely and the one kept.
+func TestShrinkTimingAndOps(t *testing.T) {
+	start := Candidate{Schedule: nemesis.Schedule{Items: []nemesis.Item{{At: 3 * time.Second, Kind: "pause", Client: 1, Hold: 1600 * time.Millisecond}}}, Clients: 2}
+	// A timed pause fails with 600 ops; a takeover pause armed from the start fails with
+	// 40, or with the cap and 4 more when the cap is at least 18.
+	var tried []Candidate
+	test := func(_ context.Context, c Candidate) (Rate, error) {
+		tried = append(tried, c)
+		it := c.Schedule.Items[0]
+		switch {
+		case !it.Takeover:
+			return Rate{Hits: 10, Runs: 10, Ops: 600}, nil
+		case it.At != 0 || (c.Ops > 0 && c.Ops < 18):
+			return Rate{Runs: 10}, nil
+		case c.Ops == 0:
+			return Rate{Hits: 10, Runs: 10, Ops: 40}, nil
+		}
+		return Rate{Hits: 10, Runs: 10, Ops: c.Ops + 4}, nil
+	}
+	cfg := ShrinkConfig{Need: 9, MinHold: 50 * time.Millisecond, MinClients: 2, StartOps: 600, MinOps: 4,
+		Takes: func(kind string) bool { return kind == "pause" }, TakeoverHold: 2 * time.Second}
+	got, rate, err := Shrink(context.Background(), start, cfg, test)
+	require.NoError(t, err)
+	require.Equal(t, []nemesis.Item{{Kind: "pause", Client: 1, Hold: 2 * time.Second, Takeover: true}}, got.Schedule.Items)
+	require.Equal(t, 20, got.Ops)
+	require.Equal(t, Rate{Hits: 10, Runs: 10, Ops: 24}, rate)
+	var caps []int
+	for _, c := range tried {
+		caps = append(caps, c.Ops)
+	}
+	// takeover at 0 (kept); caps 20 (kept), 10 (refused), 15, 17 (refused).
+	require.Equal(t, []int{0, 20, 10, 15, 17}, caps)
+}

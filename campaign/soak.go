@@ -34,6 +34,10 @@ type SoakConfig struct {
 	// same kinds drawn from the seed (see Spec.RandomFaults). Verdicts are then reported,
 	// not compared with the catalogue: a random schedule need not produce the hazard.
 	Random bool
+	// Early arms every targeted strike at the run's first critical sections and heals
+	// it on the takeover (spec.Spec.Early): the stale write comes about one TTL into a
+	// run instead of three.
+	Early bool
 	// Store, if set, is the results store: every run goes to
 	// Store/<scenario>/<timestamp>/ like any other (SoakRun.Evidence is that folder
 	// relative to Store). If not, runs go to a temporary store and only the evidence of
@@ -95,7 +99,7 @@ func SoakPlanned(ctx context.Context, cfg SoakConfig) (*SoakResult, *Plan, error
 	// Every scenario is checked first: an invalid spec would fail every run.
 	var specs []spec.Spec
 	for _, sc := range cfg.Scenarios {
-		s, err := soakSpec(sc, cfg.Random)
+		s, err := soakSpec(sc, cfg.Random, cfg.Early)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -211,10 +215,12 @@ func summariseSoak(sp *SoakPlan, runs []*SoakRun) *SoakResult {
 const RandomSoakDuration = 5 * time.Second
 
 // soakSpec is the spec a soak runs for sc: as catalogued, or, in random mode, with its
-// targeted faults replaced by a random schedule of the same kinds.
-func soakSpec(sc catalogue.Scenario, random bool) (spec.Spec, error) {
+// targeted faults replaced by a random schedule of the same kinds; early arms its
+// targeted strikes early (spec.Spec.Early).
+func soakSpec(sc catalogue.Scenario, random, early bool) (spec.Spec, error) {
 	s := sc.Spec
 	if !random {
+		s.Early = s.Early || early
 		return s, nil
 	}
 	if len(s.Faults) == 0 {

@@ -72,7 +72,7 @@ func TestSoakRandomSpecs(t *testing.T) {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
-			s, err := soakSpec(sc, true)
+			s, err := soakSpec(sc, true, false)
 			require.NoError(t, err)
 			require.Empty(t, s.Faults)
 			r, err := spec.Resolve(builtin.Registry(), s)

@@ -21,6 +21,11 @@ func (r *Resolved) ClientFaults(started harness.Backend) []nemesis.ClientFault {
 			f, _ := r.reg.Fault(it.Kind)
 			switch f := f.(type) {
 			case registry.ClientFault:
+				if it.Takeover {
+					tt := t
+					tt.Random, tt.Early = false, true
+					return f.Strike(tt, nil), true
+				}
 				return f.Strike(t, nil), true
 			case registry.ServiceFault:
 				// Rides on the first pause point any client reaches, leaving its links alone.
@@ -36,6 +41,12 @@ func (r *Resolved) ClientFaults(started harness.Backend) []nemesis.ClientFault {
 				with = append(with, sf.Action(t, service))
 			}
 		}
+	}
+	if len(with) > 0 || len(r.Riders) > 0 {
+		// A fault on the lock service keeps its strike's usual arming: the run's normal
+		// critical sections come first (a token counter that restarts must have handed
+		// out tokens above the first for a reused one to show).
+		t.Early = false
 	}
 	strikes := r.Strikes
 	if len(with) > 0 && len(strikes) == 0 && r.Carrier != nil {

@@ -145,6 +145,8 @@ func (r *Resolved) resolve(s Spec) error {
 		return fmt.Errorf("duration must be positive, got %v", s.Duration)
 	case s.MinGrants < 0:
 		return fmt.Errorf("min grants must not be negative, got %d", s.MinGrants)
+	case s.MaxOps < 0:
+		return fmt.Errorf("the operations cap must not be negative, got %d", s.MaxOps)
 	}
 	opts, err := splitOptions(reg, s)
 	if err != nil {
@@ -187,7 +189,7 @@ func (r *Resolved) resolve(s Spec) error {
 		}
 		return err
 	}
-	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, Careful: s.Policy == PolicyCareful, TTL: s.TTL,
+	r.Target = registry.Target{Backend: be.Name, Caps: caps, Resource: res, Policy: s.Policy, Careful: s.Policy == PolicyCareful, TTL: s.TTL, Early: s.Early,
 		Random: len(s.RandomFaults) > 0 || s.Schedule != nil, ClientFaults: reg.ClientFaultNames()}
 	for _, f := range s.Faults {
 		if err := r.applies(f); err != nil {
@@ -233,15 +235,17 @@ func (r *Resolved) checkSchedule(s Spec) error {
 		switch {
 		case it.Kind == "":
 			err = fmt.Errorf("no fault kind")
-		case it.At <= 0:
-			err = fmt.Errorf("at must be positive, got %v", it.At)
+		case it.At < 0:
+			err = fmt.Errorf("at must not be negative, got %v", it.At)
 		case it.Hold <= 0:
 			err = fmt.Errorf("hold must be positive, got %v", it.Hold)
 		case it.Client < 0 || it.Client >= s.Clients:
 			err = fmt.Errorf("client %d is not one of the run's %d clients (0 to %d)", it.Client, s.Clients, s.Clients-1)
 		default:
-			if _, ok := r.reg.Fault(it.Kind); !ok {
+			if f, ok := r.reg.Fault(it.Kind); !ok {
 				err = fmt.Errorf("unknown fault %q (known: %s)", it.Kind, registry.Names(r.reg.FaultNames()))
+			} else if _, client := f.(registry.ClientFault); it.Takeover && !client {
+				err = fmt.Errorf("takeover applies to a fault on a client, and %s acts on the lock service", it.Kind)
 			} else {
 				err = r.applies(it.Kind)
 			}

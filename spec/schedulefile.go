@@ -31,6 +31,7 @@ type ScheduleFile struct {
 	Clients  int               `json:"clients"`
 	Members  int               `json:"members,omitempty"`
 	Seed     int64             `json:"seed"`
+	Ops      int               `json:"ops,omitempty"`
 	Options  map[string]string `json:"options,omitempty"`
 	Items    []ScheduleItem    `json:"items"`
 }
@@ -41,6 +42,8 @@ type ScheduleItem struct {
 	Kind   string `json:"kind"`
 	Client int    `json:"client"`
 	Hold   string `json:"hold"`
+	// Takeover: heal on the takeover, Hold at the latest (nemesis.Item.Takeover).
+	Takeover bool `json:"takeover,omitempty"`
 }
 
 // NewScheduleFile is the schedule file of a resolved spec s with schedule sched. The
@@ -49,7 +52,7 @@ type ScheduleItem struct {
 func NewScheduleFile(reg *registry.Registry, s Spec, sched nemesis.Schedule) ScheduleFile {
 	f := ScheduleFile{
 		Format: ScheduleFormat, Backend: s.Backend, Resource: s.Resource, Policy: s.Policy,
-		TTL: s.TTL.String(), Duration: s.Duration.String(), Clients: s.Clients, Members: s.Members, Seed: s.Seed,
+		TTL: s.TTL.String(), Duration: s.Duration.String(), Clients: s.Clients, Members: s.Members, Seed: s.Seed, Ops: s.MaxOps,
 	}
 	for k, v := range s.Options {
 		if reg != nil && secretOption(reg, s, k) {
@@ -61,7 +64,7 @@ func NewScheduleFile(reg *registry.Registry, s Spec, sched nemesis.Schedule) Sch
 		f.Options[k] = v
 	}
 	for _, it := range sched.Items {
-		f.Items = append(f.Items, ScheduleItem{At: it.At.String(), Kind: it.Kind, Client: it.Client, Hold: it.Hold.String()})
+		f.Items = append(f.Items, ScheduleItem{At: it.At.String(), Kind: it.Kind, Client: it.Client, Hold: it.Hold.String(), Takeover: it.Takeover})
 	}
 	return f
 }
@@ -88,7 +91,10 @@ func (f ScheduleFile) Spec() (Spec, error) {
 	if f.Format != ScheduleFormat {
 		return bad("format %q is not %q", f.Format, ScheduleFormat)
 	}
-	s := Spec{Backend: f.Backend, Resource: f.Resource, Policy: f.Policy, Clients: f.Clients, Members: f.Members, Seed: f.Seed, Options: f.Options}
+	s := Spec{Backend: f.Backend, Resource: f.Resource, Policy: f.Policy, Clients: f.Clients, Members: f.Members, Seed: f.Seed, Options: f.Options, MaxOps: f.Ops}
+	if f.Ops < 0 {
+		return bad("ops must not be negative, got %d", f.Ops)
+	}
 	var err error
 	if s.TTL, err = parseDuration("ttl", f.TTL); err != nil {
 		return bad("%v", err)
@@ -108,7 +114,7 @@ func (f ScheduleFile) Spec() (Spec, error) {
 		if err != nil {
 			return bad("schedule item %d (%s at %v): %v", i+1, it.Kind, at, err)
 		}
-		sched.Items = append(sched.Items, nemesis.Item{At: at, Kind: it.Kind, Client: it.Client, Hold: hold})
+		sched.Items = append(sched.Items, nemesis.Item{At: at, Kind: it.Kind, Client: it.Client, Hold: hold, Takeover: it.Takeover})
 	}
 	s.Schedule = sched
 	return s, nil

@@ -72,6 +72,19 @@ type Spec struct {
 	// so itself, and every command that runs it checks it. Omitted from JSON when empty,
 	// so that a plan's identity stays what it was for the runs that do not set it.
 	Check []models.Property `json:",omitempty"`
+	// Early arms a targeted strike on the holder at the run's first critical sections
+	// (three grants, no time) instead of after a TTL, and heals it as soon as another
+	// client's write is accepted (its minimum hold is TTL/20, not 2×TTL): the stale
+	// write comes about one TTL into the run, not three. Soak runs this way; a report
+	// of one run shows some normal critical sections first without it. A strike that
+	// carries a fault on the lock service keeps its usual arming (a token counter that
+	// restarts must first have handed out tokens above the first). Omitted from
+	// JSON when false, so that a plan's identity stays what it was without it.
+	Early bool `json:",omitempty"`
+	// MaxOps, if set, ends the workload once that many operations were called and every
+	// fault has fired and healed, without waiting for Duration or a TTL more: a shrunk
+	// schedule's run is as short as its failure allows. Omitted from JSON when 0.
+	MaxOps int `json:",omitempty"`
 }
 
 // Selection is asked plus the spec's own Check: the opt-in properties its run's check

@@ -202,6 +202,12 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	if s.MinGrants > 0 {
 		run.Extra["min_grants"] = s.MinGrants
 	}
+	if s.MaxOps > 0 {
+		run.Extra["max_ops"] = s.MaxOps
+	}
+	if s.Early {
+		run.Extra["early"] = true
+	}
 	if t, ok := be.(harness.Tokenless); ok {
 		run.NoToken = t.NoFencingToken()
 	}
@@ -241,7 +247,7 @@ func Execute(ctx context.Context, r *spec.Resolved, opt Options) (out *Outcome, 
 	h, err := runner.Run(ctx, runner.Config{
 		Run: run, Backend: be, Lockers: lockers, Resource: res, Clients: s.Clients,
 		Duration: s.Duration, Tail: s.TTL, Limit: limit, MinGrants: s.MinGrants,
-		Faults: faults,
+		MaxOps: s.MaxOps, Faults: faults,
 		// A held write must outlive the longest hold, so it returns with its real status.
 		OpTimeout:      maxHold + 2*s.TTL + time.Second,
 		AcquireTimeout: 10 * s.TTL,

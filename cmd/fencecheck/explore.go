@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/campaign"
 	"github.com/fencecheck/fencecheck/internal/term"
+	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/spec"
 )
@@ -18,12 +19,15 @@ import (
 // exploreFlags are `fencecheck explore`'s flags.
 type exploreFlags struct {
 	backend, resource, policy, out string
-	failOn, faults                 []string
-	seed                           int64
-	budget, checkTimeout           time.Duration
-	parallel, replays              int
-	keepGoing, json, verbose       bool
-	options                        func() map[string]string
+	// bug and control: explore a zoo entry's configuration (its control's).
+	bug                      string
+	control                  bool
+	failOn, faults           []string
+	seed                     int64
+	budget, checkTimeout     time.Duration
+	parallel, replays        int
+	keepGoing, json, verbose bool
+	options                  func() map[string]string
 }
 
 // exploreJSON is `explore --json`: the exploration, its outcome and exit code.
@@ -66,7 +70,9 @@ broke, the command that replays it ('fencecheck run --schedule FILE') and the fi
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.explore(cmd, f) },
 	}
 	fs := c.Flags()
-	fs.StringVar(&f.backend, "backend", "", "lock backend to explore (required)")
+	fs.StringVar(&f.backend, "backend", "", "lock backend to explore (required, unless --bug)")
+	fs.StringVar(&f.bug, "bug", "", "explore the configuration of a zoo entry ('fencecheck zoo'): its backend, resource, policy, TTL, members and options, never its faults; --fail-on defaults to its property")
+	fs.BoolVar(&f.control, "control", false, "with --bug: the entry's control (the fixed version or configuration) instead")
 	fs.StringVar(&f.resource, "resource", "unfenced", "protected resource")
 	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default) or careful")
 	fs.StringSliceVar(&f.faults, "fault", nil, "fault kinds the tries draw from, comma-separated (default: every client fault that applies to the backend)")
@@ -82,6 +88,7 @@ broke, the command that replays it ('fencecheck run --schedule FILE') and the fi
 	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
+	completeNames(c, func() []string { return a.bugs.IDs() }, "bug")
 	setExitCodes(c, exitCodes{
 		exitSafe:     "nothing found within the budget",
 		exitViolated: "a finding: a property of --fail-on violated (saved, shrunk, and its replay command printed)",
@@ -99,8 +106,12 @@ func (a *app) explore(cmd *cobra.Command, f *exploreFlags) error {
 		return fail(err)
 	}
 	switch {
-	case f.backend == "":
-		return fail(usageError("choose the backend to explore with --backend"))
+	case f.bug != "" && (f.backend != "" || cmd.Flags().Changed("resource") || f.policy != ""):
+		return fail(usageError("--bug explores the entry's own backend, resource and policy: give either --bug or --backend"))
+	case f.control && f.bug == "":
+		return fail(usageError("--control needs --bug (the entry whose control to explore)"))
+	case f.backend == "" && f.bug == "":
+		return fail(usageError("choose the backend to explore with --backend (or a zoo entry's configuration with --bug)"))
 	case f.budget <= 0:
 		return fail(badInput("--budget must be positive, got %v", f.budget))
 	case f.replays < 1 || f.replays > 100:
@@ -112,11 +123,27 @@ func (a *app) explore(cmd *cobra.Command, f *exploreFlags) error {
 	if err := checkParallel(f.parallel); err != nil {
 		return fail(err)
 	}
-	if err := checkName("backend", f.backend, a.backendNames()); err != nil {
-		return fail(err)
-	}
-	if err := checkName("resource", f.resource, a.resourceNames()); err != nil {
-		return fail(err)
+	base := spec.Spec{Backend: f.backend, Resource: f.resource, Policy: f.policy, Options: f.options()}
+	if f.bug != "" {
+		entries, _, err := a.selectBugs([]string{f.bug}, base.Options)
+		if err != nil {
+			return fail(err)
+		}
+		b := entries[0]
+		base = exploreBase(b.Spec)
+		if f.control {
+			base = exploreBase(b.Control)
+		}
+		if !cmd.Flags().Changed("fail-on") {
+			props = []models.Property{b.Property}
+		}
+	} else {
+		if err := checkName("backend", f.backend, a.backendNames()); err != nil {
+			return fail(err)
+		}
+		if err := checkName("resource", f.resource, a.resourceNames()); err != nil {
+			return fail(err)
+		}
 	}
 	kinds := trimList(f.faults)
 	for _, k := range kinds {
@@ -133,7 +160,6 @@ func (a *app) explore(cmd *cobra.Command, f *exploreFlags) error {
 	}
 	var mu sync.Mutex
 	failedCode := exitSafe
-	base := spec.Spec{Backend: f.backend, Resource: f.resource, Policy: f.policy, Options: f.options()}
 	res, err := campaign.Explore(ctx, campaign.ExploreConfig{
 		Registry: a.reg, Base: base, Kinds: kinds, Seed: f.seed, Budget: f.budget, Parallel: f.parallel, FailOn: props,
 		KeepGoing: f.keepGoing, Replays: f.replays, Store: f.out, CheckTimeout: f.checkTimeout, Log: logTo,
@@ -193,10 +219,18 @@ func (a *app) explore(cmd *cobra.Command, f *exploreFlags) error {
 	return withCode(code)
 }
 
+// exploreBase is the configuration of a zoo entry's run: its backend, resource, fence,
+// policy, TTL, members, keys, grants, options and asked properties, without what a try
+// draws (faults, schedule, clients, seed, duration).
+func exploreBase(s spec.Spec) spec.Spec {
+	return spec.Spec{Backend: s.Backend, Resource: s.Resource, Fence: s.Fence, Policy: s.Policy, TTL: s.TTL, Members: s.Members,
+		Keys: s.Keys, MinGrants: s.MinGrants, Options: s.Options, Check: s.Check}
+}
+
 // findingLines prints a finding's three lines: what broke, the command that replays its
 // shrunk schedule, the file.
 func findingLines(w io.Writer, fd campaign.Finding) {
-	how := fmt.Sprintf("shrunk to %d of %d faults, %d clients; %d/%d replays violate it", fd.ShrunkFaults, fd.OriginalFaults, fd.ShrunkClients, fd.Hits, fd.Replays)
+	how := fmt.Sprintf("shrunk to %d of %d faults, %d clients, %d ops; %d/%d replays violate it", fd.ShrunkFaults, fd.OriginalFaults, fd.ShrunkClients, fd.ShrunkOps, fd.Hits, fd.Replays)
 	if !fd.Reproducible {
 		how = fmt.Sprintf("not shrunk: only %d/%d replays violate it", fd.Hits, fd.Replays)
 	}

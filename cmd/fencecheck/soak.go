@@ -40,6 +40,8 @@ type soakCommon struct {
 	parallel     int
 	verbose      bool
 	shard        campaign.Shard
+	// early is soak's --early (zoo runs its entries as catalogued).
+	early bool
 }
 
 // soakJSON is `soak --json`: the soak's result, its outcome and exit code.
@@ -99,6 +101,7 @@ scenarios that cannot run here (each named on stderr with what it needs).`,
 	fs.StringSliceVar(&f.named, "scenarios", []string{"all"}, "")
 	deprecate(fs, "scenarios", "scenario")
 	fs.IntVar(&f.runs, "runs", 20, fmt.Sprintf("runs per scenario, with seeds 1..N (1 to %d)", maxSoakRuns))
+	fs.BoolVar(&f.early, "early", true, "arm each targeted strike at the run's first critical sections and heal it on the takeover, so the stale write comes about one TTL in (false: after a TTL of normal critical sections and a hold of twice the TTL, as run does)")
 	fs.BoolVar(&f.random, "random", false, "replace each scenario's targeted faults with a random schedule of the same kinds drawn from the seed (verdicts reported, not compared)")
 	outFlag(fs, &f.out, defaultOut, "results store: every run goes to DIR/<scenario>/<timestamp>/, the soak's page to DIR/soak/<timestamp>/index.html (empty: a temporary folder keeps only the runs that differ)")
 	checkTimeoutFlag(fs, &f.checkTimeout, false)
@@ -213,7 +216,7 @@ func (a *app) runSoak(ctx context.Context, cmd string, c *soakCommon, list []cat
 	var mu sync.Mutex
 	failedCode := exitSafe // of the runs that failed
 	res, plan, err := campaign.SoakPlanned(ctx, campaign.SoakConfig{
-		Scenarios: list, Runs: c.runs, Random: random, Store: c.out, CheckTimeout: c.checkTimeout, Parallel: c.parallel, Log: logTo,
+		Scenarios: list, Runs: c.runs, Random: random, Early: c.early, Store: c.out, CheckTimeout: c.checkTimeout, Parallel: c.parallel, Log: logTo,
 		Registry: a.reg, Redact: a.red, Shard: c.shard,
 		Failed: func(_ string, err error) {
 			mu.Lock()

@@ -15,8 +15,13 @@ type Item struct {
 	Kind string `json:"kind"`
 	// Client is the client a client fault strikes (at its next pause point).
 	Client int `json:"client"`
-	// Hold is how long the fault lasts once it strikes.
+	// Hold is how long the fault lasts once it strikes (with Takeover, the longest).
 	Hold time.Duration `json:"hold"`
+	// Takeover makes a client fault strike as a targeted one does: inside the client's
+	// first critical section from At on, where its kind strikes the holder (not at any
+	// pause point), and heal as soon as another client's write is accepted, Hold at the
+	// latest. The stale write then comes right after the takeover, whatever the TTL.
+	Takeover bool `json:"takeover,omitempty"`
 }
 
 // Schedule is a random fault schedule. It depends only on its inputs: the same seed
@@ -64,7 +69,11 @@ func (s Schedule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "schedule (seed %d): %d faults\n", s.Seed, len(s.Items))
 	for _, it := range s.Items {
-		fmt.Fprintf(&b, "  at %6.2f s  %-16s client %d  for %.2f s\n", it.At.Seconds(), it.Kind, it.Client, it.Hold.Seconds())
+		until := "for"
+		if it.Takeover {
+			until = "until the takeover, at most"
+		}
+		fmt.Fprintf(&b, "  at %6.2f s  %-16s client %d  %s %.2f s\n", it.At.Seconds(), it.Kind, it.Client, until, it.Hold.Seconds())
 	}
 	return b.String()
 }
@@ -80,8 +89,18 @@ func (s Schedule) ClientFaults(strike func(Item) (ClientFault, bool)) []ClientFa
 		if !ok {
 			continue
 		}
-		f.Kind, f.ArmAfter, f.Deadline = it.Kind, it.At, it.At+it.Hold
-		f.MinHold, f.MaxHold, f.Client = it.Hold, it.Hold, it.Client
+		f.Kind, f.Client, f.ArmAfter = it.Kind, it.Client, it.At
+		if it.Takeover {
+			// The strike's own point, minimum hold and exclusive heal; armed at At with
+			// no grant to wait for (the client's own grant is the first), never
+			// disarmed, held Hold at most.
+			f.Targeted, f.ArmGrants, f.Deadline = true, 0, 0
+			f.MinHold = min(f.MinHold, it.Hold)
+			f.MaxHold = it.Hold
+		} else {
+			f.Deadline = it.At + it.Hold
+			f.MinHold, f.MaxHold = it.Hold, it.Hold
+		}
 		out = append(out, f)
 	}
 	return out

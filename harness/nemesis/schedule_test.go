@@ -34,3 +34,31 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	_, err = Generate(ScheduleConfig{})
 	require.Error(t, err)
 }
+
+// A timed item is armed at At, held exactly Hold and disarmed if it has not struck by
+// then; a takeover item keeps its strike's point and minimum hold, waits for no grant,
+// is never disarmed, and holds Hold at the most.
+func TestScheduleClientFaults(t *testing.T) {
+	s := Schedule{Items: []Item{
+		{At: time.Second, Kind: "pause", Client: 1, Hold: 700 * time.Millisecond},
+		{At: 0, Kind: "stall", Client: 0, Hold: 5 * time.Second, Takeover: true},
+		{At: 2 * time.Second, Kind: "meteor", Client: 0, Hold: time.Second},
+	}}
+	got := s.ClientFaults(func(it Item) (ClientFault, bool) {
+		if it.Kind == "meteor" {
+			return ClientFault{}, false
+		}
+		if it.Takeover {
+			return ClientFault{Point: "after-read", ArmGrants: 3, MinHold: 25 * time.Millisecond, MaxHold: time.Minute, Exclusive: true}, true
+		}
+		return ClientFault{AnyPoint: true, Targeted: true}, true
+	})
+	require.Len(t, got, 2, "an item its strike refuses is left out")
+	timed, takeover := got[0], got[1]
+	require.Equal(t, ClientFault{Kind: "pause", AnyPoint: true, Targeted: true, Client: 1, ArmAfter: time.Second,
+		Deadline: 1700 * time.Millisecond, MinHold: 700 * time.Millisecond, MaxHold: 700 * time.Millisecond}, timed)
+	require.Equal(t, ClientFault{Kind: "stall", Point: "after-read", Targeted: true, Client: 0, MinHold: 25 * time.Millisecond,
+		MaxHold: 5 * time.Second, Exclusive: true}, takeover)
+	require.NoError(t, takeover.Validate())
+	require.Contains(t, s.String(), "until the takeover, at most 5.00 s")
+}

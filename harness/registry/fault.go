@@ -25,6 +25,9 @@ type Target struct {
 	ClientFaults []string
 	// Random: the faults come from a random schedule, not targeted at the holder.
 	Random bool
+	// Early: a strike on the holder arms at the run's first critical sections and heals
+	// on the takeover, with no minimum hold to speak of (spec.Spec.Early).
+	Early bool
 }
 
 // Fault is a fault a user can name.

@@ -44,7 +44,10 @@ type Config struct {
 	// that needs so many grants (a counter that must wrap, figures over enough grants)
 	// goes on until they were made, however slow the machine (0: no such bound).
 	MinGrants int
-	Faults    []nemesis.ClientFault
+	// MaxOps, if set, ends the workload as soon as that many operations were called
+	// and every fault has fired and healed, before Duration and without Tail.
+	MaxOps int
+	Faults []nemesis.ClientFault
 	// OpTimeout bounds each read, write and release; AcquireTimeout each acquire.
 	OpTimeout      time.Duration
 	AcquireTimeout time.Duration
@@ -227,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 		}()
 	}
 	cfg.Logger.Info("workload started", "clients", cfg.Clients, "duration", cfg.Duration, "min_grants", cfg.MinGrants)
-	waitForEnd(ctx, cfg, nem, grants.Load, func() time.Duration { return time.Duration(answered.Load()) }, time.Duration(rec.Now()))
+	waitForEnd(ctx, cfg, nem, grants.Load, func() time.Duration { return time.Duration(answered.Load()) }, time.Duration(rec.Now()), rec.Ops)
 	close(stop)
 	nem.Heal()
 	wg.Wait()
@@ -253,7 +256,8 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 // healed, Tail has passed since, and grants() has reached MinGrants; or at the ceiling,
 // Duration+Limit after the first answer (answered: its run time, 0 while none; begun: the
 // workload's start in run time), at most Limit in; or when ctx ends.
-func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis, grants func() int64, answered func() time.Duration, begun time.Duration) {
+// With MaxOps, it returns once ops() has reached it with every fault healed.
+func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis, grants func() int64, answered func() time.Duration, begun time.Duration, ops func() int) {
 	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -280,6 +284,9 @@ func waitForEnd(ctx context.Context, cfg Config, nem *nemesis.Nemesis, grants fu
 		if nem.Pending() || nem.Active() {
 			quietSince = time.Time{}
 			continue
+		}
+		if cfg.MaxOps > 0 && ops() >= cfg.MaxOps {
+			return
 		}
 		if quietSince.IsZero() {
 			quietSince = time.Now()

@@ -55,7 +55,7 @@ func strike(kind string, t registry.Target) nemesis.ClientFault {
 	if t.Random {
 		return nemesis.ClientFault{Kind: kind, AnyPoint: true, Targeted: true}
 	}
-	return nemesis.ClientFault{
+	s := nemesis.ClientFault{
 		Kind:     kind,
 		ArmAfter: max(t.TTL, 200*time.Millisecond),
 		// Counted as well as timed: on a loaded machine a TTL may pass with one grant.
@@ -68,6 +68,12 @@ func strike(kind string, t registry.Target) nemesis.ClientFault {
 		// fault, before anyone else's: the same interleaving on every run.
 		Exclusive: true,
 	}
+	if t.Early {
+		// The takeover ends it, not a timer: another client's accepted write is the
+		// proof the lease moved on, so it needs no minimum hold beyond a token one.
+		s.ArmAfter, s.MinHold = 0, max(t.TTL/20, time.Millisecond)
+	}
+	return s
 }
 
 // ownService refuses a service fault on servers fencecheck did not start.
