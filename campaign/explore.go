@@ -125,7 +125,12 @@ func ExploreKinds(reg *registry.Registry, base spec.Spec, asked []string) ([]str
 	if len(asked) > 0 {
 		s.RandomFaults = asked
 	}
-	s.Duration = 0
+	ttl, err := defaultTTL(reg, base)
+	if err != nil {
+		return nil, err
+	}
+	s.TTL, s.Duration = ttl, 8*ttl // a try's
+
 	r, err := spec.Resolve(reg, s)
 	if err != nil {
 		return nil, err
@@ -137,14 +142,10 @@ func ExploreKinds(reg *registry.Registry, base spec.Spec, asked []string) ([]str
 // backend's default when base sets none), those that the backend takes.
 func exploreTTLs(reg *registry.Registry, base spec.Spec, kinds []string) []time.Duration {
 	s := base
-	s.TTL, s.RandomFaults = 0, kinds
-	r, err := spec.Resolve(reg, s)
+	s.RandomFaults = kinds
+	def, err := defaultTTL(reg, base)
 	if err != nil {
 		return nil
-	}
-	def := r.Spec.TTL
-	if base.TTL > 0 {
-		def = base.TTL
 	}
 	var out []time.Duration
 	for _, ttl := range []time.Duration{def / 2, def, 2 * def} {
@@ -155,6 +156,20 @@ func exploreTTLs(reg *registry.Registry, base spec.Spec, kinds []string) []time.
 		}
 	}
 	return out
+}
+
+// defaultTTL is base's TTL, or its backend's default when it sets none.
+func defaultTTL(reg *registry.Registry, base spec.Spec) (time.Duration, error) {
+	if base.TTL > 0 {
+		return base.TTL, nil
+	}
+	s := base
+	s.Faults, s.RandomFaults, s.Schedule = nil, nil, nil
+	r, err := spec.Resolve(reg, s)
+	if err != nil {
+		return 0, err
+	}
+	return r.Spec.TTL, nil
 }
 
 // DrawTry is try's spec: its own seed, its faults (a non-empty subset of kinds), its

@@ -34,6 +34,7 @@ func TestExploreFindsAndShrinks(t *testing.T) {
 	require.Equal(t, true, f["reproducible"], "stderr:\n%s", stderr)
 	require.Equal(t, float64(1), f["shrunk_faults"], "shrunk to one pause")
 	require.Equal(t, float64(2), f["shrunk_clients"])
+	require.LessOrEqual(t, f["shrunk_ops"], float64(30), "the pause heals on the takeover, and the operations are capped")
 	for _, k := range []string{"original", "shrunk"} {
 		require.FileExists(t, f[k].(string))
 	}
