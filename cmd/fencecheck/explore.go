@@ -52,19 +52,24 @@ func (a *app) exploreCmd() *cobra.Command {
 		Use:   "explore",
 		Short: "run random fault schedules until a property breaks, and shrink the schedule",
 		Long: `Runs random fault schedules against one backend, all drawn from --seed: each try draws its own
-seed, then which of the client faults that apply to the backend it uses, the TTL (half,
-once or twice the backend's default), 2 to 4 clients and the schedule. Tries go
---parallel at a time into the results store until --budget is spent or one violates a
-property of --fail-on (a finding; --keep-going collects distinct ones: another property
-or another set of fault kinds).
+seed, then which of the faults that apply to the backend it uses (on clients and on the
+lock service), the TTL (half, once or twice the backend's default), 2 to 4 clients and the
+schedule; half the faults on clients heal on the takeover (the first write another
+client gets accepted) instead of after a drawn hold. Tries go --parallel at a time into
+the results store until --budget is spent or one violates a property of --fail-on (a
+finding; --keep-going collects distinct ones: another property or another set of fault
+kinds). --bug explores the configuration of a zoo entry (fencecheck zoo) without its
+faults, failing on its property; --control that of its control.
 
-A finding's schedule is shrunk greedily: drop faults one at a time, then halve holds,
-then fewer clients, keeping a step only if at least 9 in 10 of its --replays (other
-workload seeds) still violate the property. The original and shrunk schedule files and
-both runs' folders go to DIR/explore/<timestamp>/finding-N/, and three lines say what
-broke, the command that replays it ('fencecheck run --schedule FILE') and the file
-(docs/explore.md).`,
+A finding's schedule is shrunk greedily: drop faults one at a time, make the timing
+simpler (strike at the first critical section and heal on the takeover), halve holds,
+take clients away, cap the operations, keeping a step only if at least 9 in 10 of its
+--replays (other workload seeds) still violate the property. The original and shrunk
+schedule files and both runs' folders go to DIR/explore/<timestamp>/finding-N/, and
+three lines say what broke, the command that replays it ('fencecheck run --schedule
+FILE') and the file (docs/explore.md).`,
 		Example: `  fencecheck explore --backend naive --budget 2m
+  fencecheck explore --bug etcd-11457 --budget 10m
   fencecheck explore --backend redis --resource fenced --budget 10m --keep-going --json`,
 		Args: noArgs("choose the backend with --backend"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.explore(cmd, f) },
@@ -75,7 +80,7 @@ broke, the command that replays it ('fencecheck run --schedule FILE') and the fi
 	fs.BoolVar(&f.control, "control", false, "with --bug: the entry's control (the fixed version or configuration) instead")
 	fs.StringVar(&f.resource, "resource", "unfenced", "protected resource")
 	fs.StringVar(&f.policy, "policy", "", "client policy: trusting (default) or careful")
-	fs.StringSliceVar(&f.faults, "fault", nil, "fault kinds the tries draw from, comma-separated (default: every client fault that applies to the backend)")
+	fs.StringSliceVar(&f.faults, "fault", nil, "fault kinds the tries draw from, comma-separated (default: every fault that applies to the backend in a random schedule)")
 	seedFlag(fs, &f.seed, "the exploration: every try draws its own seed from it")
 	fs.DurationVar(&f.budget, "budget", 10*time.Minute, "how long tries are started for (shrinking a finding goes on past it)")
 	autoParallelFlag(fs, &f.parallel, "tries and replays")
