@@ -419,11 +419,17 @@ func (e *explorer) finding(ctx context.Context, n int, prop models.Property, s s
 	return f, err
 }
 
-// scheduleDuration is a replay's workload time: its schedule healed, and two TTLs.
+// scheduleDuration is a replay's workload time: its schedule healed, and two TTLs. An
+// item that heals on the takeover counts a TTL, not its longest hold: the runner waits
+// for every fault to heal anyway, so a replay ends soon after its takeover.
 func scheduleDuration(s spec.Spec) time.Duration {
 	var end time.Duration
 	for _, it := range s.Schedule.Items {
-		end = max(end, it.At+it.Hold)
+		hold := it.Hold
+		if it.Takeover {
+			hold = min(hold, s.TTL)
+		}
+		end = max(end, it.At+hold)
 	}
 	return max(end+2*s.TTL, spec.DefaultDuration).Round(time.Millisecond)
 }

@@ -44,10 +44,10 @@ type ShrinkConfig struct {
 	StartOps, MinOps int
 }
 
-// Shrink shrinks start greedily: it drops items one at a time, then makes the timing
-// simpler (an item on a client strikes its first critical section and heals on the
-// takeover; failing that, a takeover item is armed from the start), then halves the
-// other holds, then takes fewer clients, then caps the operations (halving from the
+// Shrink shrinks start greedily: it makes the timing simpler first, so that every later
+// replay is short (an item on a client strikes its first critical section and heals on
+// the takeover; failing that, a takeover item is armed from the start), then drops items
+// one at a time, then halves the other holds, then takes fewer clients, then caps the operations (halving from the
 // fewest a violating replay had, then narrowing), keeping a candidate only if test says
 // it still fails at least cfg.Need times. It returns the smallest candidate kept (start when none was) and that
 // candidate's rate (the zero Rate for start: its rate is the caller's). When ctx ends or
@@ -67,18 +67,6 @@ func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkT
 			return true, nil
 		}
 		return false, nil
-	}
-	// Drop items one at a time; after a drop the same index is the next item.
-	for i := 0; i < len(best.Schedule.Items) && len(best.Schedule.Items) > 1; {
-		c := clone(best)
-		c.Schedule.Items = slices.Delete(c.Schedule.Items, i, i+1)
-		ok, err := try(c)
-		if err != nil {
-			return best, bestRate, err
-		}
-		if !ok {
-			i++
-		}
 	}
 	// Simpler timing: heal on the takeover, armed from the start.
 	for i := range best.Schedule.Items {
@@ -103,6 +91,18 @@ func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkT
 			if ok {
 				break
 			}
+		}
+	}
+	// Drop items one at a time; after a drop the same index is the next item.
+	for i := 0; i < len(best.Schedule.Items) && len(best.Schedule.Items) > 1; {
+		c := clone(best)
+		c.Schedule.Items = slices.Delete(c.Schedule.Items, i, i+1)
+		ok, err := try(c)
+		if err != nil {
+			return best, bestRate, err
+		}
+		if !ok {
+			i++
 		}
 	}
 	// Halve each timed item's hold for as long as it still fails.
