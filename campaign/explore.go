@@ -59,6 +59,11 @@ type ExploreConfig struct {
 	Log          io.Writer
 	Redact       *redact.Redactor
 	Host         trial.LockerHost
+	// Shard, if set, runs only the shard's tries of the exploration (try k, counted from
+	// 0 in the order the seed draws them, is shard I/N's when k mod N = I-1): N machines
+	// with the same seed and budget explore N times as many schedules, none twice, and
+	// `fencecheck merge` lists every shard's findings in one store.
+	Shard Shard
 	// Progress, if set, is told of every try and every shrink step, one line each.
 	Progress func(line string)
 	// Failed, if set, is called with the error of every run that failed.
@@ -99,9 +104,13 @@ type Finding struct {
 	Note string `json:"note,omitempty"`
 }
 
-// ExploreResult is an exploration.
+// ExploreResult is an exploration: DIR/explore/<timestamp>/explore.json.
 type ExploreResult struct {
-	Dir      string    `json:"dir"`
+	Dir string `json:"dir"`
+	// Backend and Resource are the explored ones; Shard the shard run ("" for all).
+	Backend  string    `json:"backend"`
+	Resource string    `json:"resource"`
+	Shard    string    `json:"shard,omitempty"`
 	Seed     int64     `json:"seed"`
 	Kinds    []string  `json:"kinds"`
 	Tries    int       `json:"tries"`
@@ -251,14 +260,31 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrStore, cfg.Store, err)
 	}
 	e := &explorer{cfg: cfg, kinds: kinds, dir: dir, started: started, seen: map[string]bool{}}
-	res := &ExploreResult{Dir: dir, Seed: cfg.Seed, Kinds: kinds}
-	defer func() { res.Seconds = time.Since(started).Seconds() }()
+	res := &ExploreResult{Dir: dir, Seed: cfg.Seed, Kinds: kinds, Backend: cfg.Base.Backend, Resource: cfg.Base.Resource}
+	if r, err := spec.Resolve(reg, cfg.Base); err == nil {
+		res.Backend, res.Resource = r.Spec.Backend, r.Spec.Resource
+	}
+	if !cfg.Shard.Whole() {
+		res.Shard = cfg.Shard.String()
+	}
+	defer func() {
+		res.Seconds = time.Since(started).Seconds()
+		// The exploration's record, for the store's index and merge; a store that
+		// cannot take it has already refused the findings.
+		_ = writeJSONFile(filepath.Join(dir, reports.ExploreJSON), res)
+	}()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), exploreRand))
 	c := e.campaign(cfg.Store)
+	drawn := 0 // tries drawn, the other shards' too
 	for time.Since(started) < cfg.Budget && ctx.Err() == nil {
 		var batch []spec.Spec
-		for range max(cfg.Parallel, 1) {
-			s, err := DrawTry(cfg.Base, kinds, ttls, rng.Int64N(1<<62)+1, e.onClient)
+		for len(batch) < max(cfg.Parallel, 1) {
+			seed := rng.Int64N(1<<62) + 1
+			drawn++
+			if !cfg.Shard.Owns(drawn - 1) {
+				continue
+			}
+			s, err := DrawTry(cfg.Base, kinds, ttls, seed, e.onClient)
 			if err != nil {
 				return res, err
 			}

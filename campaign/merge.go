@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,6 +80,7 @@ func Merge(cfg MergeConfig) ([]Merged, error) {
 	}
 	byName := map[string][]shardOf{}
 	seen := map[string]string{}
+	explorations := map[string]struct{ store, dir string }{} // an exploration (and shard) → where
 	for _, st := range cfg.Stores {
 		abs, err := filepath.Abs(st)
 		if err != nil {
@@ -94,6 +96,24 @@ func Merge(cfg MergeConfig) ([]Merged, error) {
 		plans, err := storePlans(st)
 		if err != nil {
 			return nil, err
+		}
+		explored, err := storeExplorations(st)
+		if err != nil {
+			return nil, err
+		}
+		if len(plans) == 0 && len(explored) == 0 {
+			return nil, fmt.Errorf("%w: %s holds no plan of a matrix, evaluate, compare or soak (%s), nor an exploration (explore/<timestamp>/%s)", ErrMerge, st, PlanFile, reports.ExploreJSON)
+		}
+		for dir, x := range explored {
+			// The same shard of the same exploration twice would list its findings twice.
+			key := fmt.Sprintf("%s/%s seed %d", x.Backend, x.Resource, x.Seed)
+			if x.Shard != "" {
+				key += " shard " + x.Shard
+			}
+			if prev, ok := explorations[key]; ok && prev.store != st {
+				return nil, fmt.Errorf("%w: %s and %s are the same exploration (%s): give each machine its own --shard I/N, or its own --seed", ErrMerge, prev.dir, dir, key)
+			}
+			explorations[key] = struct{ store, dir string }{st, dir}
 		}
 		for _, p := range plans {
 			byName[p.Name] = append(byName[p.Name], shardOf{store: st, plan: p})
@@ -168,10 +188,38 @@ func storePlans(store string) ([]*Plan, error) {
 			break // the newest
 		}
 	}
-	if len(plans) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no plan of a matrix, evaluate, compare or soak (%s)", ErrMerge, store, PlanFile)
-	}
 	return plans, nil
+}
+
+// exploration is what merge needs of an exploration's record (explore.json).
+type exploration struct {
+	Backend  string `json:"backend"`
+	Resource string `json:"resource"`
+	Seed     int64  `json:"seed"`
+	Shard    string `json:"shard"`
+}
+
+// storeExplorations reads the record of every exploration in a store
+// (explore/<timestamp>/explore.json), by folder.
+func storeExplorations(store string) (map[string]exploration, error) {
+	out := map[string]exploration{}
+	dir := filepath.Join(store, "explore")
+	for _, d := range timestamped(dir) {
+		path := filepath.Join(dir, d, reports.ExploreJSON)
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		var x exploration
+		if err == nil {
+			err = json.Unmarshal(data, &x)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrMerge, path, err)
+		}
+		out[filepath.Join(dir, d)] = x
+	}
+	return out, nil
 }
 
 // campaignFolders lists the timestamped folders under dir that hold a plan record,

@@ -150,3 +150,42 @@ func TestCopyRunsRenamesATakenFolder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "20261201-101010.100-2", target)
 }
+
+// exploreStore writes a store holding one exploration's record (and a finding when
+// found), as Explore leaves them.
+func exploreStore(t *testing.T, shard string, found bool) string {
+	t.Helper()
+	store := t.TempDir()
+	dir := filepath.Join(store, "explore", "20261205-120000.000")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	res := ExploreResult{Dir: dir, Backend: "naive", Resource: "unfenced", Shard: shard, Seed: 1, Tries: 8}
+	if found {
+		f := Finding{N: 1, Property: "register", Dir: filepath.Join(dir, "finding-1"), ShrunkFaults: 1, Hits: 10, Replays: 10}
+		require.NoError(t, os.MkdirAll(f.Dir, 0o755))
+		require.NoError(t, writeJSONFile(filepath.Join(f.Dir, reports.FindingJSON), f))
+		res.Findings = []Finding{f}
+	}
+	require.NoError(t, writeJSONFile(filepath.Join(dir, reports.ExploreJSON), res))
+	return store
+}
+
+// The shards of an exploration merge into one store whose index lists each, with or
+// without findings; the same shard from two stores is refused.
+func TestMergeExplorations(t *testing.T) {
+	one, two := exploreStore(t, "1/2", true), exploreStore(t, "2/2", false)
+	out := filepath.Join(t.TempDir(), "merged")
+	_, err := Merge(MergeConfig{Stores: []string{one, two}, Out: out})
+	require.NoError(t, err)
+	entries, err := reports.ScanStore(out)
+	require.NoError(t, err)
+	var summaries []string
+	for _, e := range entries {
+		require.Equal(t, "explore", e.Kind)
+		summaries = append(summaries, e.Summary)
+	}
+	require.ElementsMatch(t, []string{"1 finding(s): finding-1: register, 1 fault(s), 10/10 replays; shard 1/2", "nothing found in 8 tries; shard 2/2"}, summaries)
+
+	_, err = Merge(MergeConfig{Stores: []string{one, exploreStore(t, "1/2", false)}, Out: filepath.Join(t.TempDir(), "again")})
+	require.ErrorIs(t, err, ErrMerge)
+	require.ErrorContains(t, err, "are the same exploration (naive/unfenced seed 1 shard 1/2)")
+}

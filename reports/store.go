@@ -141,6 +141,17 @@ func ScanStore(root string) ([]StoreEntry, error) {
 		if !de.IsDir() || strings.HasPrefix(de.Name(), ".") {
 			continue
 		}
+		if de.Name() == "explore" {
+			// Every exploration is listed: a merged store holds one per shard.
+			for _, d := range runFolders(root, de.Name()) {
+				dir := filepath.Join(root, de.Name(), d)
+				if exists(filepath.Join(dir, "finding-1", FindingJSON)) || exists(filepath.Join(dir, ExploreJSON)) {
+					rel := func(f string) string { return filepath.ToSlash(filepath.Join(de.Name(), d, f)) }
+					out = append(out, exploreEntry(StoreEntry{Name: de.Name(), Runs: 1, When: d}, dir, rel))
+				}
+			}
+			continue
+		}
 		e, ok := scanEntry(root, de.Name())
 		if ok {
 			out = append(out, e)
@@ -148,7 +159,7 @@ func ScanStore(root string) ([]StoreEntry, error) {
 	}
 	kindOrder := map[string]int{"compare": 0, "scorecard": 1, "matrix": 2, "soak": 3, "explore": 4, "run": 5}
 	slices.SortFunc(out, func(a, b StoreEntry) int {
-		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Name, b.Name), cmp.Compare(b.When, a.When))
 	})
 	return out, nil
 }
@@ -223,14 +234,8 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 				}
 			}
 			return e, true
-		case exists(filepath.Join(dir, "finding-1", FindingJSON)):
-			e.Kind, e.Outcome = "explore", OutcomeUnsafe
-			e.Page = rel(filepath.Join("finding-1", "shrunk-run", ReportFile))
-			if !exists(filepath.Join(dir, "finding-1", "shrunk-run", ReportFile)) {
-				e.Page = rel(filepath.Join("finding-1", "original-run", ReportFile))
-			}
-			e.Summary = exploreSummary(dir)
-			return e, true
+		case exists(filepath.Join(dir, "finding-1", FindingJSON)), exists(filepath.Join(dir, ExploreJSON)):
+			return exploreEntry(e, dir, rel), true
 		case exists(filepath.Join(dir, FailedFile)):
 			e.Kind, e.Page, e.Outcome = "run", rel(FailedFile), OutcomeFailed
 			if exists(filepath.Join(dir, ReportFile)) {
@@ -257,8 +262,47 @@ func scanEntry(root, name string) (StoreEntry, bool) {
 	return StoreEntry{}, false
 }
 
-// FindingJSON is a finding's record in DIR/explore/<timestamp>/finding-N/.
-const FindingJSON = "finding.json"
+// exploreEntry is the index entry of the exploration in dir: its findings, or its
+// record when it found nothing.
+func exploreEntry(e StoreEntry, dir string, rel func(string) string) StoreEntry {
+	e.Kind = "explore"
+	if exists(filepath.Join(dir, "finding-1", FindingJSON)) {
+		e.Outcome = OutcomeUnsafe
+		e.Page = rel(filepath.Join("finding-1", "shrunk-run", ReportFile))
+		if !exists(filepath.Join(dir, "finding-1", "shrunk-run", ReportFile)) {
+			e.Page = rel(filepath.Join("finding-1", "original-run", ReportFile))
+		}
+		e.Summary = exploreSummary(dir)
+	} else {
+		// Nothing found: its record is its page.
+		e.Outcome, e.Page, e.Summary = OutcomeSafe, rel(ExploreJSON), "nothing found"
+	}
+	var x struct {
+		Tries  int    `json:"tries"`
+		Errors int    `json:"errors"`
+		Shard  string `json:"shard"`
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, ExploreJSON)); err == nil && json.Unmarshal(data, &x) == nil {
+		if e.Outcome == OutcomeSafe {
+			e.Summary = fmt.Sprintf("nothing found in %d tries", x.Tries)
+			if x.Errors > 0 {
+				e.Outcome = OutcomeFailed
+				e.Summary += fmt.Sprintf(" (%d failed to complete)", x.Errors)
+			}
+		}
+		if x.Shard != "" {
+			e.Summary += "; shard " + x.Shard
+		}
+	}
+	return e
+}
+
+// FindingJSON is a finding's record in DIR/explore/<timestamp>/finding-N/; ExploreJSON
+// the exploration's, in DIR/explore/<timestamp>/.
+const (
+	FindingJSON = "finding.json"
+	ExploreJSON = "explore.json"
+)
 
 // exploreSummary says an exploration's findings in a line: how many, and each one's
 // property and shrunk size (read from finding.json, as campaign.Finding writes it).

@@ -27,6 +27,7 @@ type exploreFlags struct {
 	budget, checkTimeout     time.Duration
 	parallel, replays        int
 	keepGoing, json, verbose bool
+	shard                    campaign.Shard
 	options                  func() map[string]string
 }
 
@@ -91,6 +92,7 @@ FILE') and the file (docs/explore.md).`,
 	checkTimeoutFlag(fs, &f.checkTimeout, false)
 	jsonFlag(fs, &f.json, "the exploration")
 	verboseFlag(fs, &f.verbose, "log every run's progress to stderr as well as to its run.log")
+	fs.Var((*shardValue)(&f.shard), "shard", "run only shard I of N of the exploration's tries (I/N: every N-th try the seed draws, from the I-th), so N machines with the same --seed and --budget explore N times as many schedules; 'fencecheck merge' lists every shard's findings in one store")
 	f.options = a.optionFlags(fs)
 	a.completeCommon(c)
 	completeNames(c, func() []string { return a.bugs.IDs() }, "bug")
@@ -167,7 +169,7 @@ func (a *app) explore(cmd *cobra.Command, f *exploreFlags) error {
 	failedCode := exitSafe
 	res, err := campaign.Explore(ctx, campaign.ExploreConfig{
 		Registry: a.reg, Base: base, Kinds: kinds, Seed: f.seed, Budget: f.budget, Parallel: f.parallel, FailOn: props,
-		KeepGoing: f.keepGoing, Replays: f.replays, Store: f.out, CheckTimeout: f.checkTimeout, Log: logTo,
+		KeepGoing: f.keepGoing, Replays: f.replays, Shard: f.shard, Store: f.out, CheckTimeout: f.checkTimeout, Log: logTo,
 		Redact: a.red, Host: a.host,
 		Progress: func(line string) { term.Fprintf(a.stderr, "explore: %s\n", line) },
 		Failed: func(err error) {
