@@ -44,6 +44,10 @@ type Worker struct {
 	// a store that outlives it tags its values with its run id, so no read can mistake
 	// another run's value for one of its own writes.
 	ValueTag string
+	// Done, if set, ends the loop as stop does, asked between critical sections: the
+	// run's own end by events (an operations cap), so that no client starts another
+	// critical section once it is reached.
+	Done func() bool
 
 	writes int
 }
@@ -68,6 +72,9 @@ func (w *Worker) Run(ctx context.Context, stop <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		default:
+		}
+		if w.Done != nil && w.Done() {
+			return
 		}
 		w.criticalSection(ctx, acqCtx)
 		if w.Think > 0 && w.Rand != nil {

@@ -202,6 +202,9 @@ func Run(ctx context.Context, cfg Config) (*history.History, error) {
 			Rand: rand.New(rand.NewPCG(uint64(cfg.Run.Seed), uint64(i))),
 			Keys: cfg.Keys, ValueTag: cfg.ValueTag,
 		}
+		if cfg.MaxOps > 0 {
+			w.Done = func() bool { return rec.Ops() >= cfg.MaxOps && !nem.Pending() && !nem.Active() }
+		}
 		if cfg.ClientNow != nil {
 			w.Now = func() time.Time { return cfg.ClientNow(i) }
 		}

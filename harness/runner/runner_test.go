@@ -99,6 +99,20 @@ func TestRunMinGrants(t *testing.T) {
 	require.ErrorContains(t, err, "min grants must not be negative")
 }
 
+// MaxOps ends a run by its operations: with a Duration of an hour, it ends once that
+// many were called (every fault healed: there is none), with no more than each client's
+// critical section under way and its final read besides.
+func TestRunMaxOps(t *testing.T) {
+	be, res := startNaive(t)
+	h, err := Run(context.Background(), Config{
+		Run: history.Run{Backend: "naive", Resource: "fenced", Seed: 1, TTLms: 200}, Backend: be, Resource: res,
+		Clients: 2, Duration: time.Hour, MaxOps: 20,
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(h.Ops), 20)
+	require.LessOrEqual(t, len(h.Ops), 20+2*4+2, "a critical section (acquire, read, write, release) per client under way, and the final reads")
+}
+
 // selfBoundedLocker bounds its acquires itself (harness.SelfBoundedAcquirer); with
 // never, its lock never comes (its Acquire waits for its ctx, and closes waiting once
 // in it), so only the run's stop can end it; the others acquire only once it waits.
