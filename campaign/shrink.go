@@ -47,7 +47,7 @@ type ShrinkConfig struct {
 // Shrink shrinks start greedily: it makes the timing simpler first, so that every later
 // replay is short (an item on a client strikes its first critical section and heals on
 // the takeover; failing that, a takeover item is armed from the start), then drops items
-// one at a time, then halves the other holds, then takes fewer clients, then caps the operations (halving from the
+// one at a time, then arms the other items earlier and halves their holds, then takes fewer clients, then caps the operations (halving from the
 // fewest a violating replay had, then narrowing), keeping a candidate only if test says
 // it still fails at least cfg.Need times. It returns the smallest candidate kept (start when none was) and that
 // candidate's rate (the zero Rate for start: its rate is the caller's). When ctx ends or
@@ -103,6 +103,21 @@ func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkT
 		}
 		if !ok {
 			i++
+		}
+	}
+	// Arm each timed item earlier, halving its time while it still fails (not below
+	// MinHold): the operations before it go too.
+	for i := range best.Schedule.Items {
+		for !best.Schedule.Items[i].Takeover && best.Schedule.Items[i].At/2 >= cfg.MinHold {
+			c := clone(best)
+			c.Schedule.Items[i].At /= 2
+			ok, err := try(c)
+			if err != nil {
+				return best, bestRate, err
+			}
+			if !ok {
+				break
+			}
 		}
 	}
 	// Halve each timed item's hold for as long as it still fails.

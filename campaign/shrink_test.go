@@ -46,13 +46,15 @@ func TestShrink(t *testing.T) {
 	require.Len(t, got.Schedule.Items, 1)
 	require.Equal(t, "pause", got.Schedule.Items[0].Kind)
 	require.Equal(t, 800*time.Millisecond, got.Schedule.Items[0].Hold, "halved once; the next half fails too rarely")
+	require.Equal(t, 93750*time.Microsecond, got.Schedule.Items[0].At, "armed earlier, halving from 3 s while at least 50 ms")
 	require.Equal(t, 2, got.Clients)
 	require.Equal(t, 0, got.Schedule.Items[0].Client, "client 3 of 4 is client 3 mod 3 of 3, then stays")
 	require.Equal(t, Rate{Hits: 10, Runs: 10}, rate)
 	require.Equal(t, items, start.Schedule.Items, "the start is not changed")
-	// Greedy order: drop delay (kept), drop pause (refused), drop stall (kept); halve
-	// to 800 ms (kept), to 400 ms (refused); 3 clients (kept), 2 (kept).
-	require.Len(t, tried, 7)
+	// Greedy order: drop delay (kept), drop pause (refused), drop stall (kept); arm at
+	// 1.5 s, 750, 375, 187.5 and 93.75 ms (each kept); halve the hold to 800 ms (kept),
+	// to 400 ms (refused); 3 clients (kept), 2 (kept).
+	require.Len(t, tried, 12)
 	require.Equal(t, []string{"pause", "stall"}, kinds(tried[0]))
 	require.Equal(t, []string{"stall"}, kinds(tried[1]))
 	require.Equal(t, []string{"pause"}, kinds(tried[2]))
