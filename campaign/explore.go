@@ -184,8 +184,9 @@ func defaultTTL(reg *registry.Registry, base spec.Spec) (time.Duration, error) {
 // DrawTry is try's spec: its own seed, its faults (a non-empty subset of kinds), its
 // TTL, 2 to 4 clients and its nemesis schedule, all drawn from seed. Half the items on
 // a client (onClient says which kinds strike one) heal on the takeover rather than after
-// their hold (nemesis.Item.Takeover), held up to four TTLs.
-func DrawTry(base spec.Spec, kinds []string, ttls []time.Duration, seed int64, onClient func(kind string) bool) (spec.Spec, error) {
+// their hold (nemesis.Item.Takeover), held up to four TTLs. When keyed (the backend and
+// resource serve independent keys) and base sets none, the try runs 1, 2 or 3 keys.
+func DrawTry(base spec.Spec, kinds []string, ttls []time.Duration, seed int64, onClient func(kind string) bool, keyed bool) (spec.Spec, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), exploreRand))
 	var pick []string
 	for _, k := range kinds {
@@ -215,6 +216,10 @@ func DrawTry(base spec.Spec, kinds []string, ttls []time.Duration, seed int64, o
 		}
 		it.At = it.At.Round(time.Millisecond)
 		it.Hold = max(it.Hold.Round(time.Millisecond), time.Millisecond)
+	}
+	if keyed && base.Keys <= 1 {
+		// Drawn last, so that a backend without keys draws the same tries as before.
+		s.Keys = []int{1, 1, 2, 3}[rng.IntN(4)]
 	}
 	s.Schedule = &sched
 	return s, nil
@@ -251,6 +256,12 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 		}
 	}
 	ttls := exploreTTLs(reg, cfg.Base, kinds)
+	keyed := false
+	if k := cfg.Base; k.Keys <= 1 {
+		k.Keys = 2
+		_, err := spec.Resolve(reg, k)
+		keyed = err == nil
+	}
 	if len(ttls) == 0 {
 		return nil, fmt.Errorf("%w: no TTL around the backend's default is one it takes", spec.ErrSpec)
 	}
@@ -284,7 +295,7 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 			if !cfg.Shard.Owns(drawn - 1) {
 				continue
 			}
-			s, err := DrawTry(cfg.Base, kinds, ttls, seed, e.onClient)
+			s, err := DrawTry(cfg.Base, kinds, ttls, seed, e.onClient, keyed)
 			if err != nil {
 				return res, err
 			}
@@ -309,8 +320,12 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 			case ok:
 				status = string(prop) + " VIOLATED"
 			}
-			e.progress("try %d (seed %d, %s, %d clients, ttl %v, %d fault(s)): %s", res.Tries, batch[i].Seed,
-				strings.Join(spec.ScheduleKinds(*batch[i].Schedule), "+"), batch[i].Clients, batch[i].TTL, len(batch[i].Schedule.Items), status)
+			keys := ""
+			if batch[i].Keys > 1 {
+				keys = fmt.Sprintf(", %d keys", batch[i].Keys)
+			}
+			e.progress("try %d (seed %d, %s, %d clients%s, ttl %v, %d fault(s)): %s", res.Tries, batch[i].Seed,
+				strings.Join(spec.ScheduleKinds(*batch[i].Schedule), "+"), batch[i].Clients, keys, batch[i].TTL, len(batch[i].Schedule.Items), status)
 			if ok && !interrupted {
 				found = append(found, i)
 			}
@@ -422,7 +437,7 @@ func (e *explorer) finding(ctx context.Context, n int, prop models.Property, s s
 	f.Replays, f.Hits = rate.Runs, rate.Hits
 	f.ShrunkFaults, f.ShrunkClients = len(shrunk.Schedule.Items), shrunk.Clients
 	final := resolved
-	final.Clients, final.Schedule, final.MaxOps = shrunk.Clients, &shrunk.Schedule, shrunk.Ops
+	final.Clients, final.Schedule, final.MaxOps, final.Keys = shrunk.Clients, &shrunk.Schedule, shrunk.Ops, shrunk.Keys
 	final.Duration = scheduleDuration(final)
 	if h.dir != "" {
 		final.Seed = h.seed // the shrunk file replays the run kept beside it
@@ -471,7 +486,7 @@ func (e *explorer) shrink(ctx context.Context, prop models.Property, s spec.Spec
 	test := func(ctx context.Context, c Candidate) (Rate, error) {
 		step++
 		sp := s
-		sp.Clients, sp.Schedule, sp.MaxOps = c.Clients, &c.Schedule, c.Ops
+		sp.Clients, sp.Schedule, sp.MaxOps, sp.Keys = c.Clients, &c.Schedule, c.Ops, c.Keys
 		sp.Duration = scheduleDuration(sp)
 		specs := make([]spec.Spec, e.cfg.Replays)
 		for k := range specs {
@@ -495,13 +510,16 @@ func (e *explorer) shrink(ctx context.Context, prop models.Property, s spec.Spec
 			}
 		}
 		limit := ""
+		if c.Keys > 1 {
+			limit = fmt.Sprintf(", %d keys", c.Keys)
+		}
 		if c.Ops > 0 {
-			limit = fmt.Sprintf(", at most %d ops", c.Ops)
+			limit += fmt.Sprintf(", at most %d ops", c.Ops)
 		}
 		e.progress("  shrink step %d: %d fault(s) (%s), %d clients%s: %d/%d replays violate %s", step, len(c.Schedule.Items), itemsText(c.Schedule.Items), c.Clients, limit, rate.Hits, rate.Runs, prop)
 		return rate, nil
 	}
-	start := Candidate{Schedule: *s.Schedule, Clients: s.Clients}
+	start := Candidate{Schedule: *s.Schedule, Clients: s.Clients, Keys: s.Keys}
 	best, bestRate, err := start, Rate{}, error(nil)
 	rate, err := test(ctx, start)
 	if err == nil && rate.Hits >= e.need() {
@@ -530,7 +548,7 @@ type hit struct {
 	seed int64
 }
 
-func candidateKey(c Candidate) string { return fmt.Sprint(c.Clients, c.Ops, c.Schedule.Items) }
+func candidateKey(c Candidate) string { return fmt.Sprint(c.Clients, c.Ops, c.Keys, c.Schedule.Items) }
 
 // historyOps is the number of operations in r's history (0 when not in memory).
 func historyOps(r RunResult) int {

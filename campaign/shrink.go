@@ -14,6 +14,8 @@ type Candidate struct {
 	Schedule nemesis.Schedule
 	Clients  int
 	Ops      int
+	// Keys is the run's number of independent locks (0 or 1: one).
+	Keys int
 }
 
 // Rate is how many of a candidate's replays violated the property, and the fewest
@@ -47,7 +49,8 @@ type ShrinkConfig struct {
 // Shrink shrinks start greedily: it makes the timing simpler first, so that every later
 // replay is short (an item on a client strikes its first critical section and heals on
 // the takeover; failing that, a takeover item is armed from the start), then drops items
-// one at a time, then arms the other items earlier and halves their holds, then takes fewer clients, then caps the operations (halving from the
+// one at a time, then arms the other items earlier and halves their holds, then tries
+// one key, then takes fewer clients, then caps the operations (halving from the
 // fewest a violating replay had, then narrowing), keeping a candidate only if test says
 // it still fails at least cfg.Need times. It returns the smallest candidate kept (start when none was) and that
 // candidate's rate (the zero Rate for start: its rate is the caller's). When ctx ends or
@@ -132,6 +135,14 @@ func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkT
 			if !ok {
 				break
 			}
+		}
+	}
+	// One key: every critical section on the same lock.
+	if best.Keys > 1 {
+		c := clone(best)
+		c.Keys = 1
+		if _, err := try(c); err != nil {
+			return best, bestRate, err
 		}
 	}
 	// Fewer clients: a fault on a client that is no more strikes client c mod n.

@@ -102,7 +102,7 @@ func kinds(c Candidate) []string {
 // the start, then the cap on operations halves from the fewest a violating replay had
 // and narrows between the cap that failed too rarely and the one kept.
 func TestShrinkTimingAndOps(t *testing.T) {
-	start := Candidate{Schedule: nemesis.Schedule{Items: []nemesis.Item{{At: 3 * time.Second, Kind: "pause", Client: 1, Hold: 1600 * time.Millisecond}}}, Clients: 2}
+	start := Candidate{Schedule: nemesis.Schedule{Items: []nemesis.Item{{At: 3 * time.Second, Kind: "pause", Client: 1, Hold: 1600 * time.Millisecond}}}, Clients: 2, Keys: 3}
 	// A timed pause fails with 600 ops; a takeover pause armed from the start fails with
 	// 40, or with the cap and 4 more when the cap is at least 18.
 	var tried []Candidate
@@ -125,11 +125,12 @@ func TestShrinkTimingAndOps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []nemesis.Item{{Kind: "pause", Client: 1, Hold: 2 * time.Second, Takeover: true}}, got.Schedule.Items)
 	require.Equal(t, 20, got.Ops)
+	require.Equal(t, 1, got.Keys, "one key still fails")
 	require.Equal(t, Rate{Hits: 10, Runs: 10, Ops: 24}, rate)
 	var caps []int
 	for _, c := range tried {
 		caps = append(caps, c.Ops)
 	}
-	// takeover at 0 (kept); caps 20 (kept), 10 (refused), 15, 17 (refused).
-	require.Equal(t, []int{0, 20, 10, 15, 17}, caps)
+	// takeover at 0 (kept); one key (kept); caps 20 (kept), 10 (refused), 15, 17 (refused).
+	require.Equal(t, []int{0, 0, 20, 10, 15, 17}, caps)
 }

@@ -32,6 +32,7 @@ type ScheduleFile struct {
 	Members  int               `json:"members,omitempty"`
 	Seed     int64             `json:"seed"`
 	Ops      int               `json:"ops,omitempty"`
+	Keys     int               `json:"keys,omitempty"`
 	Options  map[string]string `json:"options,omitempty"`
 	Items    []ScheduleItem    `json:"items"`
 }
@@ -53,6 +54,9 @@ func NewScheduleFile(reg *registry.Registry, s Spec, sched nemesis.Schedule) Sch
 	f := ScheduleFile{
 		Format: ScheduleFormat, Backend: s.Backend, Resource: s.Resource, Policy: s.Policy,
 		TTL: s.TTL.String(), Duration: s.Duration.String(), Clients: s.Clients, Members: s.Members, Seed: s.Seed, Ops: s.MaxOps,
+	}
+	if s.Keys > 1 {
+		f.Keys = s.Keys
 	}
 	for k, v := range s.Options {
 		if reg != nil && secretOption(reg, s, k) {
@@ -91,7 +95,7 @@ func (f ScheduleFile) Spec() (Spec, error) {
 	if f.Format != ScheduleFormat {
 		return bad("format %q is not %q", f.Format, ScheduleFormat)
 	}
-	s := Spec{Backend: f.Backend, Resource: f.Resource, Policy: f.Policy, Clients: f.Clients, Members: f.Members, Seed: f.Seed, Options: f.Options, MaxOps: f.Ops}
+	s := Spec{Backend: f.Backend, Resource: f.Resource, Policy: f.Policy, Clients: f.Clients, Members: f.Members, Seed: f.Seed, Options: f.Options, MaxOps: f.Ops, Keys: f.Keys}
 	if f.Ops < 0 {
 		return bad("ops must not be negative, got %d", f.Ops)
 	}

@@ -24,7 +24,7 @@ func TestScheduleFileRoundTrip(t *testing.T) {
 		{At: 0, Kind: "stall", Client: 2, Hold: 5 * time.Second, Takeover: true},
 	}}
 	in := spec.Spec{Backend: "naive", Resource: "unfenced", Policy: "trusting", TTL: 500 * time.Millisecond, Duration: 4 * time.Second,
-		Clients: 3, Members: 1, Seed: 9, Schedule: &sched, MaxOps: 24}
+		Clients: 3, Members: 1, Seed: 9, Schedule: &sched, MaxOps: 24, Keys: 2}
 	r, err := spec.Resolve(reg, in)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "s.json")
@@ -38,6 +38,7 @@ func TestScheduleFileRoundTrip(t *testing.T) {
 	require.Equal(t, in.Clients, out.Clients)
 	require.Equal(t, in.Seed, out.Seed)
 	require.Equal(t, 24, out.MaxOps)
+	require.Equal(t, 2, out.Keys)
 	back, err := spec.Resolve(reg, out)
 	require.NoError(t, err)
 	got, ok := back.Schedule()

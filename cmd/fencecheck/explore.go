@@ -54,8 +54,8 @@ func (a *app) exploreCmd() *cobra.Command {
 		Short: "run random fault schedules until a property breaks, and shrink the schedule",
 		Long: `Runs random fault schedules against one backend, all drawn from --seed: each try draws its own
 seed, then which of the faults that apply to the backend it uses (on clients and on the
-lock service), the TTL (half, once or twice the backend's default), 2 to 4 clients and the
-schedule; half the faults on clients heal on the takeover (the first write another
+lock service), the TTL (half, once or twice the backend's default), 2 to 4 clients, 1 to 3
+keys where the backend serves them, and the schedule; half the faults on clients heal on the takeover (the first write another
 client gets accepted) instead of after a drawn hold. Tries go --parallel at a time into
 the results store until --budget is spent or one violates a property of --fail-on (a
 finding; --keep-going collects distinct ones: another property or another set of fault
@@ -63,8 +63,8 @@ kinds). --bug explores the configuration of a zoo entry (fencecheck zoo) without
 faults, failing on its property; --control that of its control.
 
 A finding's schedule is shrunk greedily: drop faults one at a time, make the timing
-simpler (strike at the first critical section and heal on the takeover), halve holds,
-take clients away, cap the operations, keeping a step only if at least 9 in 10 of its
+simpler (strike at the first critical section and heal on the takeover), arm earlier,
+halve holds, one key, take clients away, cap the operations, keeping a step only if at least 9 in 10 of its
 --replays (other workload seeds) still violate the property. The original and shrunk
 schedule files and both runs' folders go to DIR/explore/<timestamp>/finding-N/, and
 three lines say what broke, the command that replays it ('fencecheck run --schedule
