@@ -108,33 +108,30 @@ func Shrink(ctx context.Context, start Candidate, cfg ShrinkConfig, test ShrinkT
 			i++
 		}
 	}
-	// Arm each timed item earlier, halving its time while it still fails (not below
-	// MinHold): the operations before it go too.
-	for i := range best.Schedule.Items {
-		for !best.Schedule.Items[i].Takeover && best.Schedule.Items[i].At/2 >= cfg.MinHold {
-			c := clone(best)
-			c.Schedule.Items[i].At /= 2
-			ok, err := try(c)
-			if err != nil {
-				return best, bestRate, err
-			}
-			if !ok {
-				break
+	// Arm each timed item earlier (the operations before it go too), then halve its
+	// hold, each for as long as it still fails and not below MinHold.
+	halve := func(field func(*nemesis.Item) *time.Duration) error {
+		for i := range best.Schedule.Items {
+			for !best.Schedule.Items[i].Takeover && *field(&best.Schedule.Items[i])/2 >= cfg.MinHold {
+				c := clone(best)
+				*field(&c.Schedule.Items[i]) /= 2
+				ok, err := try(c)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
 			}
 		}
+		return nil
 	}
-	// Halve each timed item's hold for as long as it still fails.
-	for i := range best.Schedule.Items {
-		for !best.Schedule.Items[i].Takeover && best.Schedule.Items[i].Hold/2 >= cfg.MinHold {
-			c := clone(best)
-			c.Schedule.Items[i].Hold /= 2
-			ok, err := try(c)
-			if err != nil {
-				return best, bestRate, err
-			}
-			if !ok {
-				break
-			}
+	for _, field := range []func(*nemesis.Item) *time.Duration{
+		func(it *nemesis.Item) *time.Duration { return &it.At },
+		func(it *nemesis.Item) *time.Duration { return &it.Hold },
+	} {
+		if err := halve(field); err != nil {
+			return best, bestRate, err
 		}
 	}
 	// One key: every critical section on the same lock.
