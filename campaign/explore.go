@@ -250,10 +250,12 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	backend, resource := cfg.Base.Backend, cfg.Base.Resource
 	if r, err := spec.Resolve(reg, cfg.Base); err == nil {
 		if why := r.Unavailable(); why != "" {
 			return nil, spec.Error{Err: errors.New(why)}
 		}
+		backend, resource = r.Spec.Backend, r.Spec.Resource
 	}
 	ttls := exploreTTLs(reg, cfg.Base, kinds)
 	keyed := false
@@ -271,10 +273,7 @@ func Explore(ctx context.Context, cfg ExploreConfig) (*ExploreResult, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrStore, cfg.Store, err)
 	}
 	e := &explorer{cfg: cfg, kinds: kinds, dir: dir, started: started, seen: map[string]bool{}}
-	res := &ExploreResult{Dir: dir, Seed: cfg.Seed, Kinds: kinds, Backend: cfg.Base.Backend, Resource: cfg.Base.Resource}
-	if r, err := spec.Resolve(reg, cfg.Base); err == nil {
-		res.Backend, res.Resource = r.Spec.Backend, r.Spec.Resource
-	}
+	res := &ExploreResult{Dir: dir, Seed: cfg.Seed, Kinds: kinds, Backend: backend, Resource: resource}
 	if !cfg.Shard.Whole() {
 		res.Shard = cfg.Shard.String()
 	}
